@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+// `npm start`: serve Switchboard locally (wrangler dev, local Durable Objects, no network) on the
+// built-in offline model, with a dev token created on first run and kept in .dev.vars.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+
+const port = process.env.PORT ?? "8787";
+const varsFile = ".dev.vars";
+
+function readVars() {
+  if (!existsSync(varsFile)) return {};
+  const out = {};
+  for (const line of readFileSync(varsFile, "utf8").split("\n")) {
+    const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
+    if (m) out[m[1]] = m[2].replace(/^"|"$/g, "");
+  }
+  return out;
+}
+
+const vars = readVars();
+if (!vars.GATEWAY_TOKEN) {
+  const token = (p) => `${p}_${randomBytes(18).toString("base64url")}`;
+  vars.GATEWAY_TOKEN = token("sbdev");
+  vars.AGENT_TOKENS = JSON.stringify({ main: token("sbmain"), research: token("sbresearch") });
+  vars.SIGNING_SECRET = randomBytes(32).toString("hex");
+  writeFileSync(
+    varsFile,
+    `GATEWAY_TOKEN="${vars.GATEWAY_TOKEN}"\nAGENT_TOKENS='${vars.AGENT_TOKENS}'\nSIGNING_SECRET="${vars.SIGNING_SECRET}"\n`,
+  );
+}
+
+const base = `http://127.0.0.1:${port}`;
+console.log(`
+Switchboard dev server — ${base}
+  dev token (operator): ${vars.GATEWAY_TOKEN}
+  agent tokens:         ${vars.AGENT_TOKENS ?? "(none)"}
+  model:                builtin/echo (offline)
+
+Try it:
+  curl -s -X POST ${base}/v1/sessions/main/messages \\
+    -H "Authorization: Bearer ${vars.GATEWAY_TOKEN}" -H "Content-Type: application/json" \\
+    -d '{"message":"hello"}'
+  curl -s -X POST ${base}/tools/invoke \\
+    -H "Authorization: Bearer ${vars.GATEWAY_TOKEN}" -H "Content-Type: application/json" \\
+    -d '{"tool":"sessions_history","args":{"sessionKey":"main"}}'
+`);
+
+const child = spawn("npx", ["wrangler", "dev", "--port", port, "--ip", "127.0.0.1", ...process.argv.slice(2)], {
+  stdio: "inherit",
+  env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+});
+child.on("exit", (code) => process.exit(code ?? 0));
+for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => child.kill(sig));

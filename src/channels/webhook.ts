@@ -1,0 +1,211 @@
+/**
+ * Outbound channel webhook delivery (DESIGN §3.6 "Outbound webhook").
+ *
+ * One POST per attempt; the durable outbox (elsewhere) decides when to call again using
+ * `nextRetryDelayMs` and gives up after `MAX_DELIVERY_ATTEMPTS`. This module never throws:
+ * every failure is classified as `retry` (worth trying again) or `dead` (will never succeed).
+ */
+
+export interface OutboundPayload {
+  channel: string;
+  to: string | null;
+  accountId?: string | null;
+  threadId?: string | null;
+  message: string;
+  sessionKey: string;
+  kind: "reply" | "announce" | "subagent_announce";
+  idempotencyKey: string;
+}
+
+export type DeliveryOutcome = "delivered" | "retry" | "dead";
+
+export interface PostWebhookResult {
+  outcome: DeliveryOutcome;
+  status?: number;
+  error?: string;
+}
+
+export const MAX_DELIVERY_ATTEMPTS = 8;
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
+const BASE_RETRY_DELAY_MS = 5_000;
+const MAX_RETRY_DELAY_MS = 10 * 60_000;
+const ERROR_BODY_CHARS = 200;
+/** Bytes read from an error response at most: enough for 200 chars, bounded against huge pages. */
+const ERROR_BODY_READ_BYTES = 4_096;
+
+const encoder = new TextEncoder();
+
+function toHex(bytes: ArrayBuffer): string {
+  let hex = "";
+  for (const b of new Uint8Array(bytes)) hex += b.toString(16).padStart(2, "0");
+  return hex;
+}
+
+function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
+}
+
+/**
+ * `sha256=<hex HMAC-SHA256(secret, timestamp + "." + rawBody)>`. The timestamp is inside the MAC so
+ * a captured request cannot be replayed later with a fresh timestamp. Throws only for an empty
+ * secret (Web Crypto refuses zero-length HMAC keys); callers treat "" as "no secret".
+ */
+export async function signWebhookBody(secret: string, timestamp: string, rawBody: string): Promise<string> {
+  const key = await hmacKey(secret, "sign");
+  const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(`${timestamp}.${rawBody}`));
+  return `sha256=${toHex(mac)}`;
+}
+
+/**
+ * Receiver-side check. Uses `crypto.subtle.verify`, which compares MACs in constant time, instead
+ * of comparing hex strings with `===`. With `toleranceMs`, a timestamp further than that from
+ * `now` (ms since epoch) is refused too, which is what makes replays useless. Never throws.
+ */
+export async function verifyWebhookSignature(
+  secret: string,
+  timestamp: string,
+  rawBody: string,
+  signatureHeader: string | null | undefined,
+  opts: { toleranceMs?: number; now?: number } = {},
+): Promise<boolean> {
+  try {
+    if (!secret || typeof signatureHeader !== "string") return false;
+    const m = /^sha256=([0-9a-fA-F]{64})$/.exec(signatureHeader.trim());
+    if (!m) return false;
+    if (opts.toleranceMs !== undefined) {
+      if (!/^\d{1,16}$/.test(timestamp)) return false;
+      const skew = Math.abs((opts.now ?? Date.now()) - Number(timestamp));
+      if (skew > opts.toleranceMs) return false;
+    }
+    const hex = m[1];
+    const mac = new Uint8Array(32);
+    for (let i = 0; i < 32; i++) mac[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+    const key = await hmacKey(secret, "verify");
+    return await crypto.subtle.verify("HMAC", key, mac, encoder.encode(`${timestamp}.${rawBody}`));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Delay before the next attempt, where `attempt` is the number of attempts that have failed so far
+ * (1 after the first failure): 5 s, 10 s, 20 s, 40 s … capped at 10 minutes. Deterministic (no
+ * jitter) so the outbox's timers are predictable and testable; each session has its own outbox,
+ * so there is no thundering herd to spread.
+ */
+export function nextRetryDelayMs(attempt: number): number {
+  const n = Number.isFinite(attempt) ? Math.max(1, Math.floor(attempt)) : attempt > 0 ? Infinity : 1;
+  if (n > 30) return MAX_RETRY_DELAY_MS; // 2^30 × 5 s is far past the cap; avoid float blow-up
+  return Math.min(MAX_RETRY_DELAY_MS, BASE_RETRY_DELAY_MS * 2 ** (n - 1));
+}
+
+/** 2xx delivered; 429 and 5xx are the receiver saying "later"; anything else will not improve. */
+export function classifyHttpStatus(status: number): DeliveryOutcome {
+  if (status >= 200 && status < 300) return "delivered";
+  if (status === 429 || (status >= 500 && status < 600)) return "retry";
+  return "dead";
+}
+
+/** Rejects when `signal` aborts, so a fetch implementation that ignores the signal still times out. */
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  return Promise.race([p, aborted]).finally(() => signal.removeEventListener("abort", onAbort));
+}
+
+async function readSnippet(res: Response, signal: AbortSignal): Promise<string> {
+  const body = res.body;
+  if (!body) return "";
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let read = 0;
+  try {
+    while (read < ERROR_BODY_READ_BYTES) {
+      const { done, value } = await raceAbort(reader.read(), signal);
+      if (done) break;
+      read += value.byteLength;
+      text += decoder.decode(value, { stream: true });
+    }
+  } catch {
+    // A body we cannot read does not change the outcome; report what we have.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  return text.replace(/\s+/g, " ").trim().slice(0, ERROR_BODY_CHARS);
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  return String(err);
+}
+
+/**
+ * One delivery attempt. Headers: `Content-Type`, `Idempotency-Key` (the payload's key, identical on
+ * every retry so receivers can de-duplicate), `X-Switchboard-Timestamp` (ms since epoch) and, with a
+ * non-empty secret, `X-Switchboard-Signature`. Redirects are not followed: a signed body should not
+ * be forwarded to wherever a 3xx points, and a moved endpoint is a configuration error (`dead`).
+ */
+export async function postWebhook(input: {
+  url: string;
+  secret?: string;
+  payload: OutboundPayload;
+  now?: () => number;
+  fetchImpl?: typeof fetch;
+  timeoutMs?: number;
+}): Promise<PostWebhookResult> {
+  const timeoutMs = input.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
+  let url: URL;
+  try {
+    url = new URL(input.url);
+  } catch {
+    return { outcome: "dead", error: "invalid webhook URL" };
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    return { outcome: "dead", error: `invalid webhook URL scheme: ${url.protocol}` };
+  }
+
+  let rawBody: string;
+  let headers: Record<string, string>;
+  try {
+    rawBody = JSON.stringify(input.payload);
+    const timestamp = String(Math.floor((input.now ?? Date.now)()));
+    headers = {
+      "Content-Type": "application/json",
+      "Idempotency-Key": input.payload.idempotencyKey,
+      "X-Switchboard-Timestamp": timestamp,
+    };
+    if (input.secret) headers["X-Switchboard-Signature"] = await signWebhookBody(input.secret, timestamp, rawBody);
+  } catch (err) {
+    // Unserialisable payload or unusable secret: retrying cannot fix either.
+    return { outcome: "dead", error: `cannot build request: ${errorMessage(err)}` };
+  }
+
+  // Bound `fetch` lazily: calling the global unbound through a variable throws "Illegal invocation" in workerd.
+  const doFetch = input.fetchImpl ?? ((req: RequestInfo | URL, init?: RequestInit) => fetch(req, init));
+  const signal = AbortSignal.timeout(timeoutMs);
+  let res: Response;
+  try {
+    res = await raceAbort(
+      Promise.resolve().then(() =>
+        doFetch(url.toString(), { method: "POST", headers, body: rawBody, signal, redirect: "manual" }),
+      ),
+      signal,
+    );
+  } catch (err) {
+    if (signal.aborted) return { outcome: "retry", error: `timeout after ${timeoutMs}ms` };
+    return { outcome: "retry", error: `network error: ${errorMessage(err)}` };
+  }
+
+  const outcome = classifyHttpStatus(res.status);
+  if (outcome === "delivered") {
+    res.body?.cancel().catch(() => {}); // we do not need the body; release the connection
+    return { outcome, status: res.status };
+  }
+  const snippet = await readSnippet(res, signal);
+  return { outcome, status: res.status, error: snippet ? `HTTP ${res.status}: ${snippet}` : `HTTP ${res.status}` };
+}

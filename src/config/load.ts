@@ -1,0 +1,66 @@
+import { z } from "zod";
+import { SwitchboardError } from "../errors";
+import { ConfigSchema, type AgentConfig, type Config } from "./schema";
+
+/**
+ * Parse CONFIG once per isolate per raw value. An invalid config never crashes the Worker:
+ * every request answers a 500 envelope naming the bad path, so an operator sees what to fix.
+ */
+let cache: { raw: unknown; result: Config | SwitchboardError } | undefined;
+
+export function loadConfig(env: Pick<Env, "CONFIG">): Config {
+  const raw = env.CONFIG;
+  if (!cache || cache.raw !== raw) cache = { raw, result: parseConfig(raw) };
+  if (cache.result instanceof SwitchboardError) throw cache.result;
+  return cache.result;
+}
+
+export function parseConfig(raw: unknown): Config | SwitchboardError {
+  let doc: unknown = raw ?? {};
+  if (typeof doc === "string") {
+    try {
+      doc = doc.trim() === "" ? {} : JSON.parse(doc);
+    } catch (err) {
+      return new SwitchboardError("config_error", `Invalid CONFIG: not valid JSON (${(err as Error).message})`);
+    }
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
+    return new SwitchboardError("config_error", "Invalid CONFIG: expected a JSON object");
+  }
+  const parsed = ConfigSchema.safeParse(doc);
+  if (!parsed.success) return new SwitchboardError("config_error", `Invalid CONFIG: ${describeIssues(parsed.error)}`);
+  const cfg = parsed.data;
+  const ids = new Set<string>();
+  for (const [i, a] of cfg.agents.list.entries()) {
+    if (ids.has(a.id)) return new SwitchboardError("config_error", `Invalid CONFIG: agents.list.${i}.id: duplicate agent id "${a.id}"`);
+    ids.add(a.id);
+  }
+  if (cfg.agents.list.length === 0) return new SwitchboardError("config_error", "Invalid CONFIG: agents.list: at least one agent is required");
+  return cfg;
+}
+
+export function describeIssues(err: z.ZodError): string {
+  return err.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
+    .join("; ");
+}
+
+/** Default agent = `agents.list[].default` → first listed (reference §1.2). */
+export function defaultAgentId(cfg: Config): string {
+  return (cfg.agents.list.find((a) => a.default) ?? cfg.agents.list[0]).id;
+}
+
+export function findAgent(cfg: Config, agentId: string): AgentConfig | undefined {
+  return cfg.agents.list.find((a) => a.id === agentId);
+}
+
+export function isAgentSandboxed(cfg: Config, agentId: string): boolean {
+  const mode = findAgent(cfg, agentId)?.sandbox?.mode ?? cfg.agents.defaults.sandbox.mode;
+  return mode === "all";
+}
+
+/** Model of an agent: per-agent → defaults → builtin/echo. */
+export function agentModel(cfg: Config, agentId: string): string {
+  return findAgent(cfg, agentId)?.model ?? cfg.agents.defaults.model;
+}

@@ -1,0 +1,157 @@
+import { z } from "zod";
+
+/**
+ * The CONFIG document (DESIGN §3.1). Key names and defaults follow OpenClaw (reference Appendix A)
+ * so an OpenClaw user can carry their config over. Unknown keys are tolerated (OpenClaw configs
+ * carry many settings we do not use); known keys are validated strictly.
+ */
+const action = z.enum(["allow", "deny"]);
+
+const sendPolicy = z.object({
+  default: action.optional(),
+  rules: z
+    .array(
+      z.object({
+        action,
+        match: z
+          .object({
+            channel: z.string().optional(),
+            chatType: z.enum(["direct", "group", "channel"]).optional(),
+            keyPrefix: z.string().optional(),
+            rawKeyPrefix: z.string().optional(),
+          })
+          .optional(),
+      }),
+    )
+    .optional(),
+});
+
+const subagentDefaults = z.object({
+  archiveAfterMinutes: z.number().min(0).default(60),
+  runTimeoutSeconds: z.number().min(0).default(0),
+  maxSpawnDepth: z.number().int().min(1).max(5).default(1),
+  maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
+  allowAgents: z.array(z.string()).optional(),
+  requireAgentId: z.boolean().default(false),
+  model: z.string().optional(),
+  thinking: z.string().optional(),
+  announceTimeoutMs: z.number().int().min(1).max(2_147_000_000).default(120_000),
+});
+
+const agentSubagents = z.object({
+  allowAgents: z.array(z.string()).optional(),
+  requireAgentId: z.boolean().optional(),
+  model: z.string().optional(),
+  thinking: z.string().optional(),
+});
+
+const modelRef = z.union([z.string(), z.object({ primary: z.string() }).transform((m) => m.primary)]);
+
+export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+const agentEntry = z.object({
+  id: z.string().transform((s) => s.trim().toLowerCase()).pipe(z.string().regex(AGENT_ID_RE, "agent id must match [a-z0-9][a-z0-9_-]{0,63}")),
+  name: z.string().optional(),
+  default: z.boolean().optional(),
+  model: modelRef.optional(),
+  thinking: z.string().optional(),
+  sandbox: z.object({ mode: z.enum(["off", "all"]).default("off") }).optional(),
+  subagents: agentSubagents.optional(),
+  systemPrompt: z.string().optional(),
+  runtime: z
+    .discriminatedUnion("type", [
+      z.object({ type: z.literal("model") }),
+      z.object({ type: z.literal("webhook"), url: z.string().url(), secret: z.string().optional() }),
+    ])
+    .optional(),
+});
+
+const providerModel = z.object({
+  id: z.string(),
+  cost: z.object({ input: z.number().min(0).optional(), output: z.number().min(0).optional() }).optional(),
+});
+
+const provider = z.object({
+  baseUrl: z.string().url(),
+  apiKey: z.string().optional(),
+  api: z.literal("openai-completions").default("openai-completions"),
+  models: z.array(providerModel).optional(),
+});
+
+const channel = z.object({
+  webhookUrl: z.string().url().optional(),
+  webhookSecret: z.string().optional(),
+  threadBindings: z.boolean().optional(),
+});
+
+const toolPolicy = z.object({
+  allow: z.array(z.string()).optional(),
+  alsoAllow: z.array(z.string()).optional(),
+  deny: z.array(z.string()).optional(),
+});
+
+export const ConfigSchema = z.object({
+  session: z
+    .object({
+      mainKey: z.string().transform((s) => s.trim().toLowerCase() || "main").default("main"),
+      scope: z.enum(["per-sender", "global"]).default("per-sender"),
+      agentToAgent: z.object({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
+      sendPolicy: sendPolicy.optional(),
+    })
+    .prefault({}),
+  tools: z
+    .object({
+      sessions: z
+        .object({
+          // Invalid or missing visibility falls back to "tree" (reference §6.1), case-insensitive.
+          visibility: z.string().optional(),
+        })
+        .prefault({}),
+      agentToAgent: z.object({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) }).prefault({}),
+      subagents: z.object({ tools: toolPolicy.optional() }).prefault({}),
+      sessions_spawn: z
+        .object({
+          attachments: z
+            .object({
+              enabled: z.boolean().default(false),
+              maxFiles: z.number().int().min(1).max(50).default(50),
+              maxFileBytes: z.number().int().min(1).default(1_048_576),
+              maxTotalBytes: z.number().int().min(1).default(5_242_880),
+              retainOnSessionKeep: z.boolean().default(false),
+            })
+            .prefault({}),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
+  agents: z
+    .object({
+      defaults: z
+        .object({
+          model: modelRef.default("builtin/echo"),
+          thinking: z.string().optional(),
+          timeoutSeconds: z.number().int().min(1).default(600),
+          sandbox: z
+            .object({
+              mode: z.enum(["off", "all"]).default("off"),
+              sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned"),
+            })
+            .prefault({}),
+          subagents: subagentDefaults.prefault({}),
+        })
+        .prefault({}),
+      list: z.array(agentEntry).default([{ id: "main", name: "Main", default: true }]),
+    })
+    .prefault({}),
+  models: z.object({ providers: z.record(z.string(), provider).default({}) }).prefault({}),
+  channels: z.record(z.string(), channel).default({}),
+  limits: z
+    .object({
+      /** Failed auth attempts per client per minute before 429. */
+      authFailuresPerMinute: z.number().int().min(1).default(10),
+    })
+    .prefault({}),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type AgentConfig = Config["agents"]["list"][number];

@@ -1,0 +1,73 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { loadConfig } from "../config/load";
+import type { Config } from "../config/schema";
+import { SwitchboardError } from "../errors";
+import { authenticate, type Principal } from "./auth";
+import { toolsInvokeRoutes } from "./tools-invoke";
+import { v1Routes } from "./routes-v1";
+
+export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Principal } };
+
+export const MAX_BODY_BYTES = 2 * 1024 * 1024;
+
+/** The Worker's HTTP surface: one error envelope, config validated before anything else. */
+export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.onError((err, c) => {
+    const e = err instanceof SwitchboardError ? err : new SwitchboardError("internal_error", "Internal error");
+    if (!(err instanceof SwitchboardError)) console.error("unhandled error", err);
+    for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
+    return c.json(e.toEnvelope(), e.status);
+  });
+  app.notFound((c) => c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404));
+
+  // An invalid CONFIG answers every request with a 500 naming the bad path (never a crash loop).
+  app.use("*", async (c, next) => {
+    c.set("cfg", loadConfig(c.env));
+    await next();
+  });
+
+  app.get("/healthz", (c) => c.json({ ok: true, agents: c.get("cfg").agents.list.map((a) => a.id) }));
+
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new SwitchboardError("payload_too_large", `Request body exceeds ${MAX_BODY_BYTES} bytes`);
+      },
+    }),
+  );
+
+  /** Everything below needs a bearer token. */
+  const authed = async (c: import("hono").Context<AppEnv>, next: () => Promise<void>) => {
+    c.set("principal", await authenticate(c, c.get("cfg")));
+    await next();
+  };
+  app.use("/tools/*", authed);
+  app.use("/v1/*", authed);
+  app.use("/mcp", authed);
+
+  toolsInvokeRoutes(app);
+  v1Routes(app);
+  extra?.(app);
+  return app;
+}
+
+/** Parse a JSON body into an object, with a 400 that says what was wrong. */
+export async function jsonBody(c: import("hono").Context): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new SwitchboardError("invalid_request", "Request body must be valid JSON");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new SwitchboardError("invalid_request", "Request body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+export function methodNotAllowed(allowed: string): never {
+  throw new SwitchboardError("method_not_allowed", `Method not allowed; use ${allowed}`);
+}

@@ -1,0 +1,113 @@
+import type { Context } from "hono";
+import { isAgentSandboxed } from "../config/load";
+import type { Config } from "../config/schema";
+import { forbidden, SwitchboardError } from "../errors";
+import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
+import type { Caller } from "../tools/context";
+import { authLimiter } from "./rate-limit";
+
+/** Who presented the bearer token (DESIGN §3.2). */
+export type Principal =
+  | { role: "operator" }
+  | { role: "agent"; agentId: string }
+  | { role: "run"; agentId: string; sessionKey: string; runId: string; isSubagent: boolean };
+
+export type RunTokenVerifier = (token: string, env: Env) => Promise<Principal | null>;
+let runTokenVerifier: RunTokenVerifier | null = null;
+/** Webhook runtimes register the verifier of their run tokens (kept out of this module's concerns). */
+export function setRunTokenVerifier(v: RunTokenVerifier): void {
+  runTokenVerifier = v;
+}
+
+export function clientId(c: Context): string {
+  return c.req.header("CF-Connecting-IP") ?? c.req.header("X-Forwarded-For")?.split(",")[0].trim() ?? "local";
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function authenticate(c: Context<any>, cfg: Config): Promise<Principal> {
+  const client = clientId(c);
+  authLimiter.assertAllowed(client, cfg.limits.authFailuresPerMinute);
+  const header = c.req.header("Authorization") ?? "";
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  const fail = (msg: string) => {
+    authLimiter.recordFailure(client);
+    return new SwitchboardError("unauthorized", msg, { headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' } });
+  };
+  if (!m) throw fail("Missing bearer token: send Authorization: Bearer <token>");
+  const token = m[1];
+  const env = c.env;
+  if (typeof env.GATEWAY_TOKEN === "string" && env.GATEWAY_TOKEN && (await safeEqual(token, env.GATEWAY_TOKEN))) return { role: "operator" };
+  // Compare against every agent token (no early exit on a match position) so timing reveals nothing.
+  let agentMatch: string | null = null;
+  for (const [agentId, t] of Object.entries(agentTokens(env))) {
+    if (await safeEqual(token, t)) agentMatch = agentId;
+  }
+  if (agentMatch) return { role: "agent", agentId: agentMatch };
+  if (runTokenVerifier) {
+    const p = await runTokenVerifier(token, env);
+    if (p) return p;
+  }
+  throw fail("Invalid bearer token");
+}
+
+function agentTokens(env: Env): Record<string, string> {
+  if (!env.AGENT_TOKENS) return {};
+  try {
+    const v = typeof env.AGENT_TOKENS === "string" ? JSON.parse(env.AGENT_TOKENS) : env.AGENT_TOKENS;
+    const out: Record<string, string> = {};
+    for (const [k, t] of Object.entries(v as Record<string, unknown>)) if (typeof t === "string" && t) out[k.toLowerCase()] = t;
+    return out;
+  } catch {
+    throw new SwitchboardError("config_error", "Invalid AGENT_TOKENS: expected a JSON object {\"<agentId>\": \"<token>\"}");
+  }
+}
+
+/** Constant-time comparison: compare fixed-length digests so neither length nor prefix leaks. */
+export async function safeEqual(a: string, b: string): Promise<boolean> {
+  const enc = new TextEncoder();
+  const [da, db] = await Promise.all([crypto.subtle.digest("SHA-256", enc.encode(a)), crypto.subtle.digest("SHA-256", enc.encode(b))]);
+  return crypto.subtle.timingSafeEqual(da, db);
+}
+
+/**
+ * The requester session of a call: the given key (body `sessionKey` or `X-Session-Key`), else the
+ * main session of the token's agent (the default agent for the operator). A token acting outside
+ * its scope is a 403.
+ */
+export function callerFor(principal: Principal, cfg: Config, requestedKey?: string | null): Caller {
+  if (principal.role === "run") {
+    if (requestedKey) {
+      const p = parseSessionKey(requestedKey, keyContextOf(cfg, principal.agentId, principal.sessionKey));
+      if (p.canonicalKey !== principal.sessionKey) throw forbidden(`This run token may only act as session ${principal.sessionKey}`);
+    }
+    return {
+      agentId: principal.agentId,
+      sessionKey: principal.sessionKey,
+      role: "run",
+      runId: principal.runId,
+      sandboxed: isAgentSandboxed(cfg, principal.agentId),
+      isSubagent: principal.isSubagent,
+    };
+  }
+  const ctx = keyContextOf(cfg, principal.role === "agent" ? principal.agentId : undefined);
+  const parsed = parseSessionKey(requestedKey || "main", ctx);
+  authorizeKey(principal, parsed);
+  return {
+    agentId: parsed.agentId,
+    sessionKey: parsed.canonicalKey,
+    role: principal.role,
+    sandboxed: isAgentSandboxed(cfg, parsed.agentId),
+    isSubagent: parsed.isSubagent,
+  };
+}
+
+/** May this principal address this session directly (REST reads and writes)? */
+export function authorizeKey(principal: Principal, parsed: ParsedKey): void {
+  if (principal.role === "operator") return;
+  if (principal.role === "agent" && parsed.agentId !== principal.agentId) {
+    throw forbidden(`The token of agent "${principal.agentId}" cannot act on session ${parsed.canonicalKey} (agent "${parsed.agentId}")`);
+  }
+  if (principal.role === "run" && parsed.canonicalKey !== principal.sessionKey) {
+    throw forbidden(`This run token may only act as session ${principal.sessionKey}`);
+  }
+}

@@ -1,0 +1,271 @@
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { defaultAgentId, isAgentSandboxed } from "../config/load";
+import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
+import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
+import { parseSendPolicyPatch } from "../policy/send-policy";
+import { checkModelRef } from "../runners/models";
+import { sessionKeyOfRun } from "../session/run-id";
+import { MAX_WAIT_MS } from "../session/session-object";
+import { readHistory } from "../tools/sessions-history";
+import { SESSION_KINDS } from "../tools/sessions-list";
+import { type AppEnv, jsonBody } from "./app";
+import { authorizeKey, type Principal } from "./auth";
+
+const inboundMessage = z.object({
+  message: z.string().min(1, "message required").max(1_000_000),
+  channel: z.string().min(1).max(64).regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+").optional(),
+  to: z.string().max(512).optional(),
+  accountId: z.string().max(256).optional(),
+  threadId: z.union([z.string().max(256), z.number()]).optional(),
+  chatType: z.enum(["direct", "group", "channel"]).optional(),
+  displayName: z.string().max(512).optional(),
+  deliver: z.boolean().optional(),
+  idempotencyKey: z.string().min(1).max(256).optional(),
+});
+
+const sessionPatch = z.object({
+  label: z.union([z.string(), z.null()]).optional(),
+  model: z.union([z.string(), z.null()]).optional(),
+  thinkingLevel: z.union([z.string().max(32), z.null()]).optional(),
+  verboseLevel: z.union([z.string().max(32), z.null()]).optional(),
+  sendPolicy: z.unknown().optional(),
+});
+
+export const LABEL_MAX = 512;
+
+/** Label rules of the reference (§1.4): trimmed, 1..512 characters. */
+export function normalizeLabel(v: unknown): string {
+  if (typeof v !== "string") throw invalid("invalid label: must be a string");
+  const t = v.trim();
+  if (!t) throw invalid("invalid label: empty");
+  if (t.length > LABEL_MAX) throw invalid(`invalid label: too long (max ${LABEL_MAX})`);
+  return t;
+}
+
+function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
+  }
+  return r.data;
+}
+
+/** Parse the `{key}` path segment for a principal and check it may address that session. */
+function targetOf(c: Context<AppEnv>): ParsedKey {
+  const cfg = c.get("cfg");
+  const principal = c.get("principal");
+  const raw = c.req.param("key") ?? "";
+  const agent = principal.role === "operator" ? undefined : principal.agentId;
+  const parsed = parseSessionKey(raw, keyContextOf(cfg, agent, principal.role === "run" ? principal.sessionKey : undefined));
+  authorizeKey(principal, parsed);
+  return parsed;
+}
+
+function intParam(c: Context, name: string, opts: { min: number; max: number; def?: number }): number | undefined {
+  const v = c.req.query(name);
+  if (v === undefined || v === "") return opts.def;
+  if (!/^-?\d+$/.test(v)) throw invalid(`${name}: expected an integer`);
+  const n = Number(v);
+  if (n < opts.min) throw invalid(`${name}: must be >= ${opts.min}`);
+  return Math.min(n, opts.max);
+}
+
+/** RPC errors from objects carry our error type across the boundary. */
+async function rpc<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw fromRpcError(err);
+  }
+}
+
+function runTarget(c: Context<AppEnv>): string {
+  const id = c.req.param("id") ?? "";
+  const key = sessionKeyOfRun(id);
+  if (!key) throw notFound(`Run not found: ${id}`);
+  const cfg = c.get("cfg");
+  authorizeKey(c.get("principal"), parseSessionKey(key, keyContextOf(cfg)));
+  return key;
+}
+
+export function v1Routes(app: Hono<AppEnv>): void {
+  app.post("/v1/sessions/:key/messages", async (c) => {
+    const target = targetOf(c);
+    const body = parseBody(inboundMessage, await jsonBody(c));
+    const stub = c.env.SESSIONS.getByName(target.canonicalKey);
+    const route = body.channel
+      ? {
+          channel: body.channel.toLowerCase(),
+          to: body.to ?? null,
+          accountId: body.accountId ?? null,
+          threadId: body.threadId !== undefined ? String(body.threadId) : null,
+          chatType: body.chatType ?? target.chatType,
+          displayName: body.displayName,
+        }
+      : undefined;
+    const run = await rpc(
+      stub.enqueue({
+        input: { kind: "inbound", message: body.message, provenance: { kind: "external_user" }, route, deliver: body.deliver === true },
+        idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
+        senderIsOwner: true,
+      }),
+    );
+    return c.json({ runId: run.runId, status: "accepted", sessionKey: target.canonicalKey }, 202);
+  });
+
+  app.get("/v1/sessions", async (c) => {
+    const cfg = c.get("cfg");
+    const principal = c.get("principal");
+    const agentId = (c.req.query("agentId") ?? (principal.role === "operator" ? defaultAgentId(cfg) : principal.agentId)).toLowerCase();
+    if (principal.role !== "operator" && agentId !== principal.agentId) {
+      throw new SwitchboardError("forbidden", `The token of agent "${principal.agentId}" cannot list sessions of agent "${agentId}"`);
+    }
+    const limit = intParam(c, "limit", { min: 1, max: 1000, def: 50 })!;
+    const kinds = (c.req.query("kinds") ?? "").split(",").map((k) => k.trim().toLowerCase()).filter((k) => (SESSION_KINDS as readonly string[]).includes(k));
+    const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
+    let cursor: { updatedAt: number; key: string } | undefined;
+    const rawCursor = c.req.query("cursor");
+    if (rawCursor) {
+      try {
+        const [updatedAt, key] = JSON.parse(atob(rawCursor));
+        cursor = { updatedAt: Number(updatedAt), key: String(key) };
+      } catch {
+        throw invalid("cursor: not a cursor returned by this endpoint");
+      }
+    }
+    const page = await c.env.REGISTRY.getByName(`registry:${agentId}`).list({
+      scope: principal.role === "run" ? { type: "self", key: principal.sessionKey } : { type: "agent" },
+      kinds: kinds.length ? kinds : undefined,
+      activeSince: activeMinutes ? Date.now() - activeMinutes * 60_000 : undefined,
+      limit,
+      cursor,
+    });
+    return c.json({
+      count: page.rows.length,
+      sessions: page.rows,
+      nextCursor: page.next ? btoa(JSON.stringify([page.next.updatedAt, page.next.key])).replace(/=+$/, "") : null,
+    });
+  });
+
+  app.get("/v1/sessions/:key", async (c) => {
+    const target = targetOf(c);
+    const row = await c.env.SESSIONS.getByName(target.canonicalKey).getRow();
+    if (!row) throw notFound(`Session not found: ${target.canonicalKey}`);
+    return c.json(row);
+  });
+
+  app.patch("/v1/sessions/:key", async (c) => {
+    const target = targetOf(c);
+    const cfg = c.get("cfg");
+    const body = parseBody(sessionPatch, await jsonBody(c));
+    const patch: Parameters<ReturnType<typeof c.env.SESSIONS.getByName>["patch"]>[0] = {};
+    if (body.label !== undefined) patch.label = body.label === null ? null : normalizeLabel(body.label);
+    if (body.model !== undefined) {
+      if (body.model !== null) {
+        const problem = checkModelRef(cfg, c.env, body.model);
+        if (problem) throw invalid(problem);
+      }
+      patch.modelOverride = body.model === null ? null : body.model.trim();
+    }
+    if (body.thinkingLevel !== undefined) patch.thinkingLevel = body.thinkingLevel;
+    if (body.verboseLevel !== undefined) patch.verboseLevel = body.verboseLevel;
+    if (body.sendPolicy !== undefined) patch.sendPolicy = parseSendPolicyPatch(body.sendPolicy);
+    if (Object.keys(patch).length === 0) throw invalid("body: nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)");
+    const row = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).patch(patch));
+    return c.json(row);
+  });
+
+  app.delete("/v1/sessions/:key", async (c) => {
+    const target = targetOf(c);
+    if (target.kind === "main") throw invalid(`Cannot delete the main session (${target.canonicalKey}).`);
+    const res = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).deleteSession());
+    if (!res.deleted) throw notFound(`Session not found: ${target.canonicalKey}`);
+    return c.json({ ok: true, deleted: target.canonicalKey });
+  });
+
+  app.get("/v1/sessions/:key/history", async (c) => {
+    const target = targetOf(c);
+    const { result } = await readHistory(c.env, target.canonicalKey, {
+      limit: intParam(c, "limit", { min: 1, max: 1000 }),
+      before: intParam(c, "before", { min: 1, max: Number.MAX_SAFE_INTEGER }),
+      includeTools: c.req.query("includeTools") === "true",
+    });
+    return c.json(result);
+  });
+
+  app.get("/v1/sessions/:key/transcript.jsonl", async (c) => {
+    const target = targetOf(c);
+    const stub = c.env.SESSIONS.getByName(target.canonicalKey);
+    const meta = await stub.getMeta();
+    if (!meta) throw notFound(`Session not found: ${target.canonicalKey}`);
+    const enc = new TextEncoder();
+    let after = 0;
+    let headerSent = false;
+    // Streamed page by page: the export never holds the whole transcript in memory.
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(ctrl) {
+        if (!headerSent) {
+          headerSent = true;
+          ctrl.enqueue(enc.encode(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: meta.key, timestamp: new Date(meta.createdAt).toISOString() }) + "\n"));
+          return;
+        }
+        const page = await stub.transcriptPage(after, 500);
+        if (page.messages.length === 0 || page.lastSeq === null) {
+          ctrl.close();
+          return;
+        }
+        after = page.lastSeq;
+        const lines = page.messages.map((m) => {
+          const { __switchboard, ...message } = m;
+          return JSON.stringify({ type: "message", id: String(__switchboard.seq), seq: __switchboard.seq, timestamp: new Date(m.timestamp).toISOString(), message });
+        });
+        ctrl.enqueue(enc.encode(lines.join("\n") + "\n"));
+      },
+    });
+    return new Response(stream, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });
+  });
+
+  app.get("/v1/runs/:id", async (c) => {
+    const key = runTarget(c);
+    const run = await c.env.SESSIONS.getByName(key).getRun(c.req.param("id"));
+    if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
+    return c.json(run);
+  });
+
+  app.get("/v1/runs/:id/wait", async (c) => {
+    const key = runTarget(c);
+    const timeoutMs = intParam(c, "timeoutMs", { min: 0, max: MAX_WAIT_MS, def: 30_000 })!;
+    const run = await c.env.SESSIONS.getByName(key).waitRun(c.req.param("id"), timeoutMs);
+    if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
+    return c.json(run);
+  });
+
+  app.post("/v1/runs/:id/abort", async (c) => {
+    const key = runTarget(c);
+    const run = await c.env.SESSIONS.getByName(key).abortRun(c.req.param("id"));
+    if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
+    return c.json(run);
+  });
+
+  app.get("/v1/agents", (c) => {
+    const cfg = c.get("cfg");
+    const def = defaultAgentId(cfg);
+    return c.json({
+      defaultAgentId: def,
+      agents: cfg.agents.list.map((a) => ({
+        id: a.id,
+        ...(a.name ? { name: a.name } : {}),
+        default: a.id === def,
+        model: a.model ?? cfg.agents.defaults.model,
+        sandboxed: isAgentSandboxed(cfg, a.id),
+        runtime: a.runtime?.type ?? "model",
+      })),
+    });
+  });
+
+  for (const path of ["/v1/sessions/:key/messages", "/v1/runs/:id/abort"]) app.all(path, (c) => c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST").toEnvelope(), 405));
+}
+
+export type { Principal };

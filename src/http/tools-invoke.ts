@@ -1,0 +1,41 @@
+import type { Hono } from "hono";
+import { z } from "zod";
+import { invalid } from "../errors";
+import { invokeTool, findTool, parseToolArgs } from "../tools/registry";
+import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
+import { callerFor } from "./auth";
+
+const invokeBody = z.object({
+  tool: z.string().min(1),
+  action: z.string().optional(),
+  args: z.unknown().optional(),
+  sessionKey: z.string().optional(),
+  dryRun: z.boolean().optional(),
+});
+
+/** OpenClaw-compatible tool invocation (DESIGN §3.3): `{ ok: true, result: { content, details } }`. */
+export function toolResult(payload: unknown) {
+  return { content: [{ type: "text" as const, text: JSON.stringify(payload, null, 2) }], details: payload };
+}
+
+export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
+  app.post("/tools/invoke", async (c) => {
+    const parsed = invokeBody.safeParse(await jsonBody(c));
+    if (!parsed.success) {
+      const i = parsed.error.issues[0];
+      throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
+    }
+    const body = parsed.data;
+    const cfg = c.get("cfg");
+    const caller = callerFor(c.get("principal"), cfg, body.sessionKey ?? c.req.header("X-Session-Key"));
+    const ctx = { env: c.env, cfg, caller };
+    if (body.dryRun) {
+      const tool = findTool(caller, cfg, body.tool);
+      const args = parseToolArgs(tool, body.args);
+      return c.json({ ok: true, result: toolResult({ dryRun: true, tool: tool.name, args, sessionKey: caller.sessionKey }) });
+    }
+    const payload = await invokeTool(ctx, body.tool, body.args);
+    return c.json({ ok: true, result: toolResult(payload) });
+  });
+  app.all("/tools/invoke", () => methodNotAllowed("POST"));
+}

@@ -1,0 +1,149 @@
+import { DurableObject } from "cloudflare:workers";
+import type { IndexEntry, SessionRow } from "./row";
+
+/**
+ * The session index of one agent (`registry:<agentId>`). Session objects push their rows here
+ * (coalesced); every list and resolve is one indexed query with visibility in the WHERE clause and
+ * LIMIT applied last, so a scoped caller never gets an under-filled page (reference §2.1, §10.3).
+ */
+export type ListScope = { type: "self"; key: string } | { type: "tree"; key: string } | { type: "agent" };
+
+export interface ListQuery {
+  scope: ListScope;
+  kinds?: string[];
+  /** Only rows with updatedAt >= this (ms). */
+  activeSince?: number;
+  limit: number;
+  /** Keyset cursor: rows strictly older than this (updatedAt desc, key desc). */
+  cursor?: { updatedAt: number; key: string };
+}
+
+export interface ListPage {
+  rows: SessionRow[];
+  /** Cursor of the last row when more rows may follow. */
+  next: { updatedAt: number; key: string } | null;
+}
+
+const MIGRATIONS = [
+  `
+  CREATE TABLE sessions (
+    key TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    label TEXT,
+    spawned_by TEXT,
+    updated_at INTEGER NOT NULL,
+    listed INTEGER NOT NULL,
+    row_json TEXT NOT NULL
+  );
+  CREATE INDEX sessions_recent ON sessions (listed, updated_at DESC, key DESC);
+  CREATE INDEX sessions_kind ON sessions (listed, kind, updated_at DESC, key DESC);
+  CREATE INDEX sessions_children ON sessions (spawned_by, updated_at DESC, key DESC);
+  CREATE INDEX sessions_session_id ON sessions (session_id);
+  CREATE INDEX sessions_label ON sessions (label);
+  `,
+];
+
+export class RegistryObject extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    ctx.blockConcurrencyWhile(async () => {
+      this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+      const row = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
+      let v = row?.version ?? 0;
+      if (!row) this.sql.exec("INSERT INTO schema_version (version) VALUES (0)");
+      while (v < MIGRATIONS.length) {
+        this.sql.exec(MIGRATIONS[v++]);
+        this.sql.exec("UPDATE schema_version SET version = ?", v);
+      }
+    });
+  }
+
+  /**
+   * Upsert a session's row. Writes can arrive out of order (an inline write racing a coalesced one),
+   * so an older row never overwrites a newer one.
+   */
+  async upsert(e: IndexEntry): Promise<void> {
+    this.sql.exec(
+      `INSERT INTO sessions (key, session_id, kind, label, spawned_by, updated_at, listed, row_json)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, kind = excluded.kind, label = excluded.label,
+         spawned_by = excluded.spawned_by, updated_at = excluded.updated_at, listed = excluded.listed, row_json = excluded.row_json
+       WHERE excluded.updated_at >= sessions.updated_at`,
+      e.key, e.sessionId, e.kind, e.label, e.spawnedBy, e.updatedAt, e.listed ? 1 : 0, JSON.stringify(e.row),
+    );
+  }
+
+  /** Many rows in one call (seeding, bulk imports). */
+  async upsertMany(entries: IndexEntry[]): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      for (const e of entries) void this.upsert(e);
+    });
+  }
+
+  async remove(key: string): Promise<void> {
+    this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
+  }
+
+  async get(key: string): Promise<{ key: string; spawnedBy: string | null; row: SessionRow } | null> {
+    const r = this.sql.exec<{ key: string; spawned_by: string | null; row_json: string }>("SELECT key, spawned_by, row_json FROM sessions WHERE key = ?", key).toArray()[0];
+    return r ? { key: r.key, spawnedBy: r.spawned_by, row: JSON.parse(r.row_json) } : null;
+  }
+
+  async list(q: ListQuery): Promise<ListPage> {
+    const where: string[] = ["listed = 1"];
+    const args: (string | number)[] = [];
+    if (q.scope.type === "self") {
+      where.push("key = ?");
+      args.push(q.scope.key);
+    } else if (q.scope.type === "tree") {
+      where.push("(key = ? OR spawned_by = ?)");
+      args.push(q.scope.key, q.scope.key);
+    }
+    if (q.kinds && q.kinds.length > 0) {
+      where.push(`kind IN (${q.kinds.map(() => "?").join(", ")})`);
+      args.push(...q.kinds);
+    }
+    if (q.activeSince !== undefined) {
+      where.push("updated_at >= ?");
+      args.push(q.activeSince);
+    }
+    if (q.cursor) {
+      where.push("(updated_at < ? OR (updated_at = ? AND key < ?))");
+      args.push(q.cursor.updatedAt, q.cursor.updatedAt, q.cursor.key);
+    }
+    const limit = Math.max(1, Math.min(q.limit, 1000));
+    const rows = this.sql
+      .exec<{ key: string; updated_at: number; row_json: string }>(
+        `SELECT key, updated_at, row_json FROM sessions WHERE ${where.join(" AND ")} ORDER BY updated_at DESC, key DESC LIMIT ?`,
+        ...args, limit + 1,
+      )
+      .toArray();
+    const more = rows.length > limit;
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return { rows: page.map((r) => JSON.parse(r.row_json) as SessionRow), next: more && last ? { updatedAt: last.updated_at, key: last.key } : null };
+  }
+
+  /** Keys whose sessionId is `id` (at most 2: enough to tell "none", "one" and "ambiguous"). */
+  async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
+    const rows = spawnedBy
+      ? this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE session_id = ? AND spawned_by = ? LIMIT 2", id, spawnedBy).toArray()
+      : this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE session_id = ? LIMIT 2", id).toArray();
+    return rows.map((r) => r.key);
+  }
+
+  async resolveLabel(label: string, spawnedBy?: string): Promise<string[]> {
+    const rows = spawnedBy
+      ? this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE label = ? AND spawned_by = ? ORDER BY updated_at DESC LIMIT 5", label, spawnedBy).toArray()
+      : this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE label = ? ORDER BY updated_at DESC LIMIT 5", label).toArray();
+    return rows.map((r) => r.key);
+  }
+
+  async count(): Promise<number> {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n;
+  }
+}

@@ -1,0 +1,115 @@
+import { deriveChannel, displayKey, type ParsedKey, type SessionKind } from "../keys";
+import type { SessionMeta } from "../session/types";
+
+/** A `sessions_list` row (spec "Row shape"), built by the session object and stored in the index. */
+export interface SessionRow {
+  key: string;
+  agentId: string;
+  kind: SessionKind;
+  channel: string;
+  displayName?: string;
+  label?: string;
+  updatedAt: number;
+  sessionId: string;
+  model?: string;
+  contextTokens?: number;
+  totalTokens: number;
+  inputTokens: number;
+  outputTokens: number;
+  thinkingLevel?: string;
+  verboseLevel?: string;
+  systemSent: boolean;
+  abortedLastRun: boolean;
+  sendPolicy?: "allow" | "deny";
+  lastChannel?: string;
+  lastTo?: string;
+  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
+  transcriptPath: string;
+  spawnedBy?: string;
+  spawnDepth?: number;
+  /** Sub-agent run state, for children (`running | done | failed | timeout | killed`). */
+  status?: string;
+  startedAt?: number;
+  endedAt?: number;
+  runtimeMs?: number;
+  messages?: Record<string, any>[];
+}
+
+/** What the registry indexes: the row plus the columns its queries filter on. */
+export interface IndexEntry {
+  key: string;
+  agentId: string;
+  sessionId: string;
+  kind: SessionKind;
+  label: string | null;
+  spawnedBy: string | null;
+  updatedAt: number;
+  /** Isolated cron run sessions and reserved keys are indexed (for resolution) but never listed. */
+  listed: boolean;
+  row: SessionRow;
+}
+
+export function transcriptPathOf(key: string): string {
+  return `/v1/sessions/${encodeURIComponent(key)}/transcript.jsonl`;
+}
+
+export function buildRow(meta: SessionMeta, parsed: ParsedKey): SessionRow {
+  const deliveryContext = meta.lastChannel
+    ? {
+        channel: meta.lastChannel,
+        ...(meta.lastTo ? { to: meta.lastTo } : {}),
+        ...(meta.lastAccountId ? { accountId: meta.lastAccountId } : {}),
+        ...(meta.lastThreadId ? { threadId: meta.lastThreadId } : {}),
+      }
+    : undefined;
+  const sub = meta.subagent;
+  const row: SessionRow = {
+    key: displayKey(meta.key),
+    agentId: meta.agentId,
+    kind: parsed.kind,
+    channel: deriveChannel(parsed, { channel: meta.channel, lastChannel: meta.lastChannel }),
+    displayName: meta.displayName ?? meta.label,
+    label: meta.label,
+    updatedAt: meta.updatedAt,
+    sessionId: meta.sessionId,
+    model: meta.model ?? meta.modelOverride,
+    contextTokens: meta.contextTokens,
+    totalTokens: meta.totalTokens,
+    inputTokens: meta.inputTokens,
+    outputTokens: meta.outputTokens,
+    thinkingLevel: meta.thinkingLevel,
+    verboseLevel: meta.verboseLevel,
+    systemSent: meta.systemSent,
+    abortedLastRun: meta.abortedLastRun,
+    sendPolicy: meta.sendPolicy,
+    lastChannel: meta.lastChannel,
+    lastTo: meta.lastTo,
+    deliveryContext,
+    transcriptPath: transcriptPathOf(meta.key),
+    spawnedBy: meta.spawnedBy,
+    spawnDepth: meta.spawnDepth,
+  };
+  if (sub?.status) {
+    row.status = sub.status;
+    row.startedAt = sub.startedAt;
+    row.endedAt = sub.endedAt;
+    if (sub.startedAt && sub.endedAt) row.runtimeMs = sub.endedAt - sub.startedAt;
+  }
+  // Drop undefined fields so rows serialise compactly and compare cleanly.
+  for (const k of Object.keys(row) as (keyof SessionRow)[]) if (row[k] === undefined) delete row[k];
+  return row;
+}
+
+export function indexEntryOf(meta: SessionMeta, parsed: ParsedKey): IndexEntry {
+  return {
+    key: meta.key,
+    agentId: meta.agentId,
+    sessionId: meta.sessionId,
+    kind: parsed.kind,
+    label: meta.label ?? null,
+    spawnedBy: meta.spawnedBy ?? null,
+    updatedAt: meta.updatedAt,
+    listed: !parsed.isCronRun,
+    row: buildRow(meta, parsed),
+  };
+}

@@ -1,0 +1,91 @@
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3GenerateResult, LanguageModelV3Prompt } from "@ai-sdk/provider";
+
+/**
+ * Offline models that plug into the AI SDK like any provider's model.
+ * `builtin/echo` answers with the last user message: deterministic, no network — the default model,
+ * so `npm start` and the test suite work on a machine with no model access.
+ */
+export function echoModel(): LanguageModelV3 {
+  return {
+    specificationVersion: "v3",
+    provider: "builtin",
+    modelId: "echo",
+    supportedUrls: {},
+    async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+      options.abortSignal?.throwIfAborted();
+      const text = lastUserText(options.prompt);
+      return {
+        content: [{ type: "text", text }],
+        finishReason: { unified: "stop", raw: "stop" },
+        usage: usageOf(promptChars(options.prompt), text.length),
+        warnings: [],
+      };
+    },
+    async doStream() {
+      throw new Error("builtin/echo does not stream");
+    },
+  };
+}
+
+/**
+ * Workers AI through the `AI` binding (`workers-ai/<model>`), adapted to the AI SDK model interface.
+ * A binding call, not an HTTP client; tools are not offered to these models.
+ */
+export function workersAiModel(ai: Ai, modelId: string): LanguageModelV3 {
+  return {
+    specificationVersion: "v3",
+    provider: "workers-ai",
+    modelId,
+    supportedUrls: {},
+    async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+      const messages = options.prompt.map((m) => ({
+        role: m.role === "tool" ? "user" : m.role,
+        content: typeof m.content === "string" ? m.content : m.content.map((p) => ("text" in p ? p.text : "")).join(""),
+      }));
+      const out = (await (ai as unknown as { run(model: string, input: unknown, opts?: unknown): Promise<unknown> }).run(
+        modelId,
+        { messages },
+        { signal: options.abortSignal },
+      )) as { response?: string; usage?: { prompt_tokens?: number; completion_tokens?: number } };
+      const text = out.response ?? "";
+      return {
+        content: [{ type: "text", text }],
+        finishReason: { unified: "stop", raw: "stop" },
+        usage: {
+          inputTokens: { total: out.usage?.prompt_tokens, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+          outputTokens: { total: out.usage?.completion_tokens, text: undefined, reasoning: undefined },
+        },
+        warnings: [],
+      };
+    },
+    async doStream() {
+      throw new Error("workers-ai models do not stream here");
+    },
+  };
+}
+
+function lastUserText(prompt: LanguageModelV3Prompt): string {
+  for (let i = prompt.length - 1; i >= 0; i--) {
+    const m = prompt[i];
+    if (m.role !== "user") continue;
+    return m.content.map((p) => (p.type === "text" ? p.text : "")).join("");
+  }
+  return "";
+}
+
+function promptChars(prompt: LanguageModelV3Prompt): number {
+  let n = 0;
+  for (const m of prompt) {
+    if (typeof m.content === "string") n += m.content.length;
+    else for (const p of m.content) if ("text" in p && typeof p.text === "string") n += p.text.length;
+  }
+  return n;
+}
+
+/** Deterministic token estimate (≈4 characters per token) so usage and stats lines are testable. */
+function usageOf(inChars: number, outChars: number): LanguageModelV3GenerateResult["usage"] {
+  return {
+    inputTokens: { total: Math.ceil(inChars / 4), noCache: Math.ceil(inChars / 4), cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: Math.ceil(outChars / 4), text: Math.ceil(outChars / 4), reasoning: 0 },
+  };
+}

@@ -1,0 +1,67 @@
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { Config } from "../config/schema";
+import { SwitchboardError } from "../errors";
+import { echoModel, workersAiModel } from "./builtin-models";
+
+/**
+ * Model references are `<provider>/<model>`: `builtin/echo` (offline), `workers-ai/<model>` (the AI
+ * binding), or a provider from `models.providers` (OpenAI-compatible HTTP through the AI SDK).
+ */
+export interface ResolvedModel {
+  ref: string;
+  provider: string;
+  modelId: string;
+  api: string;
+  cost?: { input?: number; output?: number };
+  model: LanguageModelV3;
+}
+
+export function splitModelRef(ref: string): { provider: string; modelId: string } | null {
+  const at = ref.indexOf("/");
+  if (at <= 0 || at === ref.length - 1) return null;
+  return { provider: ref.slice(0, at), modelId: ref.slice(at + 1) };
+}
+
+/** Validate a model reference against config without building a client (spawn's "invalid model" check). */
+export function checkModelRef(cfg: Config, env: Env, ref: string): string | null {
+  const parts = splitModelRef(ref.trim());
+  if (!parts) return `invalid model: ${ref} (use <provider>/<model>)`;
+  if (parts.provider === "builtin") return parts.modelId === "echo" ? null : `invalid model: ${ref} (builtin models: builtin/echo)`;
+  if (parts.provider === "workers-ai") return env.AI ? null : `invalid model: ${ref} (no Workers AI binding "AI" is bound)`;
+  const provider = cfg.models.providers[parts.provider];
+  if (!provider) return `invalid model: ${ref} (unknown provider "${parts.provider}"; configure models.providers.${parts.provider})`;
+  if (provider.models && provider.models.length > 0 && !provider.models.some((m) => m.id === parts.modelId)) {
+    return `invalid model: ${ref} (model "${parts.modelId}" is not listed in models.providers.${parts.provider}.models)`;
+  }
+  return null;
+}
+
+export function resolveModel(cfg: Config, env: Env, ref: string): ResolvedModel {
+  const problem = checkModelRef(cfg, env, ref);
+  if (problem) throw new SwitchboardError("invalid_request", problem);
+  const { provider, modelId } = splitModelRef(ref.trim())!;
+  if (provider === "builtin") return { ref, provider, modelId, api: "builtin", model: echoModel() };
+  if (provider === "workers-ai") return { ref, provider, modelId, api: "workers-ai", model: workersAiModel(env.AI!, modelId) };
+  const p = cfg.models.providers[provider];
+  const apiKey = resolveSecret(env, p.apiKey);
+  const client = createOpenAICompatible({ name: provider, baseURL: p.baseUrl, apiKey });
+  return {
+    ref,
+    provider,
+    modelId,
+    api: p.api,
+    cost: p.models?.find((m) => m.id === modelId)?.cost,
+    model: client.chatModel(modelId) as unknown as LanguageModelV3,
+  };
+}
+
+/** `env:NAME` reads the Worker secret NAME, so keys never sit in CONFIG itself. */
+function resolveSecret(env: Env, value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  if (value.startsWith("env:")) {
+    const v = env[value.slice(4)];
+    return typeof v === "string" ? v : undefined;
+  }
+  return value;
+}

@@ -1,0 +1,101 @@
+/**
+ * SQLite schema of a session object. Versions live in a table because `PRAGMA user_version`
+ * is not available in Durable Object SQLite; each migration runs once, in order.
+ */
+const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
+
+  -- Transcript, seq-ordered. Reads are always "a page before seq N", served by the indexes below,
+  -- so cost grows with the page, never with the transcript.
+  CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    role TEXT NOT NULL,
+    is_tool INTEGER NOT NULL,
+    run_id TEXT,
+    created_at INTEGER NOT NULL,
+    json TEXT NOT NULL
+  );
+  CREATE INDEX messages_visible ON messages (is_tool, seq);
+
+  -- Runs and the run queue: queued runs start in qseq (FIFO) order, one at a time.
+  CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    qseq INTEGER NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input_json TEXT NOT NULL,
+    reply TEXT,
+    error TEXT,
+    usage_json TEXT,
+    model TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    -- seq of the run's user message once written, so a retried run never writes it twice
+    user_seq INTEGER,
+    created_at INTEGER NOT NULL,
+    started_at INTEGER,
+    ended_at INTEGER,
+    idempotency_key TEXT UNIQUE
+  );
+  CREATE INDEX runs_queue ON runs (status, qseq);
+
+  -- One alarm multiplexed over this table: every "later" (run lease, run deadline, registry sync,
+  -- flow steps, delivery retries, archival) is a row here, written with the state that causes it.
+  CREATE TABLE timers (
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    payload TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (kind, ref)
+  );
+  CREATE INDEX timers_due ON timers (due_at);
+
+  -- Outbound deliveries (replies and announces), one chokepoint for send policy.
+  CREATE TABLE outbox (
+    id TEXT PRIMARY KEY,
+    idempotency_key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    payload_json TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    delivered_at INTEGER
+  );
+  CREATE INDEX outbox_status ON outbox (status, created_at);
+
+  -- Persisted state machines (agent-to-agent flows, sub-agent announces): one row per flow.
+  CREATE TABLE flows (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    json TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+
+  -- Files attached to this session (sessions_spawn attachments), readable by its runs.
+  CREATE TABLE attachments (
+    name TEXT PRIMARY KEY,
+    mime_type TEXT,
+    bytes INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    data BLOB NOT NULL
+  );
+  `,
+];
+
+export function migrate(sql: SqlStorage): void {
+  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
+  const row = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
+  let version = row?.version ?? 0;
+  if (!row) sql.exec("INSERT INTO schema_version (version) VALUES (0)");
+  while (version < MIGRATIONS.length) {
+    sql.exec(MIGRATIONS[version]);
+    version++;
+    sql.exec("UPDATE schema_version SET version = ?", version);
+  }
+}

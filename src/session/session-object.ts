@@ -1,0 +1,593 @@
+import { DurableObject } from "cloudflare:workers";
+import { agentModel, findAgent, loadConfig } from "../config/load";
+import type { Config } from "../config/schema";
+import { SwitchboardError, toRpcError } from "../errors";
+import { parseCanonical } from "../keys";
+import { indexEntryOf, type SessionRow } from "../registry/row";
+import { runModel, textOf, type RunnerResult } from "../runners/model-runner";
+import { resolveModel } from "../runners/models";
+import { buildRunTools } from "../tools/run-tools";
+import { newRunId } from "./run-id";
+import { migrate } from "./schema";
+import { Timers, type TimerRow } from "./timers";
+import { Transcript } from "./transcript";
+import {
+  FINAL_STATUSES,
+  type EnqueueRequest,
+  type HistoryPage,
+  type RunInput,
+  type RunSnapshot,
+  type RunStatus,
+  type SessionMeta,
+  type TranscriptMessage,
+} from "./types";
+
+/** A run whose executor is not seen alive for this long is considered lost to an eviction (DESIGN §3.6). */
+export const LEASE_MS = 60_000;
+/** Registry writes of one session are coalesced to at most one per this interval. */
+export const INDEX_COALESCE_MS = 1_000;
+/** Messages of context given to the model (bounded: never the whole transcript). */
+const CONTEXT_MESSAGES = 40;
+/** Longest server-side wait one call may hold. Clients re-call `wait` to wait longer. */
+export const MAX_WAIT_MS = 15 * 60_000;
+
+type RunRow = {
+  id: string;
+  qseq: number;
+  kind: string;
+  status: RunStatus;
+  input_json: string;
+  reply: string | null;
+  error: string | null;
+  usage_json: string | null;
+  model: string | null;
+  attempts: number;
+  user_seq: number | null;
+  created_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+};
+
+export interface RunOutcome {
+  status: Exclude<RunStatus, "queued" | "running">;
+  reply?: string;
+  error?: string;
+  result?: RunnerResult;
+}
+
+/** Everything a follow-up step (flows, outbox) may touch while a run ends, inside its transaction. */
+export interface RunEndedEvent {
+  run: RunSnapshot;
+  input: RunInput;
+}
+
+/**
+ * One Durable Object per canonical session key (DESIGN §1). It owns the session's metadata, transcript,
+ * run queue, timers and outbox in SQLite, runs one run at a time in FIFO order, and keeps its registry
+ * row current. Every method is typed RPC; there is no fetch handler.
+ */
+export class SessionObject extends DurableObject<Env> {
+  protected readonly sql: SqlStorage;
+  protected readonly timers: Timers;
+  protected readonly transcript: Transcript;
+  protected meta: SessionMeta | null = null;
+  private schemaReady = false;
+  /** The run this instance is executing. Memory only on purpose: losing it is how a lost run is detected. */
+  private active: { runId: string; abort: AbortController } | null = null;
+  private pumping = false;
+  private waiters = new Map<string, Set<(s: RunSnapshot) => void>>();
+  private lastIndexSync = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.timers = new Timers(this.sql, ctx.storage);
+    this.transcript = new Transcript(this.sql);
+    // Reads of a session that was never written must not create storage, so the schema is only
+    // created by the first write; an existing schema is migrated before any call is served.
+    ctx.blockConcurrencyWhile(async () => {
+      const exists = this.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray().length > 0;
+      if (exists) this.ensureSchema();
+    });
+  }
+
+  // ---------------------------------------------------------------- identity & metadata
+
+  protected get key(): string {
+    return this.meta?.key ?? this.ctx.id.name ?? "";
+  }
+
+  protected get cfg(): Config {
+    return loadConfig(this.env);
+  }
+
+  private ensureSchema(): void {
+    if (this.schemaReady) return;
+    migrate(this.sql);
+    const row = this.sql.exec<{ json: string }>("SELECT json FROM meta WHERE id = 1").toArray()[0];
+    this.meta = row ? (JSON.parse(row.json) as SessionMeta) : null;
+    this.schemaReady = true;
+  }
+
+  protected saveMeta(): void {
+    if (!this.meta) return;
+    this.sql.exec("INSERT INTO meta (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json", JSON.stringify(this.meta));
+  }
+
+  /** Create the session's metadata on first use (inside the caller's transaction). */
+  private createMeta(init: EnqueueRequest["init"], now: number): SessionMeta {
+    const parsed = parseCanonical(this.key, this.cfg);
+    this.meta = {
+      key: parsed.canonicalKey,
+      agentId: parsed.agentId,
+      sessionId: crypto.randomUUID(),
+      kind: parsed.kind,
+      createdAt: now,
+      updatedAt: now,
+      inputTokens: 0,
+      outputTokens: 0,
+      totalTokens: 0,
+      systemSent: false,
+      abortedLastRun: false,
+      ...(parsed.kind === "group" && parsed.channel ? { channel: parsed.channel, chatType: parsed.chatType } : {}),
+      ...init,
+    };
+    return this.meta;
+  }
+
+  async getMeta(): Promise<SessionMeta | null> {
+    return this.meta;
+  }
+
+  async getRow(): Promise<SessionRow | null> {
+    if (!this.meta) return null;
+    return indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg)).row;
+  }
+
+  /** Create the session without a run (spawn and PATCH of a new key use this). Idempotent. */
+  async ensureSession(init?: EnqueueRequest["init"]): Promise<SessionMeta> {
+    this.ensureSchema();
+    if (this.meta) return this.meta;
+    this.ctx.storage.transactionSync(() => {
+      this.createMeta(init, Date.now());
+      this.saveMeta();
+    });
+    await this.syncIndex();
+    return this.meta!;
+  }
+
+  async patch(p: { label?: string | null; modelOverride?: string | null; thinkingLevel?: string | null; verboseLevel?: string | null; sendPolicy?: "allow" | "deny" | null }): Promise<SessionRow> {
+    await this.ensureSession();
+    const m = this.meta!;
+    for (const [k, v] of Object.entries(p) as [keyof typeof p, string | null | undefined][]) {
+      if (v === undefined) continue;
+      if (v === null) delete (m as unknown as Record<string, unknown>)[k];
+      else (m as unknown as Record<string, unknown>)[k] = v;
+    }
+    m.updatedAt = Date.now();
+    this.saveMeta();
+    await this.syncIndex();
+    return (await this.getRow())!;
+  }
+
+  /** Delete this session: abort its work, clear its storage and its index row. Never the main session. */
+  async deleteSession(opts: { allowMain?: boolean } = {}): Promise<{ deleted: boolean }> {
+    if (!this.meta) return { deleted: false };
+    const parsed = parseCanonical(this.meta.key, this.cfg);
+    if (parsed.kind === "main" && !opts.allowMain) {
+      throw toRpcError(new SwitchboardError("invalid_request", `Cannot delete the main session (${this.meta.key}).`));
+    }
+    const { agentId, key } = this.meta;
+    this.active?.abort.abort(new Error("session deleted"));
+    this.releaseAllWaiters("aborted", "session deleted");
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.meta = null;
+    this.schemaReady = false;
+    await this.env.REGISTRY.getByName(`registry:${agentId}`).remove(key);
+    return { deleted: true };
+  }
+
+  // ---------------------------------------------------------------- runs
+
+  /**
+   * Queue a run. The run row, the session's creation, the inbound route and the queue's safety timer
+   * are one transaction: either the message is durably queued or nothing happened.
+   * An `idempotencyKey` seen before returns the run it created — never a second run.
+   */
+  async enqueue(req: EnqueueRequest): Promise<RunSnapshot> {
+    this.ensureSchema();
+    const now = Date.now();
+    let created = false;
+    const snap = this.ctx.storage.transactionSync((): RunSnapshot => {
+      if (req.idempotencyKey) {
+        const existing = this.sql.exec<RunRow>("SELECT * FROM runs WHERE idempotency_key = ?", req.idempotencyKey).toArray()[0];
+        if (existing) return this.snapshot(existing);
+      }
+      if (!this.meta) {
+        this.createMeta(req.init, now);
+        created = true;
+      }
+      const m = this.meta!;
+      const route = req.input.route;
+      // Only real inbound channel traffic sets the delivery route; inter-session turns never
+      // overwrite it (reference §3.3, OpenClaw #54441).
+      if (route && req.input.kind === "inbound" && req.input.provenance?.kind !== "inter_session") {
+        m.lastChannel = route.channel;
+        if (route.to != null) m.lastTo = route.to;
+        if (route.accountId != null) m.lastAccountId = route.accountId;
+        if (route.threadId != null) m.lastThreadId = String(route.threadId);
+        if (route.displayName) m.displayName = route.displayName;
+        if (m.kind === "group" && !m.channel) m.channel = route.channel;
+        if (route.chatType) m.chatType = route.chatType;
+      }
+      m.updatedAt = now;
+      this.saveMeta();
+      const id = newRunId(m.key);
+      const qseq = this.sql.exec<{ q: number }>("SELECT COALESCE(MAX(qseq), 0) + 1 AS q FROM runs").one().q;
+      this.sql.exec(
+        `INSERT INTO runs (id, qseq, kind, status, input_json, created_at, idempotency_key) VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
+        id, qseq, req.input.kind, JSON.stringify(req.input), now, req.idempotencyKey ?? null,
+      );
+      // Safety net: if this instance dies before the queue starts the run, the alarm starts it.
+      this.timers.set("pump", "queue", now + LEASE_MS, undefined, { keepEarlier: true });
+      return this.snapshot(this.runRow(id)!);
+    });
+    await this.timers.arm();
+    if (created) await this.syncIndex();
+    else await this.markIndexDirty();
+    this.kick();
+    return snap;
+  }
+
+  async getRun(runId: string): Promise<RunSnapshot | null> {
+    if (!this.schemaReady) return null;
+    const row = this.runRow(runId);
+    return row ? this.snapshot(row) : null;
+  }
+
+  /**
+   * Server-side wait: resolves when the run ends or after `timeoutMs` with the run as it is then.
+   * The waiter lives in memory, but the run does not: a caller that lost its connection calls
+   * again with the same run id and gets the same outcome.
+   */
+  async waitRun(runId: string, timeoutMs: number): Promise<RunSnapshot | null> {
+    const now = await this.getRun(runId);
+    if (!now || FINAL_STATUSES.has(now.status) || timeoutMs <= 0) return now;
+    const ms = Math.min(timeoutMs, MAX_WAIT_MS);
+    return new Promise<RunSnapshot>((resolve) => {
+      const set = this.waiters.get(runId) ?? new Set();
+      this.waiters.set(runId, set);
+      const done = (s: RunSnapshot) => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0) this.waiters.delete(runId);
+        resolve(s);
+      };
+      const timer = setTimeout(() => done(this.snapshot(this.runRow(runId)!)), ms);
+      set.add(done);
+    });
+  }
+
+  async abortRun(runId: string): Promise<RunSnapshot | null> {
+    const row = this.runRow(runId);
+    if (!row) return null;
+    if (row.status === "queued" || row.status === "running") {
+      if (this.active?.runId === runId) this.active.abort.abort(new Error("aborted"));
+      await this.finishRun(runId, { status: "aborted", error: "Run aborted" });
+    }
+    return this.getRun(runId);
+  }
+
+  private runRow(runId: string): RunRow | undefined {
+    return this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", runId).toArray()[0];
+  }
+
+  protected snapshot(r: RunRow): RunSnapshot {
+    const s: RunSnapshot = { runId: r.id, sessionKey: this.key, status: r.status, kind: r.kind as RunSnapshot["kind"], createdAt: r.created_at };
+    if (r.reply !== null) s.reply = r.reply;
+    if (r.error !== null) s.error = r.error;
+    if (r.started_at !== null) s.startedAt = r.started_at;
+    if (r.ended_at !== null) s.endedAt = r.ended_at;
+    if (r.usage_json) s.usage = JSON.parse(r.usage_json);
+    if (r.model) s.model = r.model;
+    return s;
+  }
+
+  /** Start the queue if this instance is not already working through it. */
+  protected kick(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    void this.pump()
+      .catch((err) => console.error("session queue failed", this.key, err))
+      .finally(() => {
+        this.pumping = false;
+      });
+  }
+
+  private async pump(): Promise<void> {
+    for (;;) {
+      const run = this.claimNext();
+      if (!run) return;
+      await this.timers.arm();
+      await this.execute(run);
+    }
+  }
+
+  /**
+   * Claim the oldest queued run, unless one is already running (FIFO, one at a time: a run whose
+   * executor was lost keeps the queue blocked until its lease timer re-queues or ends it).
+   */
+  private claimNext(): RunRow | null {
+    if (!this.schemaReady || !this.meta) return null;
+    return this.ctx.storage.transactionSync(() => {
+      const running = this.sql.exec("SELECT id FROM runs WHERE status = 'running' LIMIT 1").toArray();
+      if (running.length > 0) return null;
+      const next = this.sql.exec<RunRow>("SELECT * FROM runs WHERE status = 'queued' ORDER BY qseq LIMIT 1").toArray()[0];
+      if (!next) {
+        this.timers.clear("pump", "queue");
+        return null;
+      }
+      const now = Date.now();
+      const input = JSON.parse(next.input_json) as RunInput;
+      this.sql.exec("UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1 WHERE id = ?", now, next.id);
+      this.timers.set("lease", next.id, now + LEASE_MS);
+      const timeoutSeconds = input.timeoutSeconds && input.timeoutSeconds > 0 ? input.timeoutSeconds : this.cfg.agents.defaults.timeoutSeconds;
+      // The deadline is set once, at the first start, so a retried run keeps its original deadline.
+      if (next.started_at === null) this.timers.set("deadline", next.id, now + timeoutSeconds * 1000);
+      return this.runRow(next.id)!;
+    });
+  }
+
+  private async execute(run: RunRow): Promise<void> {
+    const abort = new AbortController();
+    this.active = { runId: run.id, abort };
+    const input = JSON.parse(run.input_json) as RunInput;
+    try {
+      this.writeUserMessage(run, input);
+      const result = await this.produceReply(run, input, abort.signal);
+      await this.finishRun(run.id, { status: "ok", reply: result.reply, result });
+    } catch (err) {
+      // A deadline or an abort has already ended the run; finishRun ignores ended runs.
+      const message = err instanceof Error ? err.message : String(err);
+      await this.finishRun(run.id, { status: "error", error: message || "agent error" });
+    } finally {
+      if (this.active?.runId === run.id) this.active = null;
+    }
+  }
+
+  /** The run's inbound message enters the transcript when the run starts (processing order), once. */
+  private writeUserMessage(run: RunRow, input: RunInput): void {
+    if (run.user_seq !== null || input.kind === "command") return;
+    this.ctx.storage.transactionSync(() => {
+      const msg: TranscriptMessage = {
+        role: "user",
+        content: [{ type: "text", text: input.message }],
+        timestamp: Date.now(),
+        ...(input.provenance ? { provenance: input.provenance } : {}),
+      };
+      const seq = this.transcript.append(msg, run.id);
+      this.sql.exec("UPDATE runs SET user_seq = ? WHERE id = ?", seq, run.id);
+    });
+  }
+
+  /** Produce the assistant reply for a run. Overridden by runtime-specific runners (webhook agents). */
+  protected async produceReply(run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> {
+    const cfg = this.cfg;
+    const meta = this.meta!;
+    const modelRef = meta.modelOverride ?? agentModel(cfg, meta.agentId);
+    const model = resolveModel(cfg, this.env, modelRef);
+    const agent = findAgent(cfg, meta.agentId);
+    const system = [
+      agent?.systemPrompt ?? `You are ${agent?.name ?? meta.agentId}, an agent reached through Switchboard.`,
+      `Your session: ${meta.key}.`,
+      input.extraSystemPrompt,
+    ]
+      .filter(Boolean)
+      .join("\n\n");
+    const history = this.transcript.recent(CONTEXT_MESSAGES);
+    const tools = buildRunTools(this.env, meta);
+    return runModel({ model, system, history, tools, signal });
+  }
+
+  /**
+   * End a run exactly once: record the outcome and the messages it produced, update usage, clear its
+   * timers and write its follow-ups — all in one transaction, so a crash between a run's end and its
+   * follow-up step loses nothing. A run that already ended (deadline, abort) is left as it is.
+   */
+  protected async finishRun(runId: string, outcome: RunOutcome): Promise<void> {
+    const ended = this.ctx.storage.transactionSync((): RunEndedEvent | null => {
+      const row = this.runRow(runId);
+      if (!row || FINAL_STATUSES.has(row.status)) return null;
+      const now = Date.now();
+      const input = JSON.parse(row.input_json) as RunInput;
+      const m = this.meta!;
+      const res = outcome.result;
+      if (res && outcome.status === "ok") {
+        for (const msg of res.messages) this.transcript.append(msg, runId);
+        m.inputTokens += res.usage.input;
+        m.outputTokens += res.usage.output;
+        m.totalTokens += res.usage.totalTokens;
+        m.contextTokens = res.usage.input;
+        m.model = res.model;
+        m.modelProvider = res.provider;
+        m.systemSent = true;
+      } else if (row.status === "running") {
+        // The transcript records failed and cut-short runs too, as the reference does (stopReason error/aborted).
+        this.transcript.append(
+          {
+            role: "assistant",
+            content: [],
+            api: "switchboard",
+            provider: "switchboard",
+            model: m.model ?? "unknown",
+            stopReason: outcome.status === "error" ? "error" : "aborted",
+            errorMessage: outcome.error,
+            timestamp: now,
+          },
+          runId,
+        );
+      }
+      m.abortedLastRun = outcome.status === "aborted" || outcome.status === "timeout";
+      m.updatedAt = now;
+      this.saveMeta();
+      const usage = res ? JSON.stringify({ input: res.usage.input, output: res.usage.output, totalTokens: res.usage.totalTokens }) : null;
+      this.sql.exec(
+        "UPDATE runs SET status = ?, reply = ?, error = ?, usage_json = ?, model = ?, ended_at = ? WHERE id = ?",
+        outcome.status, outcome.reply ?? null, outcome.error ?? null, usage, res ? `${res.provider}/${res.model}` : null, now, runId,
+      );
+      this.timers.clear("lease", runId);
+      this.timers.clear("deadline", runId);
+      const event: RunEndedEvent = { run: this.snapshot(this.runRow(runId)!), input };
+      this.onRunEnded(event);
+      return event;
+    });
+    if (!ended) return;
+    await this.timers.arm();
+    const set = this.waiters.get(runId);
+    if (set) for (const w of [...set]) w(ended.run);
+    await this.markIndexDirty();
+    this.afterRunEnded(ended);
+    this.kick();
+  }
+
+  /** Follow-ups written in the run-ending transaction (flows, deliveries). Extended by later layers. */
+  protected onRunEnded(_event: RunEndedEvent): void {}
+
+  /** Work to start after the run-ending transaction committed (e.g. attempt a delivery now). */
+  protected afterRunEnded(_event: RunEndedEvent): void {}
+
+  private releaseAllWaiters(status: RunStatus, error: string): void {
+    for (const [runId, set] of this.waiters) {
+      const row = this.runRow(runId);
+      const s = row ? { ...this.snapshot(row), status, error } : ({ runId, sessionKey: this.key, status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
+      for (const w of [...set]) w(s);
+    }
+    this.waiters.clear();
+  }
+
+  // ---------------------------------------------------------------- transcript reads
+
+  /** One page of the transcript, with the facts a visibility check needs (one round trip per read). */
+  async history(opts: { limit: number; before?: number; includeTools: boolean }): Promise<HistoryPage & { sessionId?: string; spawnedBy?: string }> {
+    if (!this.schemaReady || !this.meta) return { messages: [], hasMore: false, nextBefore: null };
+    return { ...this.transcript.page(opts), sessionId: this.meta.sessionId, spawnedBy: this.meta.spawnedBy };
+  }
+
+  /** Transcript rows after `afterSeq`, oldest first, for the JSONL export (streamed page by page). */
+  async transcriptPage(afterSeq: number, limit: number): Promise<{ messages: HistoryPage["messages"]; lastSeq: number | null }> {
+    if (!this.schemaReady) return { messages: [], lastSeq: null };
+    return this.transcript.after(afterSeq, limit);
+  }
+
+  /** Last assistant reply text of a given run (used by flows to pass replies along). */
+  protected replyOf(run: RunSnapshot): string {
+    return run.reply ?? "";
+  }
+
+  // ---------------------------------------------------------------- alarm & timers
+
+  async alarm(): Promise<void> {
+    if (!this.schemaReady) return;
+    const now = Date.now();
+    for (const t of this.timers.due(now)) {
+      try {
+        await this.onTimer(t);
+      } catch (err) {
+        // One failing timer never blocks the others; it is retried with backoff.
+        console.error("timer failed", this.key, t.kind, t.ref, err);
+        const delay = Math.min(60_000, 1_000 * 2 ** Math.min(t.attempts, 6));
+        if (this.timers.get(t.kind, t.ref)) this.timers.bumpAttempts(t.kind, t.ref, Date.now() + delay);
+      }
+    }
+    await this.timers.arm();
+  }
+
+  /** Dispatch one due timer. Each handler deletes or reschedules its row in the transaction of its effect. */
+  protected async onTimer(t: TimerRow): Promise<void> {
+    switch (t.kind) {
+      case "pump":
+        this.timers.clear("pump", "queue");
+        this.kick();
+        return;
+      case "lease":
+        return this.onLeaseExpired(t.ref);
+      case "deadline": {
+        const row = this.runRow(t.ref);
+        this.timers.clear("deadline", t.ref);
+        if (!row || FINAL_STATUSES.has(row.status)) return;
+        if (this.active?.runId === t.ref) this.active.abort.abort(new Error("deadline"));
+        const secs = Math.round(((Date.now() - (row.started_at ?? row.created_at)) / 1000) * 10) / 10;
+        await this.finishRun(t.ref, { status: "timeout", error: `Run timed out after ${secs}s` });
+        return;
+      }
+      case "index":
+        this.timers.clear("index", "sync");
+        await this.syncIndex();
+        return;
+      default:
+        console.warn("unknown timer kind", t.kind);
+        this.timers.clear(t.kind, t.ref);
+    }
+  }
+
+  /**
+   * A lease expired. If this instance is still executing the run, renew it. Otherwise the executor was
+   * lost (eviction, restart): retry once, then end the run with an error — never "running" forever.
+   */
+  private async onLeaseExpired(runId: string): Promise<void> {
+    const row = this.runRow(runId);
+    if (!row || row.status !== "running") {
+      this.timers.clear("lease", runId);
+      return;
+    }
+    if (this.active?.runId === runId) {
+      this.timers.set("lease", runId, Date.now() + LEASE_MS);
+      return;
+    }
+    if (row.attempts < 2) {
+      this.ctx.storage.transactionSync(() => {
+        this.sql.exec("UPDATE runs SET status = 'queued' WHERE id = ?", runId);
+        this.timers.clear("lease", runId);
+      });
+      this.kick();
+      return;
+    }
+    await this.finishRun(runId, { status: "error", error: "Run was interrupted by a restart and could not be resumed" });
+  }
+
+  // ---------------------------------------------------------------- registry sync
+
+  /** Schedule a coalesced registry write: at most one per INDEX_COALESCE_MS per session. */
+  protected async markIndexDirty(): Promise<void> {
+    if (!this.meta) return;
+    this.timers.set("index", "sync", Math.max(Date.now(), this.lastIndexSync + INDEX_COALESCE_MS), undefined, { keepEarlier: true });
+    await this.timers.arm();
+  }
+
+  protected async syncIndex(): Promise<void> {
+    if (!this.meta) return;
+    this.lastIndexSync = Date.now();
+    const entry = indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg));
+    await this.env.REGISTRY.getByName(`registry:${this.meta.agentId}`).upsert(entry);
+  }
+
+  /** Recent messages for list previews (tool results excluded). */
+  async previewMessages(limit: number): Promise<HistoryPage["messages"]> {
+    if (!this.schemaReady || limit <= 0) return [];
+    return (await this.history({ limit, includeTools: false })).messages;
+  }
+
+  /** Text of the latest assistant message (used by flows for announces). */
+  protected latestAssistantText(): string {
+    const page = this.transcript.page({ limit: 10, includeTools: false });
+    for (let i = page.messages.length - 1; i >= 0; i--) {
+      const m = page.messages[i];
+      if (m.role === "assistant") {
+        const t = textOf(m.content);
+        if (t.trim()) return t;
+      }
+    }
+    return "";
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Timers behind one multiplexed alarm (STYLE "Durable state"). A timer is a row `(kind, ref)`;
+ * writing one in the same transaction as the state that needs it is what makes follow-ups
+ * restart-safe. The alarm is always set to the earliest due row.
+ */
+export type TimerRow = {
+  kind: string;
+  ref: string;
+  due_at: number;
+  payload: string | null;
+  attempts: number;
+};
+
+export class Timers {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly storage: DurableObjectStorage,
+  ) {}
+
+  /** Upsert a timer. `keepEarlier` keeps an existing earlier due time (coalescing). */
+  set(kind: string, ref: string, dueAt: number, payload?: unknown, opts: { keepEarlier?: boolean } = {}): void {
+    const p = payload === undefined ? null : JSON.stringify(payload);
+    if (opts.keepEarlier) {
+      this.sql.exec(
+        `INSERT INTO timers (kind, ref, due_at, payload) VALUES (?, ?, ?, ?)
+         ON CONFLICT (kind, ref) DO UPDATE SET due_at = MIN(due_at, excluded.due_at), payload = excluded.payload`,
+        kind, ref, dueAt, p,
+      );
+    } else {
+      this.sql.exec(
+        `INSERT INTO timers (kind, ref, due_at, payload) VALUES (?, ?, ?, ?)
+         ON CONFLICT (kind, ref) DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, attempts = 0`,
+        kind, ref, dueAt, p,
+      );
+    }
+  }
+
+  clear(kind: string, ref: string): void {
+    this.sql.exec("DELETE FROM timers WHERE kind = ? AND ref = ?", kind, ref);
+  }
+
+  get(kind: string, ref: string): TimerRow | undefined {
+    return this.sql.exec<TimerRow>("SELECT * FROM timers WHERE kind = ? AND ref = ?", kind, ref).toArray()[0];
+  }
+
+  /** Rows due at or before `now` (`<=`, so a row due exactly now is never missed). */
+  due(now: number, limit = 100): TimerRow[] {
+    return this.sql.exec<TimerRow>("SELECT * FROM timers WHERE due_at <= ? ORDER BY due_at LIMIT ?", now, limit).toArray();
+  }
+
+  bumpAttempts(kind: string, ref: string, dueAt: number): void {
+    this.sql.exec("UPDATE timers SET attempts = attempts + 1, due_at = ? WHERE kind = ? AND ref = ?", dueAt, kind, ref);
+  }
+
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM timers").one().n;
+  }
+
+  /** Point the alarm at the earliest timer (or clear it). Call after any transaction that touched timers. */
+  async arm(): Promise<void> {
+    const next = this.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM timers").one().due;
+    if (next === null) {
+      await this.storage.deleteAlarm();
+      return;
+    }
+    const current = await this.storage.getAlarm();
+    if (current === null || current !== next) await this.storage.setAlarm(next);
+  }
+}

@@ -1,0 +1,155 @@
+import type { SessionKind, ChatType } from "../keys";
+
+/** Transcript message in OpenClaw's raw transcript format (reference §7). */
+export type ContentBlock =
+  | { type: "text"; text: string }
+  | { type: "image"; data?: string; mimeType?: string }
+  | { type: "thinking"; thinking: string }
+  | { type: "toolCall"; id: string; name: string; arguments: unknown };
+
+export interface Provenance {
+  kind: "external_user" | "inter_session" | "internal_system";
+  sourceSessionKey?: string;
+  sourceChannel?: string;
+  sourceTool?: string;
+}
+
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  cost?: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+export type TranscriptMessage =
+  | { role: "user"; content: ContentBlock[] | string; timestamp: number; provenance?: Provenance }
+  | {
+      role: "assistant";
+      content: ContentBlock[];
+      api: string;
+      provider: string;
+      model: string;
+      usage?: Usage;
+      stopReason: "stop" | "length" | "toolUse" | "error" | "aborted";
+      errorMessage?: string;
+      timestamp: number;
+    }
+  | { role: "toolResult"; toolCallId: string; toolName: string; content: ContentBlock[]; isError: boolean; timestamp: number }
+  | { role: "system"; content: ContentBlock[]; timestamp: number };
+
+/** A delivery route: where replies and announces of a session leave the system. */
+export interface DeliveryRoute {
+  channel: string;
+  to: string | null;
+  accountId?: string | null;
+  threadId?: string | null;
+}
+
+export interface SessionMeta {
+  key: string;
+  agentId: string;
+  sessionId: string;
+  kind: SessionKind;
+  createdAt: number;
+  updatedAt: number;
+  label?: string;
+  displayName?: string;
+  /** Channel recorded for group sessions (first inbound channel). */
+  channel?: string;
+  chatType?: ChatType;
+  lastChannel?: string;
+  lastTo?: string;
+  lastAccountId?: string;
+  lastThreadId?: string;
+  /** Model override set by PATCH or spawn; otherwise the agent's model is used. */
+  modelOverride?: string;
+  /** Model used by the last run. */
+  model?: string;
+  modelProvider?: string;
+  contextTokens?: number;
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+  thinkingLevel?: string;
+  verboseLevel?: string;
+  systemSent: boolean;
+  abortedLastRun: boolean;
+  sendPolicy?: "allow" | "deny";
+  spawnedBy?: string;
+  spawnDepth?: number;
+  /** Sub-agent bookkeeping (sessions_spawn). */
+  subagent?: SubagentInfo;
+}
+
+/** What a sub-agent session remembers about its spawn (set in the spawn transaction). */
+export interface SubagentInfo {
+  requesterKey: string;
+  requesterChannel?: string;
+  requesterRoute?: DeliveryRoute;
+  runId?: string;
+  task: string;
+  label?: string;
+  mode: "run" | "session";
+  cleanup: "delete" | "keep";
+  runTimeoutSeconds?: number;
+  status?: "running" | "done" | "failed" | "timeout" | "killed";
+  outcome?: string;
+  startedAt?: number;
+  endedAt?: number;
+}
+
+export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
+
+/** Why a run exists; follow-up steps (agent-to-agent flow, announces) dispatch on it. */
+export type RunKind = "inbound" | "send" | "a2a_turn" | "a2a_announce" | "subagent_task" | "subagent_announce" | "command";
+
+export interface RunInput {
+  kind: RunKind;
+  message: string;
+  provenance?: Provenance;
+  /** Extra system prompt for this run only (agent-to-agent or sub-agent context). */
+  extraSystemPrompt?: string;
+  /** Delivery route of an inbound channel message; recorded on the session when the run starts. */
+  route?: DeliveryRoute & { chatType?: ChatType; displayName?: string };
+  /** Deliver the reply through the session's channel route (inbound `deliver: true`). */
+  deliver?: boolean;
+  /** Run deadline override in seconds (sessions_spawn runTimeoutSeconds); default agents.defaults.timeoutSeconds. */
+  timeoutSeconds?: number;
+  /** Flow this run belongs to (agent-to-agent flow id, sub-agent parent link, …). */
+  flowId?: string;
+  /** Free-form data for follow-up steps. */
+  data?: Record<string, unknown>;
+}
+
+export interface RunSnapshot {
+  runId: string;
+  sessionKey: string;
+  status: RunStatus;
+  kind: RunKind;
+  reply?: string;
+  error?: string;
+  createdAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  usage?: { input: number; output: number; totalTokens: number };
+  model?: string;
+}
+
+export interface EnqueueRequest {
+  input: RunInput;
+  idempotencyKey?: string;
+  /** Initial metadata when the session does not exist yet. */
+  init?: Partial<Pick<SessionMeta, "label" | "spawnedBy" | "spawnDepth" | "modelOverride" | "thinkingLevel" | "subagent">>;
+  /** The message comes from the session's owner (operator or the agent's own token): owner-only commands apply. */
+  senderIsOwner?: boolean;
+}
+
+export interface HistoryPage {
+  messages: Array<TranscriptMessage & { __switchboard: { seq: number } }>;
+  hasMore: boolean;
+  /** Pass as `before` to read the next (older) page. */
+  nextBefore: number | null;
+}

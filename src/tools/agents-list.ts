@@ -1,0 +1,31 @@
+import { z } from "zod";
+import type { Config } from "../config/schema";
+import type { ToolContext } from "./context";
+
+export const agentsListSchema = z.object({});
+
+export interface AgentsListResult {
+  requester: string;
+  allowAny: boolean;
+  agents: { id: string; name?: string; configured: boolean }[];
+}
+
+/** Agent ids the requester may target with sessions_spawn (reference §2.5). */
+export function spawnAllowlist(cfg: Config, requesterAgentId: string): { allowAny: boolean; ids: string[] } {
+  const agent = cfg.agents.list.find((a) => a.id === requesterAgentId);
+  const list = agent?.subagents?.allowAgents ?? cfg.agents.defaults.subagents.allowAgents ?? [];
+  const allowAny = list.some((x) => x.trim() === "*");
+  const ids = allowAny ? cfg.agents.list.map((a) => a.id) : list.map((x) => x.trim().toLowerCase()).filter(Boolean);
+  return { allowAny, ids };
+}
+
+export async function agentsList(ctx: ToolContext): Promise<AgentsListResult> {
+  const requester = ctx.caller.agentId;
+  const { allowAny, ids } = spawnAllowlist(ctx.cfg, requester);
+  const others = [...new Set(ids.filter((id) => id !== requester))].sort((a, b) => a.localeCompare(b));
+  const agents = [requester, ...others].map((id) => {
+    const a = ctx.cfg.agents.list.find((x) => x.id === id);
+    return { id, ...(a?.name?.trim() ? { name: a.name } : {}), configured: Boolean(a) };
+  });
+  return { requester, allowAny, agents };
+}

@@ -1,0 +1,35 @@
+import type { Config } from "../config/schema";
+
+/** Who is calling a tool: the requester session, resolved by auth (DESIGN §3.2). */
+export interface Caller {
+  agentId: string;
+  /** Canonical key of the requester session. */
+  sessionKey: string;
+  /** operator = GATEWAY_TOKEN; agent = an AGENT_TOKENS token; run = a webhook run token; internal = a built-in run. */
+  role: "operator" | "agent" | "run" | "internal";
+  sandboxed: boolean;
+  isSubagent: boolean;
+  /** Run that minted a run token (role "run"). */
+  runId?: string;
+}
+
+export interface ToolContext {
+  env: Env;
+  cfg: Config;
+  caller: Caller;
+}
+
+/** Tool refusals the spec defines as results (200), never as HTTP errors. */
+export interface Refusal {
+  status: "error" | "forbidden";
+  error: string;
+  [extra: string]: unknown;
+}
+
+export function refusal(status: Refusal["status"], error: string, extra: Record<string, unknown> = {}): Refusal {
+  return { status, error, ...extra };
+}
+
+export function isRefusal(v: unknown): v is Refusal {
+  return typeof v === "object" && v !== null && "status" in v && "error" in v && ((v as Refusal).status === "error" || (v as Refusal).status === "forbidden");
+}

@@ -1,0 +1,103 @@
+import { z } from "zod";
+import type { Config } from "../config/schema";
+import { invalid, notFound } from "../errors";
+import { agentsList, agentsListSchema } from "./agents-list";
+import type { Caller, ToolContext } from "./context";
+import { sessionsHistory, sessionsHistorySchema } from "./sessions-history";
+import { sessionsList, sessionsListSchema } from "./sessions-list";
+
+/**
+ * The one tool registry: each tool's zod schema and handler serve `/tools/invoke`, `/mcp`, the
+ * OpenAPI document, the JSON-Schema export and the tools offered to models inside runs.
+ */
+export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
+  name: string;
+  description: string;
+  schema: S;
+  handler: (ctx: ToolContext, args: z.infer<S>) => Promise<unknown>;
+}
+
+function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): ToolDefinition {
+  return def as unknown as ToolDefinition;
+}
+
+export const TOOLS: ToolDefinition[] = [
+  defineTool({
+    name: "sessions_list",
+    description:
+      "List visible sessions with optional filters for kind, recent activity, and last messages. Use this to discover a target session before calling sessions_history or sessions_send.",
+    schema: sessionsListSchema,
+    handler: sessionsList,
+  }),
+  defineTool({
+    name: "sessions_history",
+    description:
+      "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) to page back through long transcripts. Secrets are redacted and long texts capped.",
+    schema: sessionsHistorySchema,
+    handler: sessionsHistory,
+  }),
+  defineTool({
+    name: "agents_list",
+    description: "List agent ids you can target with `sessions_spawn` (based on subagent allowlists).",
+    schema: agentsListSchema,
+    handler: (ctx) => agentsList(ctx),
+  }),
+];
+
+/** Register a tool (send/spawn live in their own modules and add themselves here). */
+export function registerTool(def: ToolDefinition): void {
+  const at = TOOLS.findIndex((t) => t.name === def.name);
+  if (at >= 0) TOOLS[at] = def;
+  else TOOLS.push(def);
+}
+
+export const SESSION_TOOL_NAMES = new Set(["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"]);
+
+/**
+ * Tools a caller may use. Sub-agents get the full set minus session tools unless
+ * `tools.subagents.tools` allows them (deny wins) — enforced here for every call, not only by prompt.
+ */
+export function toolsFor(caller: Pick<Caller, "isSubagent">, cfg: Config): ToolDefinition[] {
+  if (!caller.isSubagent) return TOOLS;
+  const policy = cfg.tools.subagents.tools ?? {};
+  const allow = new Set([...(policy.allow ?? []), ...(policy.alsoAllow ?? [])]);
+  const deny = new Set(policy.deny ?? []);
+  return TOOLS.filter((t) => !deny.has(t.name) && (!SESSION_TOOL_NAMES.has(t.name) || allow.has(t.name)));
+}
+
+export function findTool(caller: Pick<Caller, "isSubagent">, cfg: Config, name: string): ToolDefinition {
+  const t = toolsFor(caller, cfg).find((x) => x.name === name);
+  if (!t) {
+    const exists = TOOLS.some((x) => x.name === name);
+    throw notFound(exists ? `Tool not available for this session: ${name}` : `Unknown tool: ${name}`);
+  }
+  return t;
+}
+
+/** Accept snake_case spellings of every parameter (reference §0.2), then validate with the tool's schema. */
+export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string, unknown> {
+  if (raw === undefined || raw === null) raw = {};
+  if (typeof raw !== "object" || Array.isArray(raw)) throw invalid("args: expected an object");
+  const args: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
+    const camel = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+    // String params are trimmed; an empty string counts as absent (reference §0.2).
+    const value = typeof v === "string" ? v.trim() : v;
+    if (value === "") continue;
+    if (!(camel in args)) args[camel] = value;
+  }
+  const parsed = tool.schema.safeParse(args);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue.path.length ? issue.path.join(".") : "args";
+    const missing = issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined;
+    throw invalid(missing ? `${field} required` : `${field}: ${issue.message}`);
+  }
+  return parsed.data as Record<string, unknown>;
+}
+
+export async function invokeTool(ctx: ToolContext, name: string, rawArgs: unknown): Promise<unknown> {
+  const tool = findTool(ctx.caller, ctx.cfg, name);
+  const args = parseToolArgs(tool, rawArgs);
+  return tool.handler(ctx, args);
+}

@@ -1,0 +1,90 @@
+import { keyContextOf, looksLikeSessionKey, parseSessionKey, SESSION_ID_RE, type ParsedKey } from "../keys";
+import { checkSessionAccess, resolveEffectiveVisibility, type GuardAction, type Visibility } from "../policy/visibility";
+import { refusal, type Refusal, type ToolContext } from "./context";
+
+export interface ResolvedTarget {
+  parsed: ParsedKey;
+}
+
+/** Effective visibility of the caller (config, sandbox clamp) — reference §6.1/§6.3. */
+export function callerVisibility(ctx: ToolContext): { visibility: Visibility; restrictToSpawned: boolean } {
+  return resolveEffectiveVisibility({
+    configured: ctx.cfg.tools.sessions.visibility,
+    sandboxed: ctx.caller.sandboxed,
+    sandboxClamp: ctx.cfg.agents.defaults.sandbox.sessionToolsVisibility,
+    requesterIsSubagent: ctx.caller.isSubagent,
+  });
+}
+
+/** Agents whose registry shards a caller may read under visibility `all`. */
+export function parseTargetKey(ctx: ToolContext, raw: string): ParsedKey {
+  return parseSessionKey(raw, keyContextOf(ctx.cfg, ctx.caller.agentId, ctx.caller.sessionKey));
+}
+
+/**
+ * Resolve the `sessionKey` parameter of history/send (reference §1.4): keys and aliases parse
+ * directly (a well-formed key that does not exist yet is accepted); anything else is looked up as a
+ * sessionId (or a custom key) in the registry, scoped to the caller's children when sandboxed.
+ */
+export async function resolveSessionReference(
+  ctx: ToolContext,
+  raw: string,
+  opts: { restrictToSpawned: boolean },
+): Promise<ResolvedTarget | Refusal> {
+  const input = raw.trim();
+  if (looksLikeSessionKey(input)) return { parsed: parseTargetKey(ctx, input) };
+
+  const value = input.toLowerCase();
+  const spawnedBy = opts.restrictToSpawned ? ctx.caller.sessionKey : undefined;
+  const agents = [ctx.caller.agentId, ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== ctx.caller.agentId)];
+
+  // A custom key (e.g. "sess-group") keeps working when such a session exists.
+  if (!SESSION_ID_RE.test(value)) {
+    try {
+      const custom = parseTargetKey(ctx, value);
+      const hit = await ctx.env.REGISTRY.getByName(`registry:${custom.agentId}`).get(custom.canonicalKey);
+      if (hit && (!spawnedBy || hit.spawnedBy === spawnedBy || hit.key === ctx.caller.sessionKey)) return { parsed: custom };
+    } catch {
+      // not a usable key either: fall through to sessionId lookup
+    }
+  }
+  const found: string[] = [];
+  for (const agentId of agents) {
+    found.push(...(await ctx.env.REGISTRY.getByName(`registry:${agentId}`).resolveSessionId(value, spawnedBy)));
+    if (found.length > 0) break;
+  }
+  if (found.length === 0) {
+    if (opts.restrictToSpawned) return refusal("forbidden", `Session not visible from this sandboxed agent session: ${input}`);
+    return refusal("error", `Session not found: ${input} (use the full sessionKey from sessions_list)`);
+  }
+  if (found.length > 1) return refusal("error", `Multiple sessions found for sessionId: ${input} (${found.join(", ")})`);
+  return { parsed: parseTargetKey(ctx, found[0]) };
+}
+
+/**
+ * Visibility guard for one target (reference §6.1). `targetSpawnedBy` is only needed for `tree`,
+ * so callers pass it from data they already read (no extra round trip).
+ */
+export function guardTarget(
+  ctx: ToolContext,
+  action: GuardAction,
+  target: ParsedKey,
+  targetSpawnedBy: string | null | undefined,
+  vis: { visibility: Visibility; restrictToSpawned: boolean },
+  rawInput: string,
+): Refusal | null {
+  if (vis.restrictToSpawned && target.canonicalKey !== ctx.caller.sessionKey && targetSpawnedBy !== ctx.caller.sessionKey) {
+    return refusal("forbidden", `Session not visible from this sandboxed agent session: ${rawInput}`);
+  }
+  const res = checkSessionAccess({
+    action,
+    requesterKey: ctx.caller.sessionKey,
+    requesterAgentId: ctx.caller.agentId,
+    targetKey: target.canonicalKey,
+    targetAgentId: target.agentId,
+    targetSpawnedBy: targetSpawnedBy ?? null,
+    visibility: vis.visibility,
+    a2a: ctx.cfg.tools.agentToAgent,
+  });
+  return res.ok ? null : refusal("forbidden", res.error);
+}

@@ -1,0 +1,91 @@
+import { z } from "zod";
+import { isAgentToAgentAllowed } from "../policy/visibility";
+import type { ListPage, ListScope } from "../registry/registry-object";
+import type { SessionRow } from "../registry/row";
+import { invalid } from "../errors";
+import type { ToolContext } from "./context";
+import { callerVisibility } from "./resolve";
+import { mapPool } from "./pool";
+
+export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] as const;
+export const LIST_DEFAULT_LIMIT = 50;
+export const LIST_MAX_LIMIT = 200;
+export const MESSAGE_LIMIT_MAX = 20;
+
+export const sessionsListSchema = z.object({
+  kinds: z.array(z.string()).optional().describe('Only these kinds: any of "main", "group", "cron", "hook", "node", "other".'),
+  limit: z.number().min(1).optional().describe(`Max rows (default ${LIST_DEFAULT_LIMIT}, clamped to ${LIST_MAX_LIMIT}).`),
+  activeMinutes: z.number().min(1).optional().describe("Only sessions updated within the last N minutes."),
+  messageLimit: z.number().min(0).optional().describe(`Include the last N non-tool messages per row (0 = none, max ${MESSAGE_LIMIT_MAX}).`),
+  cursor: z.string().optional().describe("nextCursor of a previous page, to read further."),
+});
+export type SessionsListArgs = z.infer<typeof sessionsListSchema>;
+
+export interface SessionsListResult {
+  count: number;
+  sessions: SessionRow[];
+  /** Present when more rows may follow; pass back as `cursor`. */
+  nextCursor?: string;
+  /** Which scope produced this page, so a scoped caller knows the listing is scoped. */
+  visibility: string;
+}
+
+export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Promise<SessionsListResult> {
+  const limit = Math.min(LIST_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? LIST_DEFAULT_LIMIT)));
+  const messageLimit = Math.min(MESSAGE_LIMIT_MAX, Math.max(0, Math.floor(args.messageLimit ?? 0)));
+  const kinds = (args.kinds ?? []).map((k) => k.trim().toLowerCase()).filter((k) => (SESSION_KINDS as readonly string[]).includes(k));
+  const activeSince = args.activeMinutes !== undefined ? Date.now() - Math.max(1, Math.floor(args.activeMinutes)) * 60_000 : undefined;
+  const cursor = args.cursor ? decodeCursor(args.cursor) : undefined;
+
+  const vis = callerVisibility(ctx);
+  const visibility = vis.restrictToSpawned ? "tree" : vis.visibility;
+  const own = ctx.caller.agentId;
+  // Visibility is pushed into each shard's query (scope), so LIMIT applies to visible rows only.
+  const scope: ListScope = visibility === "self" ? { type: "self", key: ctx.caller.sessionKey } : visibility === "tree" ? { type: "tree", key: ctx.caller.sessionKey } : { type: "agent" };
+  const shards =
+    visibility === "all"
+      ? [own, ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id))]
+      : [own];
+
+  const pages: ListPage[] = await Promise.all(
+    shards.map(
+      (agentId) =>
+        ctx.env.REGISTRY.getByName(`registry:${agentId}`).list({ scope, kinds: kinds.length ? kinds : undefined, activeSince, limit, cursor }) as Promise<ListPage>,
+    ),
+  );
+  // Merge shards by (updatedAt desc, key desc): the same order each shard used, so the cursor stays valid.
+  const merged = pages.flatMap((p) => p.rows).sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
+  const rows = merged.slice(0, limit);
+  const more = merged.length > limit || pages.some((p) => p.next !== null);
+  const result: SessionsListResult = { count: rows.length, sessions: rows, visibility };
+  if (more && rows.length > 0) {
+    const last = rows[rows.length - 1];
+    result.nextCursor = encodeCursor({ updatedAt: last.updatedAt, key: canonicalOf(last) });
+  }
+
+  if (messageLimit > 0) {
+    await mapPool(rows, 4, async (row) => {
+      row.messages = await ctx.env.SESSIONS.getByName(canonicalOf(row)).previewMessages(messageLimit);
+    });
+  }
+  return result;
+}
+
+/** Rows show `main` for the global bucket; its object is named `global`. */
+function canonicalOf(row: SessionRow): string {
+  return row.key === "main" ? "global" : row.key;
+}
+
+function encodeCursor(c: { updatedAt: number; key: string }): string {
+  return btoa(JSON.stringify([c.updatedAt, c.key])).replace(/=+$/, "");
+}
+
+function decodeCursor(s: string): { updatedAt: number; key: string } {
+  try {
+    const [updatedAt, key] = JSON.parse(atob(s)) as [number, string];
+    if (typeof updatedAt !== "number" || typeof key !== "string") throw new Error();
+    return { updatedAt, key };
+  } catch {
+    throw invalid("cursor: not a cursor returned by sessions_list");
+  }
+}
