@@ -8,8 +8,17 @@ import { ConfigSchema, type AgentConfig, type Config } from "./schema";
  */
 let cache: { raw: unknown; result: Config | SwitchboardError } | undefined;
 
+/**
+ * Tests (which share the Worker's isolate) swap the CONFIG document per test with this instead of
+ * restarting the runtime. Never set in production code paths.
+ */
+let override: { raw: unknown } | null = null;
+export function setConfigOverride(raw: unknown | null): void {
+  override = raw === null ? null : { raw };
+}
+
 export function loadConfig(env: Pick<Env, "CONFIG">): Config {
-  const raw = env.CONFIG;
+  const raw = override ? override.raw : env.CONFIG;
   if (!cache || cache.raw !== raw) cache = { raw, result: parseConfig(raw) };
   if (cache.result instanceof SwitchboardError) throw cache.result;
   return cache.result;

@@ -34,7 +34,7 @@ const RULES: RegExp[] = [
   /\bAuthorization["']?\s*[:=]\s*["']?Bearer\s+([A-Za-z0-9._~+/=-]+)/dgi,
   // Bare `Bearer <18+ chars>`: shorter words after "bearer" are too likely to be prose.
   /\b[Bb]earer\s+([A-Za-z0-9._~+/=-]{18,})/dg,
-  // JSON fields. The string body `(?:[^"\\]|\\.)` has disjoint alternatives, so it cannot backtrack.
+  // JSON fields. The string body `(?:[^"\\]|\\.)` has disjoint alternatives, so a failed match backtracks linearly, never exponentially.
   /"(?:api_?key|token|secret|password|passwd|access_?token|refresh_?token)"\s*:\s*"((?:[^"\\]|\\.)+)"/dgi,
   // CLI flags: `--token abc`, `--api-key=abc`, `--password "a b"`. The `(?:\s+|=)` keeps `--token-file x` out.
   /(?<![\w-])--(?:api[-_]key|token|secret|password|passwd)(?:\s+|=)(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"']+))/dgi,

@@ -31,7 +31,7 @@ const CONTEXT_MESSAGES = 40;
 /** Longest server-side wait one call may hold. Clients re-call `wait` to wait longer. */
 export const MAX_WAIT_MS = 15 * 60_000;
 
-type RunRow = {
+export type RunRow = {
   id: string;
   qseq: number;
   kind: string;
@@ -62,15 +62,42 @@ export interface RunEndedEvent {
 }
 
 /**
+ * Later layers (agent-to-agent flows, the outbox, sub-agent lifecycle, webhook runtimes) plug into the
+ * session object here instead of growing one class: each hook runs at a fixed point of the run/timer
+ * lifecycle with the object as its host.
+ */
+export interface SessionExtension {
+  name: string;
+  /** Inside the run-ending transaction: write follow-up rows (timers, outbox, flow state). Must be synchronous. */
+  onRunEnded?(host: SessionObject, event: RunEndedEvent): void;
+  /** After that transaction committed: start work that may do I/O (a delivery attempt, an RPC). */
+  afterRunEnded?(host: SessionObject, event: RunEndedEvent): void | Promise<void>;
+  /** A due timer of a kind this extension owns; return true when handled. */
+  onTimer?(host: SessionObject, timer: TimerRow): Promise<boolean> | boolean;
+  /** Produce the reply of a run instead of the built-in model runner (webhook agents); undefined = not mine. */
+  produceReply?(host: SessionObject, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> | undefined;
+  /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
+  beforeDelete?(host: SessionObject): Promise<void> | void;
+}
+
+const EXTENSIONS: SessionExtension[] = [];
+export function registerSessionExtension(ext: SessionExtension): void {
+  const at = EXTENSIONS.findIndex((e) => e.name === ext.name);
+  if (at >= 0) EXTENSIONS[at] = ext;
+  else EXTENSIONS.push(ext);
+}
+
+/**
  * One Durable Object per canonical session key (DESIGN §1). It owns the session's metadata, transcript,
  * run queue, timers and outbox in SQLite, runs one run at a time in FIFO order, and keeps its registry
  * row current. Every method is typed RPC; there is no fetch handler.
  */
 export class SessionObject extends DurableObject<Env> {
-  protected readonly sql: SqlStorage;
-  protected readonly timers: Timers;
-  protected readonly transcript: Transcript;
-  protected meta: SessionMeta | null = null;
+  // Public so extensions (flows, outbox, lifecycle) can act as this object's host.
+  readonly sql: SqlStorage;
+  readonly timers: Timers;
+  readonly transcript: Transcript;
+  meta: SessionMeta | null = null;
   private schemaReady = false;
   /** The run this instance is executing. Memory only on purpose: losing it is how a lost run is detected. */
   private active: { runId: string; abort: AbortController } | null = null;
@@ -93,12 +120,21 @@ export class SessionObject extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- identity & metadata
 
-  protected get key(): string {
+  get key(): string {
     return this.meta?.key ?? this.ctx.id.name ?? "";
   }
 
-  protected get cfg(): Config {
+  get cfg(): Config {
     return loadConfig(this.env);
+  }
+
+  /** The Worker env, for extensions (DurableObject keeps `env` protected). */
+  get bindings(): Env {
+    return this.env;
+  }
+
+  get storage(): DurableObjectStorage {
+    return this.ctx.storage;
   }
 
   private ensureSchema(): void {
@@ -109,7 +145,7 @@ export class SessionObject extends DurableObject<Env> {
     this.schemaReady = true;
   }
 
-  protected saveMeta(): void {
+  saveMeta(): void {
     if (!this.meta) return;
     this.sql.exec("INSERT INTO meta (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json", JSON.stringify(this.meta));
   }
@@ -178,6 +214,7 @@ export class SessionObject extends DurableObject<Env> {
       throw toRpcError(new SwitchboardError("invalid_request", `Cannot delete the main session (${this.meta.key}).`));
     }
     const { agentId, key } = this.meta;
+    for (const ext of EXTENSIONS) await ext.beforeDelete?.(this);
     this.active?.abort.abort(new Error("session deleted"));
     this.releaseAllWaiters("aborted", "session deleted");
     await this.ctx.storage.deleteAlarm();
@@ -279,11 +316,11 @@ export class SessionObject extends DurableObject<Env> {
     return this.getRun(runId);
   }
 
-  private runRow(runId: string): RunRow | undefined {
+  runRow(runId: string): RunRow | undefined {
     return this.sql.exec<RunRow>("SELECT * FROM runs WHERE id = ?", runId).toArray()[0];
   }
 
-  protected snapshot(r: RunRow): RunSnapshot {
+  snapshot(r: RunRow): RunSnapshot {
     const s: RunSnapshot = { runId: r.id, sessionKey: this.key, status: r.status, kind: r.kind as RunSnapshot["kind"], createdAt: r.created_at };
     if (r.reply !== null) s.reply = r.reply;
     if (r.error !== null) s.error = r.error;
@@ -295,7 +332,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Start the queue if this instance is not already working through it. */
-  protected kick(): void {
+  kick(): void {
     if (this.pumping) return;
     this.pumping = true;
     void this.pump()
@@ -373,6 +410,10 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Produce the assistant reply for a run. Overridden by runtime-specific runners (webhook agents). */
   protected async produceReply(run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> {
+    for (const ext of EXTENSIONS) {
+      const r = ext.produceReply?.(this, run, input, signal);
+      if (r) return r;
+    }
     const cfg = this.cfg;
     const meta = this.meta!;
     const modelRef = meta.modelOverride ?? agentModel(cfg, meta.agentId);
@@ -395,7 +436,7 @@ export class SessionObject extends DurableObject<Env> {
    * timers and write its follow-ups — all in one transaction, so a crash between a run's end and its
    * follow-up step loses nothing. A run that already ended (deadline, abort) is left as it is.
    */
-  protected async finishRun(runId: string, outcome: RunOutcome): Promise<void> {
+  async finishRun(runId: string, outcome: RunOutcome): Promise<void> {
     const ended = this.ctx.storage.transactionSync((): RunEndedEvent | null => {
       const row = this.runRow(runId);
       if (!row || FINAL_STATUSES.has(row.status)) return null;
@@ -451,11 +492,18 @@ export class SessionObject extends DurableObject<Env> {
     this.kick();
   }
 
-  /** Follow-ups written in the run-ending transaction (flows, deliveries). Extended by later layers. */
-  protected onRunEnded(_event: RunEndedEvent): void {}
+  /** Follow-ups written in the run-ending transaction (flows, deliveries), by the registered extensions. */
+  private onRunEnded(event: RunEndedEvent): void {
+    for (const ext of EXTENSIONS) ext.onRunEnded?.(this, event);
+  }
 
-  /** Work to start after the run-ending transaction committed (e.g. attempt a delivery now). */
-  protected afterRunEnded(_event: RunEndedEvent): void {}
+  /** Work started after the run-ending transaction committed (e.g. attempt a delivery now). */
+  private afterRunEnded(event: RunEndedEvent): void {
+    for (const ext of EXTENSIONS) {
+      if (!ext.afterRunEnded) continue;
+      void Promise.resolve(ext.afterRunEnded(this, event)).catch((err) => console.error(`${ext.name}: after run ended failed`, this.key, err));
+    }
+  }
 
   private releaseAllWaiters(status: RunStatus, error: string): void {
     for (const [runId, set] of this.waiters) {
@@ -526,6 +574,7 @@ export class SessionObject extends DurableObject<Env> {
         await this.syncIndex();
         return;
       default:
+        for (const ext of EXTENSIONS) if (ext.onTimer && (await ext.onTimer(this, t))) return;
         console.warn("unknown timer kind", t.kind);
         this.timers.clear(t.kind, t.ref);
     }
@@ -559,13 +608,13 @@ export class SessionObject extends DurableObject<Env> {
   // ---------------------------------------------------------------- registry sync
 
   /** Schedule a coalesced registry write: at most one per INDEX_COALESCE_MS per session. */
-  protected async markIndexDirty(): Promise<void> {
+  async markIndexDirty(): Promise<void> {
     if (!this.meta) return;
     this.timers.set("index", "sync", Math.max(Date.now(), this.lastIndexSync + INDEX_COALESCE_MS), undefined, { keepEarlier: true });
     await this.timers.arm();
   }
 
-  protected async syncIndex(): Promise<void> {
+  async syncIndex(): Promise<void> {
     if (!this.meta) return;
     this.lastIndexSync = Date.now();
     const entry = indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg));
@@ -579,7 +628,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Text of the latest assistant message (used by flows for announces). */
-  protected latestAssistantText(): string {
+  latestAssistantText(): string {
     const page = this.transcript.page({ limit: 10, includeTools: false });
     for (let i = page.messages.length - 1; i >= 0; i--) {
       const m = page.messages[i];
