@@ -11,11 +11,17 @@ export default defineConfig({
           AGENT_TOKENS: JSON.stringify({ main: "test-main-token", research: "test-research-token" }),
           SIGNING_SECRET: "test-signing-secret",
         },
+        // The optional cold-storage bucket archived sub-agent transcripts are exported to.
+        r2Buckets: ["ARCHIVE"],
       },
     }),
   ],
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
+    // Eviction tests call abortAllDurableObjects(), which resets every object in the shared runtime —
+    // including the runners of test files executing at the same time. Files therefore run one after
+    // another; tests inside a file still run in order as usual.
+    fileParallelism: false,
   },
 });

@@ -4,6 +4,12 @@
  * transcript, runs and timers; one RegistryObject per agent indexes sessions for listing.
  */
 import { createApp } from "./http/app";
+import "./runners/webhook-runner";
+import "./channels/outbox"; // the one outbound delivery chokepoint (deliver:true replies, announces)
+import "./policy/send-command"; // the owner's standalone /send on|off|inherit
+import "./tools/sessions-send"; // sessions_send and its agent-to-agent flow
+import "./tools/sessions-spawn"; // sessions_spawn
+import "./spawn/subagent-lifecycle"; // sub-agent announce, hand-off, archive and delete
 
 export { SessionObject } from "./session/session-object";
 export { RegistryObject } from "./registry/registry-object";

@@ -31,6 +31,8 @@ const subagentDefaults = z.object({
   runTimeoutSeconds: z.number().min(0).default(0),
   maxSpawnDepth: z.number().int().min(1).max(5).default(1),
   maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
+  // Accepted for OpenClaw parity (Appendix A); runs are already serialised per session object.
+  maxConcurrent: z.number().int().min(1).default(8),
   allowAgents: z.array(z.string()).optional(),
   requireAgentId: z.boolean().default(false),
   model: z.string().optional(),
@@ -95,6 +97,8 @@ export const ConfigSchema = z.object({
     .object({
       mainKey: z.string().transform((s) => s.trim().toLowerCase() || "main").default("main"),
       scope: z.enum(["per-sender", "global"]).default("per-sender"),
+      // Accepted for OpenClaw parity (Appendix A): channel gateways choose the DM key they post to.
+      dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
       agentToAgent: z.object({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
       sendPolicy: sendPolicy.optional(),
     })

@@ -6,6 +6,14 @@ import { SwitchboardError } from "../errors";
 import { authenticate, type Principal } from "./auth";
 import { toolsInvokeRoutes } from "./tools-invoke";
 import { v1Routes } from "./routes-v1";
+import { deliveriesRoutes } from "./routes-deliveries";
+import { attachmentsRoutes } from "./routes-attachments";
+import { mcpRoutes } from "./mcp";
+import { runCompleteRoutes } from "./run-complete";
+import { toolCatalogRoutes } from "./tool-catalog";
+import { openApiRoutes } from "./openapi";
+import { docsRoutes } from "./docs";
+import { benchRoutes } from "./bench-routes";
 
 export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Principal } };
 
@@ -21,7 +29,16 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
     return c.json(e.toEnvelope(), e.status);
   });
-  app.notFound((c) => c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404));
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    // A known path with the wrong method is a 405 naming the methods it takes (DESIGN §3.3), not a 404.
+    const allowed = methodsFor(app, path);
+    if (allowed.length > 0) {
+      c.header("Allow", allowed.join(", "));
+      return c.json(new SwitchboardError("method_not_allowed", `Method ${c.req.method} not allowed on ${path}; use ${allowed.join(", ")}`).toEnvelope(), 405);
+    }
+    return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${path}`).toEnvelope(), 404);
+  });
 
   // An invalid CONFIG answers every request with a 500 naming the bad path (never a crash loop).
   app.use("*", async (c, next) => {
@@ -52,8 +69,30 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
 
   toolsInvokeRoutes(app);
   v1Routes(app);
+  deliveriesRoutes(app);
+  attachmentsRoutes(app);
+  mcpRoutes(app);
+  runCompleteRoutes(app);
+  toolCatalogRoutes(app);
+  openApiRoutes(app); // public: reads app.routes at request time, so every route above is listed
+  docsRoutes(app); // public
+  benchRoutes(app); // answers 404 unless BENCH_ROUTES=on
   extra?.(app);
   return app;
+}
+
+/** Methods of the routes (not middleware) whose pattern matches `path`, in registration order. */
+function methodsFor(app: Hono<AppEnv>, path: string): string[] {
+  const out: string[] = [];
+  for (const r of app.routes) {
+    if (r.method === "ALL" || out.includes(r.method)) continue;
+    const pattern = r.path
+      .split("/")
+      .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg === "*" ? ".*" : seg.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+      .join("/");
+    if (new RegExp(`^${pattern}/?$`).test(path)) out.push(r.method);
+  }
+  return out;
 }
 
 /** Parse a JSON body into an object, with a 400 that says what was wrong. */

@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { defaultAgentId, isAgentSandboxed } from "../config/load";
+import { defaultAgentId, findAgent, isAgentSandboxed } from "../config/load";
 import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
 import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import { parseSendPolicyPatch } from "../policy/send-policy";
@@ -12,7 +12,7 @@ import { SESSION_KINDS } from "../tools/sessions-list";
 import { type AppEnv, jsonBody } from "./app";
 import { authorizeKey, type Principal } from "./auth";
 
-const inboundMessage = z.object({
+export const inboundMessage = z.object({
   message: z.string().min(1, "message required").max(1_000_000),
   channel: z.string().min(1).max(64).regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+").optional(),
   to: z.string().max(512).optional(),
@@ -24,7 +24,7 @@ const inboundMessage = z.object({
   idempotencyKey: z.string().min(1).max(256).optional(),
 });
 
-const sessionPatch = z.object({
+export const sessionPatch = z.object({
   label: z.union([z.string(), z.null()]).optional(),
   model: z.union([z.string(), z.null()]).optional(),
   thinkingLevel: z.union([z.string().max(32), z.null()]).optional(),
@@ -86,7 +86,14 @@ function runTarget(c: Context<AppEnv>): string {
   const key = sessionKeyOfRun(id);
   if (!key) throw notFound(`Run not found: ${id}`);
   const cfg = c.get("cfg");
-  authorizeKey(c.get("principal"), parseSessionKey(key, keyContextOf(cfg)));
+  let parsed: ParsedKey;
+  try {
+    parsed = parseSessionKey(key, keyContextOf(cfg));
+  } catch {
+    // A forged or foreign run id names no session we could hold: the run does not exist here.
+    throw notFound(`Run not found: ${id}`);
+  }
+  authorizeKey(c.get("principal"), parsed);
   return key;
 }
 
@@ -122,6 +129,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
     if (principal.role !== "operator" && agentId !== principal.agentId) {
       throw new SwitchboardError("forbidden", `The token of agent "${principal.agentId}" cannot list sessions of agent "${agentId}"`);
     }
+    // Only configured agents have shards; an arbitrary id must not address (and create) a registry object.
+    if (!findAgent(cfg, agentId)) throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
     const limit = intParam(c, "limit", { min: 1, max: 1000, def: 50 })!;
     const kinds = (c.req.query("kinds") ?? "").split(",").map((k) => k.trim().toLowerCase()).filter((k) => (SESSION_KINDS as readonly string[]).includes(k));
     const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
@@ -237,7 +246,16 @@ export function v1Routes(app: Hono<AppEnv>): void {
   app.get("/v1/runs/:id/wait", async (c) => {
     const key = runTarget(c);
     const timeoutMs = intParam(c, "timeoutMs", { min: 0, max: MAX_WAIT_MS, def: 30_000 })!;
-    const run = await c.env.SESSIONS.getByName(key).waitRun(c.req.param("id"), timeoutMs);
+    let run: Awaited<ReturnType<ReturnType<typeof c.env.SESSIONS.getByName>["waitRun"]>>;
+    try {
+      run = await c.env.SESSIONS.getByName(key).waitRun(c.req.param("id"), timeoutMs);
+    } catch (err) {
+      const e = fromRpcError(err);
+      if (e instanceof SwitchboardError) throw e;
+      // The object restarted while holding this wait (eviction, deploy). The waiter was memory but the
+      // run is durable: answer with the run as it is now (like a wait that timed out); the client waits again.
+      run = await c.env.SESSIONS.getByName(key).getRun(c.req.param("id"));
+    }
     if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
     return c.json(run);
   });

@@ -5,7 +5,7 @@ import { invokeTool, findTool, parseToolArgs } from "../tools/registry";
 import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
 import { callerFor } from "./auth";
 
-const invokeBody = z.object({
+export const invokeBody = z.object({
   tool: z.string().min(1),
   action: z.string().optional(),
   args: z.unknown().optional(),
@@ -15,7 +15,8 @@ const invokeBody = z.object({
 
 /** OpenClaw-compatible tool invocation (DESIGN §3.3): `{ ok: true, result: { content, details } }`. */
 export function toolResult(payload: unknown) {
-  return { content: [{ type: "text" as const, text: JSON.stringify(payload, null, 2) }], details: payload };
+  // Compact JSON: the payload travels twice (text and details), so whitespace would double its cost.
+  return { content: [{ type: "text" as const, text: JSON.stringify(payload) }], details: payload };
 }
 
 export function toolsInvokeRoutes(app: Hono<AppEnv>): void {

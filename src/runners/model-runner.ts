@@ -1,6 +1,7 @@
 import { generateText, stepCountIs, type ModelMessage, type ToolSet } from "ai";
 import type { ResolvedModel } from "./models";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
+import { redactAttachmentArgs } from "../spawn/attachments";
 
 /**
  * The built-in runner: one run = one `generateText` call (with up to 8 tool steps when the session may
@@ -42,7 +43,11 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
   result.steps.forEach((step, i) => {
     const content: ContentBlock[] = [];
     if (step.text) content.push({ type: "text", text: step.text });
-    for (const call of step.toolCalls) content.push({ type: "toolCall", id: call.toolCallId, name: call.toolName, arguments: call.input });
+    // Attachment bytes handed to sessions_spawn never enter the requester's persisted transcript (reference §4.7).
+    for (const call of step.toolCalls) {
+      const args = call.toolName === "sessions_spawn" ? redactAttachmentArgs(call.input) : call.input;
+      content.push({ type: "toolCall", id: call.toolCallId, name: call.toolName, arguments: args });
+    }
     const last = i === result.steps.length - 1;
     messages.push({
       role: "assistant",

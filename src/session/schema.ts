@@ -86,6 +86,8 @@ const MIGRATIONS: string[] = [
     data BLOB NOT NULL
   );
   `,
+  // sessions_spawn counts a requester's running children on every spawn: one index seek, not a scan.
+  `CREATE INDEX flows_kind_state ON flows (kind, state);`,
 ];
 
 export function migrate(sql: SqlStorage): void {

@@ -3,12 +3,15 @@ import { agentModel, findAgent, loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
 import { parseCanonical } from "../keys";
+import { parseSendCommand } from "../policy/send-policy";
 import { indexEntryOf, type SessionRow } from "../registry/row";
 import { runModel, textOf, type RunnerResult } from "../runners/model-runner";
 import { resolveModel } from "../runners/models";
+import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
 import { buildRunTools } from "../tools/run-tools";
 import { newRunId } from "./run-id";
 import { migrate } from "./schema";
+import { syntheticMessage } from "./seed";
 import { Timers, type TimerRow } from "./timers";
 import { Transcript } from "./transcript";
 import {
@@ -78,6 +81,14 @@ export interface SessionExtension {
   produceReply?(host: SessionObject, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> | undefined;
   /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
   beforeDelete?(host: SessionObject): Promise<void> | void;
+  /**
+   * True when the run is executed outside this object (a webhook runtime accepted it and completes it
+   * through the API later): no in-memory executor is expected, so an expired lease is not a lost run.
+   * The run's deadline timer still ends it if nobody answers.
+   */
+  holdsRun?(host: SessionObject, runId: string): boolean;
+  /** Methods other objects and routes call through `extensionCall(name, method, arg)` (flow callbacks, delivery listing). */
+  rpc?: Record<string, (host: SessionObject, arg: any) => unknown>;
 }
 
 const EXTENSIONS: SessionExtension[] = [];
@@ -102,6 +113,7 @@ export class SessionObject extends DurableObject<Env> {
   /** The run this instance is executing. Memory only on purpose: losing it is how a lost run is detected. */
   private active: { runId: string; abort: AbortController } | null = null;
   private pumping = false;
+  private kickedWhilePumping = false;
   private waiters = new Map<string, Set<(s: RunSnapshot) => void>>();
   private lastIndexSync = 0;
 
@@ -180,6 +192,11 @@ export class SessionObject extends DurableObject<Env> {
     return indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg)).row;
   }
 
+  /** sessions_spawn, in the child: create this sub-agent session, store its attachments and queue its task — one transaction. */
+  async spawnChild(req: SpawnChildRequest): Promise<RunSnapshot> {
+    return spawnChildInObject(this, req);
+  }
+
   /** Create the session without a run (spawn and PATCH of a new key use this). Idempotent. */
   async ensureSession(init?: EnqueueRequest["init"]): Promise<SessionMeta> {
     this.ensureSchema();
@@ -188,7 +205,7 @@ export class SessionObject extends DurableObject<Env> {
       this.createMeta(init, Date.now());
       this.saveMeta();
     });
-    await this.syncIndex();
+    await this.markIndexDirty({ immediate: true });
     return this.meta!;
   }
 
@@ -202,7 +219,7 @@ export class SessionObject extends DurableObject<Env> {
     }
     m.updatedAt = Date.now();
     this.saveMeta();
-    await this.syncIndex();
+    await this.markIndexDirty({ immediate: true });
     return (await this.getRow())!;
   }
 
@@ -215,12 +232,14 @@ export class SessionObject extends DurableObject<Env> {
     }
     const { agentId, key } = this.meta;
     for (const ext of EXTENSIONS) await ext.beforeDelete?.(this);
-    this.active?.abort.abort(new Error("session deleted"));
     this.releaseAllWaiters("aborted", "session deleted");
-    await this.ctx.storage.deleteAlarm();
-    await this.ctx.storage.deleteAll();
+    // From here on the object reads as deleted, before anything yields: the run aborted below then
+    // records nothing (finishRun) and cannot write an index row that would land after the removal.
     this.meta = null;
     this.schemaReady = false;
+    this.active?.abort.abort(new Error("session deleted"));
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
     await this.env.REGISTRY.getByName(`registry:${agentId}`).remove(key);
     return { deleted: true };
   }
@@ -232,8 +251,11 @@ export class SessionObject extends DurableObject<Env> {
    * are one transaction: either the message is durably queued or nothing happened.
    * An `idempotencyKey` seen before returns the run it created — never a second run.
    */
-  async enqueue(req: EnqueueRequest): Promise<RunSnapshot> {
+  async enqueue(req: EnqueueRequest, alsoInTransaction?: (host: SessionObject) => void): Promise<RunSnapshot> {
     this.ensureSchema();
+    // An owner's standalone `/send on|off|inherit` is a command run (reference §5): it takes its turn in
+    // the queue like any message, but is answered by the send-policy extension, never by the model.
+    if (req.senderIsOwner && req.input.kind === "inbound" && parseSendCommand(req.input.message)) req = { ...req, input: { ...req.input, kind: "command" } };
     const now = Date.now();
     let created = false;
     const snap = this.ctx.storage.transactionSync((): RunSnapshot => {
@@ -249,7 +271,7 @@ export class SessionObject extends DurableObject<Env> {
       const route = req.input.route;
       // Only real inbound channel traffic sets the delivery route; inter-session turns never
       // overwrite it (reference §3.3, OpenClaw #54441).
-      if (route && req.input.kind === "inbound" && req.input.provenance?.kind !== "inter_session") {
+      if (route && (req.input.kind === "inbound" || req.input.kind === "command") && req.input.provenance?.kind !== "inter_session") {
         m.lastChannel = route.channel;
         if (route.to != null) m.lastTo = route.to;
         if (route.accountId != null) m.lastAccountId = route.accountId;
@@ -268,11 +290,15 @@ export class SessionObject extends DurableObject<Env> {
       );
       // Safety net: if this instance dies before the queue starts the run, the alarm starts it.
       this.timers.set("pump", "queue", now + LEASE_MS, undefined, { keepEarlier: true });
+      // The registry row is stale from here: its write is owed durably, with the change that causes it.
+      this.scheduleIndexSync(now);
+      // State that must exist exactly when this run does (a spawned child's attachments), local callers only.
+      alsoInTransaction?.(this);
       return this.snapshot(this.runRow(id)!);
     });
     await this.timers.arm();
-    if (created) await this.syncIndex();
-    else await this.markIndexDirty();
+    // A new session is listed at once; further messages of a busy session are coalesced.
+    await this.markIndexDirty({ immediate: created });
     this.kick();
     return snap;
   }
@@ -307,6 +333,8 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async abortRun(runId: string): Promise<RunSnapshot | null> {
+    // A session that was never written has no tables: an unknown run is a 404, not a SQL error.
+    if (!this.schemaReady) return null;
     const row = this.runRow(runId);
     if (!row) return null;
     if (row.status === "queued" || row.status === "running") {
@@ -333,12 +361,19 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Start the queue if this instance is not already working through it. */
   kick(): void {
-    if (this.pumping) return;
+    // A kick while the pump is winding down (it found nothing, but its promise has not settled yet)
+    // must not be lost: a lease that just re-queued a run would otherwise wait for the next alarm.
+    if (this.pumping) {
+      this.kickedWhilePumping = true;
+      return;
+    }
     this.pumping = true;
+    this.kickedWhilePumping = false;
     void this.pump()
       .catch((err) => console.error("session queue failed", this.key, err))
       .finally(() => {
         this.pumping = false;
+        if (this.kickedWhilePumping) this.kick();
       });
   }
 
@@ -371,7 +406,7 @@ export class SessionObject extends DurableObject<Env> {
       this.timers.set("lease", next.id, now + LEASE_MS);
       const timeoutSeconds = input.timeoutSeconds && input.timeoutSeconds > 0 ? input.timeoutSeconds : this.cfg.agents.defaults.timeoutSeconds;
       // The deadline is set once, at the first start, so a retried run keeps its original deadline.
-      if (next.started_at === null) this.timers.set("deadline", next.id, now + timeoutSeconds * 1000);
+      if (next.started_at === null) this.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       return this.runRow(next.id)!;
     });
   }
@@ -437,6 +472,8 @@ export class SessionObject extends DurableObject<Env> {
    * follow-up step loses nothing. A run that already ended (deadline, abort) is left as it is.
    */
   async finishRun(runId: string, outcome: RunOutcome): Promise<void> {
+    // The session was deleted while this run was in flight: there is nothing left to record.
+    if (!this.schemaReady) return;
     const ended = this.ctx.storage.transactionSync((): RunEndedEvent | null => {
       const row = this.runRow(runId);
       if (!row || FINAL_STATUSES.has(row.status)) return null;
@@ -479,15 +516,19 @@ export class SessionObject extends DurableObject<Env> {
       );
       this.timers.clear("lease", runId);
       this.timers.clear("deadline", runId);
+      this.scheduleIndexSync(now);
       const event: RunEndedEvent = { run: this.snapshot(this.runRow(runId)!), input };
       this.onRunEnded(event);
       return event;
     });
     if (!ended) return;
     await this.timers.arm();
+    // A session going idle writes its row before waiters wake, so a client that waited on the run
+    // lists it with the run's usage and model; a busy session (queue not empty) stays coalesced.
+    const idle = this.sql.exec("SELECT 1 FROM runs WHERE status = 'queued' LIMIT 1").toArray().length === 0;
+    await this.markIndexDirty({ immediate: idle });
     const set = this.waiters.get(runId);
     if (set) for (const w of [...set]) w(ended.run);
-    await this.markIndexDirty();
     this.afterRunEnded(ended);
     this.kick();
   }
@@ -528,6 +569,51 @@ export class SessionObject extends DurableObject<Env> {
     return this.transcript.after(afterSeq, limit);
   }
 
+  /**
+   * Typed RPC stays one method per concern: extensions expose their calls here instead of growing this
+   * class (and this module never imports them, so there is no import cycle).
+   */
+  async extensionCall(name: string, method: string, arg?: unknown): Promise<unknown> {
+    const fn = EXTENSIONS.find((e) => e.name === name)?.rpc?.[method];
+    if (!fn) throw toRpcError(new SwitchboardError("not_found", `Unknown extension call: ${name}.${method}`));
+    return await fn(this, arg);
+  }
+
+  // ---------------------------------------------------------------- benchmark seeding (bench routes only)
+
+  /**
+   * The cheapest call into this object (no storage): the floor the benchmark compares routes against.
+   * `padBytes` returns that much filler, to price moving a payload as large as a list page.
+   */
+  async ping(padBytes = 0): Promise<{ ok: true; pad?: string }> {
+    return padBytes > 0 ? { ok: true, pad: "x".repeat(padBytes) } : { ok: true };
+  }
+
+  /**
+   * Append `count` synthetic turns' messages (user/assistant alternating) in one transaction, so the
+   * benchmark builds a 100,000-message transcript in seconds instead of running 50,000 real runs.
+   */
+  async seedTranscript(count: number, startText: string): Promise<{ total: number }> {
+    await this.ensureSession();
+    const first = this.transcript.count() + 1;
+    this.ctx.storage.transactionSync(() => {
+      for (let n = first; n < first + count; n++) this.transcript.append(syntheticMessage(n, startText), null);
+    });
+    return { total: first + count - 1 };
+  }
+
+  /**
+   * Runs in acceptance (qseq) order with the transcript seq of their user message, so the benchmark
+   * can prove end to end that queue order equals transcript order.
+   */
+  async runOrder(limit: number): Promise<{ runId: string; qseq: number; status: RunStatus; userSeq: number | null }[]> {
+    if (!this.schemaReady) return [];
+    return this.sql
+      .exec<{ id: string; qseq: number; status: RunStatus; user_seq: number | null }>("SELECT id, qseq, status, user_seq FROM runs ORDER BY qseq LIMIT ?", limit)
+      .toArray()
+      .map((r) => ({ runId: r.id, qseq: r.qseq, status: r.status, userSeq: r.user_seq }));
+  }
+
   /** Last assistant reply text of a given run (used by flows to pass replies along). */
   protected replyOf(run: RunSnapshot): string {
     return run.reply ?? "";
@@ -539,15 +625,18 @@ export class SessionObject extends DurableObject<Env> {
     if (!this.schemaReady) return;
     const now = Date.now();
     for (const t of this.timers.due(now)) {
+      // A timer may delete the session (sub-agent archive/cleanup): its storage is gone, stop here.
+      if (!this.schemaReady) return;
       try {
         await this.onTimer(t);
       } catch (err) {
         // One failing timer never blocks the others; it is retried with backoff.
         console.error("timer failed", this.key, t.kind, t.ref, err);
         const delay = Math.min(60_000, 1_000 * 2 ** Math.min(t.attempts, 6));
-        if (this.timers.get(t.kind, t.ref)) this.timers.bumpAttempts(t.kind, t.ref, Date.now() + delay);
+        if (this.schemaReady && this.timers.get(t.kind, t.ref)) this.timers.bumpAttempts(t.kind, t.ref, Date.now() + delay);
       }
     }
+    if (!this.schemaReady) return;
     await this.timers.arm();
   }
 
@@ -565,12 +654,14 @@ export class SessionObject extends DurableObject<Env> {
         this.timers.clear("deadline", t.ref);
         if (!row || FINAL_STATUSES.has(row.status)) return;
         if (this.active?.runId === t.ref) this.active.abort.abort(new Error("deadline"));
-        const secs = Math.round(((Date.now() - (row.started_at ?? row.created_at)) / 1000) * 10) / 10;
+        // Report the deadline the run was given (the timer's payload), not the wall time the alarm fired at.
+        const given = t.payload ? (JSON.parse(t.payload) as { timeoutSeconds?: number }).timeoutSeconds : undefined;
+        const secs = given ?? Math.round(((Date.now() - (row.started_at ?? row.created_at)) / 1000) * 10) / 10;
         await this.finishRun(t.ref, { status: "timeout", error: `Run timed out after ${secs}s` });
         return;
       }
       case "index":
-        this.timers.clear("index", "sync");
+        // syncIndex clears the row only after the write succeeded; a failure is retried by alarm().
         await this.syncIndex();
         return;
       default:
@@ -594,6 +685,11 @@ export class SessionObject extends DurableObject<Env> {
       this.timers.set("lease", runId, Date.now() + LEASE_MS);
       return;
     }
+    // Held by an external runtime (see SessionExtension.holdsRun): nothing was lost, retrying would run it twice.
+    if (EXTENSIONS.some((e) => e.holdsRun?.(this, runId))) {
+      this.timers.clear("lease", runId);
+      return;
+    }
     if (row.attempts < 2) {
       this.ctx.storage.transactionSync(() => {
         this.sql.exec("UPDATE runs SET status = 'queued' WHERE id = ?", runId);
@@ -607,18 +703,44 @@ export class SessionObject extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- registry sync
 
-  /** Schedule a coalesced registry write: at most one per INDEX_COALESCE_MS per session. */
-  async markIndexDirty(): Promise<void> {
+  /**
+   * The registry row is stale: write it, coalesced to at most about one write per INDEX_COALESCE_MS.
+   * The timer row is written first (durable: an eviction mid-write still leaves the write to do);
+   * the write happens now when the last one is older than the interval (leading edge) or when
+   * `immediate` (a new session, a PATCH, a session going idle), else when the timer fires (trailing edge).
+   */
+  async markIndexDirty(opts: { immediate?: boolean } = {}): Promise<void> {
     if (!this.meta) return;
-    this.timers.set("index", "sync", Math.max(Date.now(), this.lastIndexSync + INDEX_COALESCE_MS), undefined, { keepEarlier: true });
+    const now = Date.now();
+    this.scheduleIndexSync(now);
+    if (opts.immediate || now - this.lastIndexSync >= INDEX_COALESCE_MS) {
+      try {
+        await this.syncIndex();
+        return;
+      } catch (err) {
+        console.warn("registry write failed; the index timer retries it", this.key, err);
+      }
+    }
     await this.timers.arm();
   }
 
+  /** The coalesced index timer: due when the interval since the last write has passed (never later than a due one). */
+  private scheduleIndexSync(now: number): void {
+    this.timers.set("index", "sync", Math.max(now, this.lastIndexSync + INDEX_COALESCE_MS), undefined, { keepEarlier: true });
+  }
+
+  /** Write this session's row to its agent's registry; clears the pending index timer once written. */
   async syncIndex(): Promise<void> {
     if (!this.meta) return;
     this.lastIndexSync = Date.now();
+    const written = JSON.stringify(this.meta);
     const entry = indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg));
     await this.env.REGISTRY.getByName(`registry:${this.meta.agentId}`).upsert(entry);
+    // Only if nothing changed during the write: a change made meanwhile keeps its timer (and gets written).
+    if (this.meta && this.schemaReady && JSON.stringify(this.meta) === written) {
+      this.timers.clear("index", "sync");
+      await this.timers.arm();
+    }
   }
 
   /** Recent messages for list previews (tool results excluded). */

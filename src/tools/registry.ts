@@ -90,7 +90,8 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue.path.length ? issue.path.join(".") : "args";
-    const missing = issue.code === "invalid_type" && (issue as { input?: unknown }).input === undefined;
+    // zod 4 issues omit `input` unless asked, so "missing" is read from the args themselves.
+    const missing = issue.code === "invalid_type" && issue.path.length === 1 && args[String(issue.path[0])] === undefined;
     throw invalid(missing ? `${field} required` : `${field}: ${issue.message}`);
   }
   return parsed.data as Record<string, unknown>;

@@ -1,0 +1,269 @@
+#!/usr/bin/env node
+// `npm run bench`: start a local gateway (wrangler dev on 127.0.0.1:8799, fresh state under
+// bench/out/state), seed 100 and 100,000 sessions and a 100- and a 100,000-message transcript, then
+// measure sessions_list, sessions_history and a bare route side by side (interleaved), plus the
+// sessions_send bursts of issue 3. Prints the tables and writes them to bench/out/results.md.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
+import { client, fmt, measureInterleaved } from "./load.mjs";
+import { benchSends } from "./sends.mjs";
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const OUT = join(root, "bench", "out");
+const PORT = 8799;
+const TOKEN = "bench-token";
+/** The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. */
+const BENCH_DEADLINE_MS = 15 * 60_000;
+
+const SIZES = { small: 100, big: 100_000 };
+/** A sandboxed agent sees only its own tree: 100,000 sessions of which every 1,000th is a child of its main session. */
+const TREE = { agentId: "tree", total: 100_000, childEvery: 1_000 };
+const TRANSCRIPTS = { "agent:hist:t100": 100, "agent:hist:t100k": 100_000 };
+const LOAD = { concurrency: 8, requests: 2_000, warmup: 200, rounds: 20 };
+const BAR = 1.25;
+
+// Agents `small` and `big` hold 100 and 100,000 sessions; `hist` the two transcripts; `send` the
+// send bursts. Visibility "agent" lets a requester see every row of its agent. Ping-pong is off so a
+// send costs exactly its primary run (plus the announce step), which is what the check counts.
+const CONFIG = {
+  agents: {
+    defaults: { model: "builtin/echo" },
+    list: [{ id: "main", default: true }, { id: "small" }, { id: "big" }, { id: "hist" }, { id: "send" }, { id: "tree", sandbox: { mode: "all" } }],
+  },
+  tools: { sessions: { visibility: "agent" } },
+  session: { agentToAgent: { maxPingPongTurns: 0 } },
+};
+
+const log = (...a) => console.log(...a);
+let gateway = null;
+let stopping = false;
+
+async function shutdown(code) {
+  if (stopping) return;
+  stopping = true;
+  await stopAllGateways().catch(() => {});
+  process.exit(code);
+}
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => void shutdown(130));
+process.on("uncaughtException", (err) => {
+  console.error(err);
+  void shutdown(1);
+});
+setTimeout(() => {
+  console.error(`bench exceeded ${BENCH_DEADLINE_MS / 60_000} minutes; stopping`);
+  void shutdown(1);
+}, BENCH_DEADLINE_MS).unref();
+
+async function seed(request) {
+  for (const [agentId, total] of Object.entries(SIZES)) {
+    const t0 = performance.now();
+    for (let from = 0; from < total; from += 5_000) {
+      await request("POST", "/v1/_bench/seed/sessions", { agentId, from, count: Math.min(5_000, total - from) });
+    }
+    log(`  seeded ${total} sessions of agent "${agentId}" in ${fmt((performance.now() - t0) / 1000)} s`);
+  }
+  {
+    const t0 = performance.now();
+    for (let from = 0; from < TREE.total; from += 5_000) {
+      await request("POST", "/v1/_bench/seed/sessions", {
+        agentId: TREE.agentId, from, count: Math.min(5_000, TREE.total - from), childrenOf: `agent:${TREE.agentId}:main`, childEvery: TREE.childEvery,
+      });
+    }
+    log(`  seeded ${TREE.total} sessions of agent "${TREE.agentId}" (${TREE.total / TREE.childEvery} spawned by its main session) in ${fmt((performance.now() - t0) / 1000)} s`);
+  }
+  for (const [sessionKey, total] of Object.entries(TRANSCRIPTS)) {
+    const t0 = performance.now();
+    for (let done = 0; done < total; done += 20_000) {
+      await request("POST", "/v1/_bench/seed/transcript", { sessionKey, count: Math.min(20_000, total - done) });
+    }
+    log(`  seeded ${total} messages into ${sessionKey} in ${fmt((performance.now() - t0) / 1000)} s`);
+  }
+}
+
+const listCall = (request, agentId, args = {}) => () =>
+  request("POST", "/tools/invoke", { tool: "sessions_list", sessionKey: `agent:${agentId}:main`, args });
+const historyCall = (request, key, args = {}) => () =>
+  request("POST", "/tools/invoke", { tool: "sessions_history", sessionKey: "agent:hist:main", args: { sessionKey: key, ...args } });
+
+/** Every scenario must answer what a user would expect before it is timed (same page sizes on both sides). */
+async function sanityCheck(request) {
+  for (const [agentId, total] of Object.entries(SIZES)) {
+    const d = (await listCall(request, agentId)()).json.result.details;
+    if (d.count !== 50 || !d.nextCursor) throw new Error(`sessions_list of ${agentId} (${total} sessions): expected a full page of 50 and a cursor, got ${d.count}`);
+  }
+  const tree = (await listCall(request, TREE.agentId)()).json.result.details;
+  if (tree.count !== 50 || !tree.nextCursor || tree.visibility !== "tree" || tree.sessions.some((r) => r.spawnedBy !== `agent:${TREE.agentId}:main`)) {
+    throw new Error(`sessions_list of the sandboxed agent: expected 50 of its children and a cursor, got ${tree.count} (${tree.visibility})`);
+  }
+  // Every child is reachable through the cursor, once each, newest first.
+  const children = [];
+  for (let cursor, page = 0; page < 10; page++) {
+    const d = (await listCall(request, TREE.agentId, { limit: 40, ...(cursor ? { cursor } : {}) })()).json.result.details;
+    children.push(...d.sessions);
+    cursor = d.nextCursor;
+    if (!cursor) break;
+  }
+  const expected = TREE.total / TREE.childEvery;
+  const ordered = children.every((r, i) => i === 0 || r.updatedAt <= children[i - 1].updatedAt);
+  if (new Set(children.map((r) => r.key)).size !== expected || children.length !== expected || !ordered) {
+    throw new Error(`paging the sandboxed agent's tree: expected ${expected} distinct children newest first, got ${children.length}`);
+  }
+  for (const [key, total] of Object.entries(TRANSCRIPTS)) {
+    const d = (await historyCall(request, key)()).json.result.details;
+    if (d.messages.length !== 50 || !d.hasMore) throw new Error(`sessions_history of ${key} (${total}): expected 50 messages and more, got ${d.messages.length}`);
+    const newest = d.messages.at(-1).__switchboard?.seq;
+    if (newest !== undefined && newest !== total) throw new Error(`sessions_history of ${key}: newest seq ${newest}, expected ${total}`);
+  }
+}
+
+function readTable(rows) {
+  const by = Object.fromEntries(rows.map((r) => [r.name, r]));
+  const lines = [
+    "| scenario | requests | requests/s | p50 ms | p99 ms | response bytes |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...rows.map((r) => `| ${r.name} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.bytes} |`),
+  ];
+  const ratio = (a, b) => {
+    const p50 = by[a].p50 / by[b].p50;
+    const p99 = by[a].p99 / by[b].p99;
+    const rps = by[b].rps / by[a].rps;
+    return { p50, p99, rps, pass: p50 <= BAR };
+  };
+  const pairs = [
+    ["list@100k / list@100", "sessions_list @100k", "sessions_list @100"],
+    ["history@100k / history@100", "sessions_history @100k", "sessions_history @100"],
+    ["list@100k / bare", "sessions_list @100k", "bare route"],
+    ["history@100k / bare", "sessions_history @100k", "bare route"],
+    ["list@100k tree / list@100", "sessions_list @100k, tree (sandboxed)", "sessions_list @100"],
+    ["list@100k / bare 60 KB", "sessions_list @100k", "bare route, 60 KB response"],
+    ["history@100k / bare 60 KB", "sessions_history @100k", "bare route, 60 KB response"],
+    ["list@100k limit 1 / bare", "sessions_list @100k, limit 1", "bare route"],
+    ["history@100k limit 1 / bare", "sessions_history @100k, limit 1", "bare route"],
+  ];
+  const ratios = pairs.map(([label, a, b]) => ({ label, ...ratio(a, b) }));
+  lines.push(
+    "",
+    `| ratio | p50 | p99 | time per request (1/rps) | bar ≤ ${BAR}× (p50) |`,
+    "|---|---:|---:|---:|---|",
+    ...ratios.map((r) => `| ${r.label} | ${fmt(r.p50, 2)}× | ${fmt(r.p99, 2)}× | ${fmt(r.rps, 2)}× | ${r.pass ? "met" : `missed by ${fmt((r.p50 / BAR - 1) * 100, 0)}%`} |`),
+  );
+  return { lines, ratios };
+}
+
+function sendTable(res) {
+  const lines = [
+    `Send path: ${res.path === "sessions_send" ? "`sessions_send` tool, `timeoutSeconds: 0` (fire-and-forget)" : "`POST /v1/sessions/{key}/messages` (sessions_send is not registered yet; same run queue)"}; all ${res.count} calls of a burst in flight at once.`,
+    "",
+    "| burst | calls | accepted/s | p50 ms | p99 ms | retried | all runs ended after | runs/s | runs ok |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...res.rows.map(
+      (r) =>
+        `| ${r.name} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${r.retried ?? "–"} | ${r.allRanMs ? `${fmt(r.allRanMs / 1000, 2)} s` : "–"} | ${r.runsPerSec ? fmt(r.runsPerSec, 0) : "–"} | ${r.ended ?? "–"} |`,
+    ),
+    "",
+    `"accepted/s" counts calls answered per second of the burst; "runs/s" counts runs ended per second from the burst's start. ` +
+      `Sends carry an idempotency key and are retried with it when the local dev proxy drops a connection under 1,000 concurrent requests. ` +
+      `The one-session queue held ${res.rows[1].followUps} follow-up runs (announce steps) besides the sends; it was idle again ${fmt(res.rows[1].drainedMs / 1000, 2)} s after the burst began.`,
+    "",
+    "Steady state (concurrency 8, 400 calls each after 40 warm-up, interleaved in 10 rounds):",
+    "",
+    "| call | requests/s | p50 ms | p99 ms |",
+    "|---|---:|---:|---:|",
+    ...res.steady.map((r) => `| ${r.name} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} |`),
+    "",
+    `Per-send overhead over a bare object call at concurrency 8 (p50): ${fmt(res.steady[1].p50 - res.steady[0].p50, 2)} ms into one session, ${fmt(res.steady[2].p50 - res.steady[0].p50, 2)} ms into a new session.`,
+    `In the 1,000-wide bursts: one session ${fmt(res.overhead.oneSession.perSendMs, 2)} ms/send of wall time (${fmt(res.overhead.oneSession.meanMs, 1)} ms mean latency); ` +
+      `1,000 sessions ${fmt(res.overhead.spread.perSendMs, 2)} ms/send (${fmt(res.overhead.spread.meanMs, 1)} ms mean latency).`,
+    "",
+    `Fan-in check (${res.count} sends into one session): ${res.check.ok ? "PASS" : "FAIL"} — ${res.check.checked} runs checked in queue order; ` +
+      `${res.check.distinct} distinct numbered messages in the transcript, ${res.check.lost} lost, ${res.check.twice} twice, ${res.check.outOfOrder} out of order; ` +
+      `every message followed by its reply${res.check.problems.length ? `; problems: ${res.check.problems.join("; ")}` : ""}; ` +
+      (res.check.constrained > 0
+        ? `no send answered before another was sent was queued after it (${res.check.constrained} such pairs).`
+        : "all sends were in flight together, so acceptance (queue) order is the only order there is."),
+    `Spread check (${res.count} sessions): ${res.spreadBad === 0 ? "PASS" : "FAIL"} — ${res.count - res.spreadBad} of ${res.count} runs ended ok with their echo reply.`,
+  ];
+  return lines;
+}
+
+async function main() {
+  mkdirSync(OUT, { recursive: true });
+  const started = performance.now();
+  log(`Starting gateway on 127.0.0.1:${PORT} (a build snapshot in bench/out/build, fresh state in bench/out/state, log in bench/out/wrangler.log)…`);
+  const script = await buildSnapshot(join(OUT, "build"), join(OUT, "build.log"));
+  gateway = await startGateway({
+    script,
+    port: PORT,
+    persistTo: join(OUT, "state"),
+    logFile: join(OUT, "wrangler.log"),
+    envFile: join(OUT, "bench.env"),
+    vars: { GATEWAY_TOKEN: TOKEN, BENCH_ROUTES: "on", CONFIG: JSON.stringify(CONFIG) },
+  });
+  log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
+  const request = client(gateway.base, TOKEN);
+
+  log("Seeding…");
+  await seed(request);
+  await sanityCheck(request);
+
+  // BENCH_ONLY=reads|sends runs one half (for development); the full bench runs both.
+  const only = process.env.BENCH_ONLY;
+  let read = { lines: ["(skipped: BENCH_ONLY=sends)"] };
+  if (only !== "sends") {
+  log(`Measuring read paths: ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, concurrency ${LOAD.concurrency}, ${LOAD.rounds} interleaved rounds…`);
+  const scenarios = [
+    { name: "bare route", call: ((k) => () => request("GET", `/v1/_bench/ping/${encodeURIComponent(k)}`))("agent:hist:ping") },
+    { name: "sessions_list @100", call: listCall(request, "small") },
+    { name: "sessions_list @100k", call: listCall(request, "big") },
+    { name: "sessions_history @100", call: historyCall(request, "agent:hist:t100") },
+    { name: "sessions_history @100k", call: historyCall(request, "agent:hist:t100k") },
+    { name: "sessions_list @100k, tree (sandboxed)", call: listCall(request, TREE.agentId) },
+    // The bare route again, carrying a filler as large as a 50-row list page through the object and the response.
+    { name: "bare route, 60 KB response", call: () => request("GET", `/v1/_bench/ping/${encodeURIComponent("agent:hist:ping")}?pad=60000`) },
+    // The same queries with a page of one: what is left when the payload is as small as the bare route's.
+    { name: "sessions_list @100k, limit 1", call: listCall(request, "big", { limit: 1 }) },
+    { name: "sessions_history @100k, limit 1", call: historyCall(request, "agent:hist:t100k", { limit: 1 }) },
+  ];
+  const rows = await measureInterleaved(scenarios, LOAD);
+  read = readTable(rows);
+  log("", read.lines.join("\n"), "");
+  }
+
+  let sends = null;
+  let sendLines = ["(skipped: BENCH_ONLY=reads)"];
+  if (only !== "reads") {
+    log("Measuring sends (issue 3)…");
+    sends = await benchSends({ request, base: gateway.base, token: TOKEN, count: Number(process.env.BENCH_SENDS ?? 1_000), log });
+    sendLines = sendTable(sends);
+    log("", sendLines.join("\n"), "");
+  }
+
+  const total = (performance.now() - started) / 1000;
+  const md = [
+    "# Switchboard benchmark",
+    "",
+    `${new Date().toISOString()} · local \`wrangler dev\` (workerd, local SQLite Durable Objects) on ${process.platform}/${process.arch}, Node ${process.version}, ${(await import("node:os")).cpus().length} CPUs · total ${fmt(total, 0)} s`,
+    "",
+    `## Read paths (concurrency ${LOAD.concurrency}, ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, interleaved in ${LOAD.rounds} rounds)`,
+    "",
+    "Lists return a full page of 50 rows and history pages 50 messages (default limits), so both sides of the @100k/@100 ratios return the same amount of data; the `limit 1` rows repeat the @100k queries with a one-item page, to separate the query from the payload.",
+    "",
+    ...read.lines,
+    "",
+    "## Sends (1,000 fire-and-forget sends)",
+    "",
+    ...sendLines,
+    "",
+  ].join("\n");
+  writeFileSync(join(OUT, "results.md"), md);
+  log(`Wrote bench/out/results.md (total ${fmt(total, 0)} s).`);
+  const failed = sends !== null && (!sends.check.ok || sends.spreadBad > 0);
+  await shutdown(failed ? 1 : 0);
+}
+
+main().catch((err) => {
+  console.error("bench failed:", err?.stack ?? err);
+  void shutdown(1);
+});

@@ -1,0 +1,280 @@
+// Issue 3 part of the benchmark: 1,000 concurrent fire-and-forget sends into one session (then prove
+// all ran, in acceptance order, none lost, none twice) and 1,000 sends spread over 1,000 sessions,
+// each next to a burst of bare object calls of the same shape, so the per-send overhead is visible.
+import { measureInterleaved, runPool, summarize } from "./load.mjs";
+
+const WAIT_DEADLINE_MS = 240_000;
+const SEND_ATTEMPTS = 5;
+/** A call inside a 1,000-wide burst waits behind up to 999 others on this 2-core machine. */
+const BURST_CALL_TIMEOUT_MS = 180_000;
+const SEND_TEXT = (n) => `bench-send #${String(n).padStart(4, "0")}`;
+const SEND_TEXT_RE = /^bench-send #(\d{4})$/;
+
+/** `sessions_send` (timeoutSeconds: 0) when the tool is registered, else the REST inbound route (same queue). */
+export async function detectSendPath(request, requesterKey) {
+  try {
+    await request("POST", "/tools/invoke", {
+      tool: "sessions_send",
+      sessionKey: requesterKey,
+      dryRun: true,
+      args: { sessionKey: "agent:send:probe", message: "probe", timeoutSeconds: 0 },
+    });
+    return "sessions_send";
+  } catch (err) {
+    if (err.status === 404) return "rest";
+    throw err;
+  }
+}
+
+/**
+ * A send with an idempotency key, retried (same key) when the local dev proxy drops the connection
+ * under 1,000 concurrent requests (wrangler's proxy answers 503 "worker restarted mid-request").
+ * That is what a careful client does, and the checks below prove it never yields a second run.
+ */
+function sender(request, path, requesterKey, retries) {
+  const once =
+    path === "sessions_send"
+      ? async (key, text, idempotencyKey) => {
+          const res = await request("POST", "/tools/invoke", {
+            tool: "sessions_send",
+            sessionKey: requesterKey,
+            args: { sessionKey: key, message: text, timeoutSeconds: 0, idempotencyKey },
+          }, { timeoutMs: BURST_CALL_TIMEOUT_MS });
+          const d = res.json.result.details;
+          if (d.status !== "accepted" || !d.runId) throw new Error(`sessions_send did not accept: ${JSON.stringify(d).slice(0, 300)}`);
+          return d.runId;
+        }
+      : async (key, text, idempotencyKey) => {
+          const res = await request("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: text, idempotencyKey }, { timeoutMs: BURST_CALL_TIMEOUT_MS });
+          if (res.json.status !== "accepted" || !res.json.runId) throw new Error(`inbound message not accepted: ${res.text.slice(0, 300)}`);
+          return res.json.runId;
+        };
+  return (key, text) => {
+    const idempotencyKey = `bench:${key}:${text}`;
+    return withRetry(() => once(key, text, idempotencyKey), retries);
+  };
+}
+
+/** Retry a call that is safe to repeat (idempotency key, or no side effect) after a dropped connection. */
+async function withRetry(fn, retries) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      const transient = err.status === 503 || err.status === undefined;
+      if (!transient || attempt >= SEND_ATTEMPTS) throw err;
+      retries.count++;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
+}
+
+/** One burst: `count` calls all in flight at once; per-call latency plus client-side send/answer times. */
+async function burst(name, count, fn) {
+  const sentAt = new Array(count);
+  const answeredAt = new Array(count);
+  const results = new Array(count);
+  const t0 = performance.now();
+  const lat = await runPool(count, count, async (i) => {
+    sentAt[i] = performance.now();
+    results[i] = await fn(i);
+    answeredAt[i] = performance.now();
+  });
+  const wall = performance.now() - t0;
+  return { stats: summarize(name, lat, wall, { wall }), sentAt, answeredAt, results, t0 };
+}
+
+/** Wait until every run has ended (server-side waits, re-called until a deadline). Returns final snapshots. */
+async function waitAll(request, runIds, concurrency) {
+  const deadline = Date.now() + WAIT_DEADLINE_MS;
+  const out = new Array(runIds.length);
+  await runPool(runIds.length, concurrency, async (i) => {
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`run ${runIds[i]} did not end within ${WAIT_DEADLINE_MS / 1000}s`);
+      let res;
+      try {
+        res = await request("GET", `/v1/runs/${encodeURIComponent(runIds[i])}/wait?timeoutMs=${Math.min(left, 20_000)}`, undefined, { timeoutMs: 45_000 });
+      } catch (err) {
+        // A wait is safe to repeat: a dropped or parked connection just means "ask again".
+        if (err.status === undefined || err.status === 503) continue;
+        throw err;
+      }
+      if (!["queued", "running"].includes(res.json.status)) {
+        out[i] = res.json;
+        return;
+      }
+    }
+  });
+  return out;
+}
+
+/** Poll a session's queue until no run is queued or running (bounded); returns the runs in queue order. */
+async function drainQueue(request, key) {
+  const deadline = Date.now() + WAIT_DEADLINE_MS;
+  for (;;) {
+    const runs = (await request("GET", `/v1/_bench/run-order/${encodeURIComponent(key)}`)).json.runs;
+    if (!runs.some((r) => r.status === "queued" || r.status === "running")) return runs;
+    if (Date.now() > deadline) throw new Error(`queue of ${key} did not drain within ${WAIT_DEADLINE_MS / 1000}s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function textOf(message) {
+  if (typeof message.content === "string") return message.content;
+  return (message.content ?? []).filter((b) => b.type === "text").map((b) => b.text).join("");
+}
+
+async function readTranscript(base, token, key) {
+  const res = await fetch(`${base}/v1/sessions/${encodeURIComponent(key)}/transcript.jsonl`, {
+    headers: { Authorization: `Bearer ${token}` },
+    signal: AbortSignal.timeout(60_000),
+  });
+  if (!res.ok) throw new Error(`transcript of ${key}: ${res.status}`);
+  const bySeq = new Map();
+  for (const line of (await res.text()).split("\n")) {
+    if (!line.trim()) continue;
+    const entry = JSON.parse(line);
+    if (entry.type === "message") bySeq.set(entry.seq, entry.message);
+  }
+  return bySeq;
+}
+
+/**
+ * The fan-in check. "In order" means the order the gateway accepted the sends (the queue's qseq,
+ * assigned in the enqueue transaction); sends are concurrent, so no other order exists. Checked:
+ * every send accepted once and ended ok; queue order == transcript order; each numbered message
+ * appears exactly once, followed by its reply; and no send answered before another was even sent
+ * was queued after it (real-time order, from the client's clock).
+ */
+function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
+  const problems = [];
+  const textOfRun = new Map(runIds.map((id, i) => [id, texts[i]]));
+  if (new Set(runIds).size !== runIds.length) problems.push("the gateway returned the same runId for two different sends");
+  const ours = runOrder.filter((r) => textOfRun.has(r.runId));
+  if (ours.length !== runIds.length) problems.push(`queue holds ${ours.length} of ${runIds.length} accepted runs`);
+  const notOk = ours.filter((r) => r.status !== "ok");
+  if (notOk.length) problems.push(`${notOk.length} runs did not end ok (first: ${notOk[0].runId} ${notOk[0].status})`);
+
+  let lastSeq = 0;
+  let outOfOrder = 0;
+  let missingReply = 0;
+  let wrongText = 0;
+  for (const r of ours) {
+    if (r.userSeq === null || r.userSeq <= lastSeq) outOfOrder++;
+    lastSeq = r.userSeq ?? lastSeq;
+    const user = bySeq.get(r.userSeq);
+    if (!user || user.role !== "user" || textOf(user) !== textOfRun.get(r.runId)) wrongText++;
+    const reply = bySeq.get((r.userSeq ?? 0) + 1);
+    if (!reply || reply.role !== "assistant" || reply.stopReason !== "stop" || !textOf(reply).includes(textOfRun.get(r.runId))) missingReply++;
+  }
+  if (outOfOrder) problems.push(`${outOfOrder} runs out of queue order in the transcript`);
+  if (wrongText) problems.push(`${wrongText} runs whose transcript message is not the text sent`);
+  if (missingReply) problems.push(`${missingReply} messages not followed by their reply`);
+
+  const seen = new Map();
+  for (const m of bySeq.values()) {
+    if (m.role !== "user") continue;
+    const hit = SEND_TEXT_RE.exec(textOf(m));
+    if (hit) seen.set(hit[1], (seen.get(hit[1]) ?? 0) + 1);
+  }
+  const lost = texts.filter((t) => !seen.has(SEND_TEXT_RE.exec(t)[1])).length;
+  const twice = [...seen.values()].filter((n) => n > 1).length;
+  if (lost) problems.push(`${lost} sends lost`);
+  if (twice) problems.push(`${twice} sends in the transcript more than once`);
+
+  // Real-time order: if send A was answered before send B was sent, A must be ahead of B in the queue.
+  const qseqOf = new Map(ours.map((r) => [r.runId, r.qseq]));
+  const byAnswer = runIds.map((id, i) => ({ q: qseqOf.get(id) ?? Infinity, at: answeredAt[i] })).sort((a, b) => a.at - b.at);
+  const prefixMaxQ = [];
+  for (const a of byAnswer) prefixMaxQ.push(Math.max(prefixMaxQ.at(-1) ?? -Infinity, a.q));
+  let constrained = 0;
+  let rtViolations = 0;
+  runIds.forEach((id, i) => {
+    let lo = 0;
+    let hi = byAnswer.length; // count of sends answered strictly before this one was sent
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (byAnswer[mid].at < sentAt[i]) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) {
+      constrained += lo;
+      if (prefixMaxQ[lo - 1] >= (qseqOf.get(id) ?? -Infinity)) rtViolations++;
+    }
+  });
+  if (rtViolations) problems.push(`${rtViolations} sends queued ahead of a send that was answered before they were sent`);
+  return { ok: problems.length === 0, problems, checked: ours.length, distinct: seen.size, lost, twice, outOfOrder, constrained };
+}
+
+/** Run the send bursts and checks; returns rows for the report and the fan-in check. */
+export async function benchSends({ request, base, token, count = 1_000, requesterKey = "agent:send:main", log = () => {} }) {
+  const path = await detectSendPath(request, requesterKey);
+  log(`  send path: ${path}`);
+  const retries = { count: 0 };
+  const send = sender(request, path, requesterKey, retries);
+  // POST: a GET dropped by the dev proxy would be parked forever instead of failing (see bench-routes.ts).
+  const pingRetries = { count: 0 };
+  const ping = (key) => withRetry(() => request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }), pingRetries);
+  const texts = Array.from({ length: count }, (_, i) => SEND_TEXT(i + 1));
+
+  // Warm the worker and both code paths (a different session, so the checks below see only the bursts).
+  await runPool(50, 8, (i) => ping("agent:send:warm"));
+  await runPool(50, 8, (i) => send("agent:send:warm", `warm-up ${i}`));
+
+  // --- one session: bare burst, then the send burst, then wait until every run has ended
+  const fanInKey = "agent:send:fanin";
+  const bareOne = await burst(`bare ×${count} → one object`, count, () => ping(fanInKey));
+  const bareOneRetries = pingRetries.count;
+  const fanIn = await burst(`send ×${count} → one session`, count, (i) => send(fanInKey, texts[i]));
+  log(`  ${fanIn.stats.name}: answered in ${(fanIn.stats.wall / 1000).toFixed(1)} s`);
+  const fanInIds = fanIn.results;
+  const fanInRetries = retries.count;
+  const fanInRuns = await waitAll(request, fanInIds, 4);
+  const fanInDoneMs = performance.now() - fanIn.t0;
+  // Follow-up runs (the announce step of each send) queue behind the sends; let them finish so the
+  // next burst is not measured against a busy session and the transcript below is final.
+  const runOrder = await drainQueue(request, fanInKey);
+  const fanInDrainedMs = performance.now() - fanIn.t0;
+  log(`  fan-in runs ended after ${(fanInDoneMs / 1000).toFixed(1)} s, queue idle after ${(fanInDrainedMs / 1000).toFixed(1)} s`);
+  const bySeq = await readTranscript(base, token, fanInKey);
+  const check = checkFanIn({ runIds: fanInIds, texts, sentAt: fanIn.sentAt, answeredAt: fanIn.answeredAt, runOrder, bySeq });
+
+  // --- 1,000 sessions: bare burst over 1,000 fresh objects, then one send into each of 1,000 sessions
+  const bareSpread = await burst(`bare ×${count} → ${count} objects`, count, (i) => ping(`agent:send:bare-${i}`));
+  const bareSpreadRetries = pingRetries.count - bareOneRetries;
+  log(`  ${bareSpread.stats.name}: answered in ${(bareSpread.stats.wall / 1000).toFixed(1)} s`);
+  const spread = await burst(`send ×${count} → ${count} sessions`, count, (i) => send(`agent:send:spread-${i}`, texts[i]));
+  log(`  ${spread.stats.name}: answered in ${(spread.stats.wall / 1000).toFixed(1)} s`);
+  const spreadRetries = retries.count - fanInRetries;
+  const spreadRuns = await waitAll(request, spread.results, 16);
+  const spreadDoneMs = performance.now() - spread.t0;
+  const spreadBad = spreadRuns.filter((r, i) => r.status !== "ok" || !String(r.reply ?? "").includes(texts[i])).length;
+
+  // --- steady state: what one send costs its caller next to a bare object call, at the read
+  // benchmark's concurrency (8), interleaved; the runs it starts execute in the background meanwhile.
+  const label = path === "sessions_send" ? "sessions_send" : "POST …/messages";
+  let steadyOne = 0;
+  let steadyNew = 0;
+  const steady = await measureInterleaved(
+    [
+      { name: "bare route", call: () => ping("agent:send:steady") },
+      { name: `${label} → one session`, call: () => send("agent:send:steady", `steady #${steadyOne++}`) },
+      { name: `${label} → a new session each`, call: () => send(`agent:send:steady-${steadyNew}`, `steady #${steadyNew++}`) },
+    ],
+    { warmup: 40, requests: 400, rounds: 10, concurrency: 8 },
+  );
+  log(`  steady state measured`);
+
+  const rows = [
+    { ...bareOne.stats, retried: bareOneRetries },
+    { ...fanIn.stats, retried: fanInRetries, drainedMs: fanInDrainedMs, followUps: runOrder.length - count, allRanMs: fanInDoneMs, runsPerSec: count / (fanInDoneMs / 1000), ended: fanInRuns.filter((r) => r.status === "ok").length },
+    { ...bareSpread.stats, retried: bareSpreadRetries },
+    { ...spread.stats, retried: spreadRetries, allRanMs: spreadDoneMs, runsPerSec: count / (spreadDoneMs / 1000), ended: spreadRuns.length - spreadBad },
+  ];
+  const overhead = {
+    oneSession: { meanMs: fanIn.stats.mean - bareOne.stats.mean, perSendMs: (fanIn.stats.wall - bareOne.stats.wall) / count },
+    spread: { meanMs: spread.stats.mean - bareSpread.stats.mean, perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count },
+  };
+  return { path, count, rows, check, spreadBad, overhead, steady };
+}

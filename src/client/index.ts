@@ -1,0 +1,227 @@
+/**
+ * Typed Switchboard client for agent runtimes (Node, Deno, Bun, browsers, Workers).
+ *
+ * Only `import type` below: the argument and result types come from the gateway's own zod schemas
+ * and result types, and nothing of the Worker is loaded at runtime — this file needs `fetch` only.
+ *
+ *   const sb = new SwitchboardClient({ baseUrl: "https://switchboard.example", token });
+ *   const { sessions } = await sb.sessionsList({ limit: 10 });
+ *   const tools = await sb.toolDefinitions("openai");   // hand these to any LLM framework
+ */
+import type { z } from "zod";
+import type { inboundMessage, sessionPatch } from "../http/routes-v1";
+import type { SessionRow } from "../registry/row";
+import type { RunCompletion } from "../runners/webhook-runner";
+import type { RunSnapshot } from "../session/types";
+import type { agentsListSchema, AgentsListResult } from "../tools/agents-list";
+import type { Refusal } from "../tools/context";
+import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
+import type { sessionsHistorySchema, SessionsHistoryResult } from "../tools/sessions-history";
+import type { sessionsListSchema, SessionsListResult } from "../tools/sessions-list";
+import type { sessionsSendSchema, SessionsSendResult } from "../tools/sessions-send";
+import type { sessionsSpawnSchema, SessionsSpawnAccepted } from "../tools/sessions-spawn";
+
+export type { JsonSchema, Refusal, RunSnapshot, SessionRow, ToolDescriptor };
+
+/** Arguments of each tool, as a caller sends them (derived from the tool's zod schema). */
+export interface ToolArgs {
+  sessions_list: z.input<typeof sessionsListSchema>;
+  sessions_history: z.input<typeof sessionsHistorySchema>;
+  sessions_send: z.input<typeof sessionsSendSchema>;
+  sessions_spawn: z.input<typeof sessionsSpawnSchema>;
+  agents_list: z.input<typeof agentsListSchema>;
+}
+
+/** Payload of each tool (`result.details` of /tools/invoke). Refusals are results, not errors. */
+export interface ToolResults {
+  sessions_list: SessionsListResult;
+  sessions_history: SessionsHistoryResult | Refusal;
+  sessions_send: SessionsSendResult;
+  sessions_spawn: SessionsSpawnAccepted | Refusal;
+  agents_list: AgentsListResult;
+}
+
+export type ToolName = keyof ToolArgs;
+export type InboundMessage = z.input<typeof inboundMessage>;
+export type SessionPatch = z.input<typeof sessionPatch>;
+export type { RunCompletion };
+
+/** OpenAI Chat Completions / Responses function tool. */
+export interface OpenAIFunctionTool {
+  type: "function";
+  function: { name: string; description: string; parameters: JsonSchema };
+}
+
+/**
+ * AI SDK-friendly tool: wrap `inputSchema` with `jsonSchema()` from "ai" and pass to `tool()`;
+ * `execute` calls the gateway as this client's session.
+ */
+export interface AiSdkToolDefinition {
+  description: string;
+  inputSchema: JsonSchema;
+  execute: (args: Record<string, unknown>) => Promise<unknown>;
+}
+
+export interface SwitchboardClientOptions {
+  /** Gateway origin, e.g. `https://switchboard.example.workers.dev`. */
+  baseUrl: string;
+  /** GATEWAY_TOKEN, an agent token, or a webhook run token. */
+  token: string;
+  /** Requester session for tool calls (default: `main` of the token's agent; a run token's own session). */
+  sessionKey?: string;
+  fetch?: (input: string, init?: RequestInit) => Promise<Response>;
+}
+
+/** A non-2xx answer: the gateway's error envelope `{ok: false, error: {type, message}}`. */
+export class SwitchboardApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "SwitchboardApiError";
+  }
+}
+
+export class SwitchboardClient {
+  private readonly baseUrl: string;
+  private readonly doFetch: (input: string, init?: RequestInit) => Promise<Response>;
+
+  constructor(private readonly opts: SwitchboardClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    this.doFetch = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
+  }
+
+  /** The same client acting as another requester session. */
+  as(sessionKey: string): SwitchboardClient {
+    return new SwitchboardClient({ ...this.opts, sessionKey });
+  }
+
+  // ------------------------------------------------------------ tools (POST /tools/invoke)
+
+  /** Invoke any tool; typed for the known ones, open for tools added later. */
+  invoke<N extends ToolName>(tool: N, args: ToolArgs[N]): Promise<ToolResults[N]>;
+  invoke(tool: string, args?: Record<string, unknown>): Promise<unknown>;
+  async invoke(tool: string, args: Record<string, unknown> = {}): Promise<unknown> {
+    const body = { tool, args, ...(this.opts.sessionKey ? { sessionKey: this.opts.sessionKey } : {}) };
+    const res = await this.request<{ ok: true; result: { details: unknown } }>("POST", "/tools/invoke", body);
+    return res.result.details;
+  }
+
+  sessionsList(args: ToolArgs["sessions_list"] = {}) {
+    return this.invoke("sessions_list", args);
+  }
+  sessionsHistory(args: ToolArgs["sessions_history"]) {
+    return this.invoke("sessions_history", args);
+  }
+  sessionsSend(args: ToolArgs["sessions_send"]) {
+    return this.invoke("sessions_send", args);
+  }
+  sessionsSpawn(args: ToolArgs["sessions_spawn"]) {
+    return this.invoke("sessions_spawn", args);
+  }
+  agentsList() {
+    return this.invoke("agents_list", {});
+  }
+
+  /** The tools this caller may use (`GET /v1/tools`), as JSON-Schema function definitions. */
+  async tools(): Promise<ToolDescriptor[]> {
+    return (await this.request<{ tools: ToolDescriptor[] }>("GET", "/v1/tools")).tools;
+  }
+
+  /**
+   * The caller's tools for an LLM framework. The schemas come from the gateway (derived from its zod
+   * schemas, filtered for this caller — a sub-agent's token gets the sub-agent set), so they never drift.
+   */
+  async toolDefinitions(format: "openai"): Promise<OpenAIFunctionTool[]>;
+  async toolDefinitions(format: "ai-sdk"): Promise<Record<string, AiSdkToolDefinition>>;
+  async toolDefinitions(format: "openai" | "ai-sdk"): Promise<OpenAIFunctionTool[] | Record<string, AiSdkToolDefinition>> {
+    const tools = await this.tools();
+    return format === "openai" ? toOpenAITools(tools) : toAiSdkTools(tools, (name, args) => this.invoke(name, args));
+  }
+
+  // ------------------------------------------------------------ REST (/v1)
+
+  sendMessage(sessionKey: string, body: InboundMessage): Promise<{ runId: string; status: "accepted"; sessionKey: string }> {
+    return this.request("POST", `/v1/sessions/${encodeURIComponent(sessionKey)}/messages`, body);
+  }
+  listSessions(query: { agentId?: string; limit?: number; kinds?: string[]; activeMinutes?: number; cursor?: string } = {}): Promise<{ count: number; sessions: SessionRow[]; nextCursor: string | null }> {
+    return this.request("GET", `/v1/sessions${qs({ ...query, kinds: query.kinds?.join(",") })}`);
+  }
+  getSession(sessionKey: string): Promise<SessionRow> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}`);
+  }
+  patchSession(sessionKey: string, patch: SessionPatch): Promise<SessionRow> {
+    return this.request("PATCH", `/v1/sessions/${encodeURIComponent(sessionKey)}`, patch);
+  }
+  deleteSession(sessionKey: string): Promise<{ ok: true; deleted: string }> {
+    return this.request("DELETE", `/v1/sessions/${encodeURIComponent(sessionKey)}`);
+  }
+  history(sessionKey: string, query: { limit?: number; before?: number; includeTools?: boolean } = {}): Promise<SessionsHistoryResult> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/history${qs(query)}`);
+  }
+  getRun(runId: string): Promise<RunSnapshot> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
+  }
+  /** Server-side wait; returns the run as it is when `timeoutMs` passes (call again to keep waiting). */
+  waitRun(runId: string, timeoutMs = 30_000): Promise<RunSnapshot> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}/wait${qs({ timeoutMs })}`);
+  }
+  abortRun(runId: string): Promise<RunSnapshot> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/abort`);
+  }
+  /** Webhook runtimes: complete an accepted (202) run. The client's token must be that run's token. */
+  completeRun(runId: string, completion: RunCompletion): Promise<RunSnapshot> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/complete`, completion);
+  }
+  agents(): Promise<{ defaultAgentId: string; agents: { id: string; name?: string; default: boolean; model: string; sandboxed: boolean; runtime: string }[] }> {
+    return this.request("GET", "/v1/agents");
+  }
+
+  // ------------------------------------------------------------ transport
+
+  private async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.token}`, Accept: "application/json" };
+    if (this.opts.sessionKey) headers["X-Session-Key"] = this.opts.sessionKey;
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const res = await this.doFetch(`${this.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) {
+      const err = (json as { error?: { type?: string; message?: string } } | undefined)?.error;
+      throw new SwitchboardApiError(res.status, err?.type ?? "http_error", err?.message ?? `HTTP ${res.status}`);
+    }
+    return json as T;
+  }
+}
+
+function qs(query: Record<string, string | number | boolean | undefined>): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== "") p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : "";
+}
+
+/** A tool refusal (`{status: "forbidden" | "error", error}`): a result, not an exception. */
+export function isRefusal(v: unknown): v is Refusal {
+  const s = (v as { status?: unknown } | null)?.status;
+  return typeof v === "object" && v !== null && typeof (v as { error?: unknown }).error === "string" && (s === "forbidden" || s === "error");
+}
+
+/** Tool descriptors → OpenAI function tools. */
+export function toOpenAITools(tools: ToolDescriptor[]): OpenAIFunctionTool[] {
+  return tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } }));
+}
+
+/** Tool descriptors → AI SDK-style tool map (`{ [name]: { description, inputSchema, execute } }`). */
+export function toAiSdkTools(tools: ToolDescriptor[], invoke: (name: string, args: Record<string, unknown>) => Promise<unknown>): Record<string, AiSdkToolDefinition> {
+  const out: Record<string, AiSdkToolDefinition> = {};
+  for (const t of tools) out[t.name] = { description: t.description, inputSchema: t.parameters, execute: (args) => invoke(t.name, args) };
+  return out;
+}

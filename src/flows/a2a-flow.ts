@@ -1,0 +1,423 @@
+import { queueDelivery, recordedRoute } from "../channels/outbox";
+import { parseCanonical } from "../keys";
+import { LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import type { TimerRow } from "../session/timers";
+import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
+
+/**
+ * The agent-to-agent flow of `sessions_send` (reference §3.6, DESIGN §4): after the primary run,
+ * requester and target alternate reply-back turns, then the target runs the announce step whose
+ * reply is delivered to the target's channel.
+ *
+ * Where the reference runs this as a detached promise (lost on restart, #45926), here it is a
+ * persisted state machine in the TARGET's object: one `flows` row (step number, whose turn, the
+ * replies so far) plus one `a2a` timer per flow that either dispatches the current step or guards
+ * it. Step runs are ordinary queued runs with an idempotency key derived from (flow, step), so a
+ * repeated dispatch never queues twice. A step that ran in the requester's object reports back
+ * through an `a2a_notify` timer there (retried until the target acknowledges); the target's guard
+ * re-checks the run by id, so a lost callback or an eviction never stalls or repeats a step. Every
+ * transition is keyed by the step number, so a late or duplicate report is ignored.
+ */
+
+export const REPLY_SKIP = "REPLY_SKIP";
+export const ANNOUNCE_SKIP = "ANNOUNCE_SKIP";
+export const ANNOUNCE_STEP_MESSAGE = "Agent-to-agent announce step.";
+/** How long a step waits for its run before the flow moves on without it (reference: 60 s per step). */
+export const STEP_WAIT_MS = 60_000;
+export const FLOW_TIMER = "a2a";
+export const NOTIFY_TIMER = "a2a_notify";
+/** An RPC in progress pushes its timer this far ahead, so a second pass does not repeat it meanwhile. */
+const CALL_LEASE_MS = 15_000;
+const EXT = "a2a-flow";
+
+/** What `sessions_send` stores on the primary run for the flow (the flow row is written when that run ends). */
+export interface A2aStart {
+  requesterKey?: string;
+  requesterChannel?: string;
+  targetDisplayKey: string;
+  maxTurns: number;
+}
+
+export type FlowOutcome = "announced" | "announce_skipped" | "announce_no_reply" | "no_round_one_reply";
+
+export interface FlowState {
+  id: string;
+  requesterKey?: string;
+  requesterChannel?: string;
+  targetKey: string;
+  targetDisplayKey: string;
+  targetChannel: string;
+  originalMessage: string;
+  primaryRunId: string;
+  roundOneReply?: string;
+  latestReply?: string;
+  maxTurns: number;
+  /** Increases with every step; a report for another step number is stale. */
+  stepNo: number;
+  step: "turn" | "announce" | "done";
+  turn?: number;
+  stepSession?: string;
+  stepMessage?: string;
+  stepRunId?: string;
+  /** Guard re-checks made for the current step (the first extension gives a lost executor its lease). */
+  guardChecks: number;
+  turns: { turn: number; sessionKey: string; runId?: string; reply?: string; status: string }[];
+  outcome?: FlowOutcome;
+  deliveryId?: string;
+  deliveryStatus?: string;
+}
+
+interface StepResult {
+  status: RunSnapshot["status"];
+  reply?: string;
+  runId?: string;
+}
+
+// ---------------------------------------------------------------- prompts (reference §3.3, §3.6 exact lines)
+
+export function messageContextPrompt(p: { requesterKey?: string; requesterChannel?: string; targetDisplayKey: string }): string {
+  return [
+    "Agent-to-agent message context:",
+    p.requesterKey ? `Agent 1 (requester) session: ${p.requesterKey}.` : null,
+    p.requesterChannel ? `Agent 1 (requester) channel: ${p.requesterChannel}.` : null,
+    `Agent 2 (target) session: ${p.targetDisplayKey}.`,
+  ]
+    .filter((l): l is string => l !== null)
+    .join("\n");
+}
+
+function flowLines(f: FlowState): string[] {
+  return [
+    f.requesterKey ? `Agent 1 (requester) session: ${f.requesterKey}.` : null,
+    f.requesterChannel ? `Agent 1 (requester) channel: ${f.requesterChannel}.` : null,
+    `Agent 2 (target) session: ${f.targetDisplayKey}.`,
+    `Agent 2 (target) channel: ${f.targetChannel}.`,
+  ].filter((l): l is string => l !== null);
+}
+
+export function replyStepPrompt(f: FlowState, turn: number): string {
+  const requesterSpeaks = turn % 2 === 1;
+  return [
+    "Agent-to-agent reply step:",
+    `Current agent: ${requesterSpeaks ? "Agent 1 (requester)" : "Agent 2 (target)"}.`,
+    `Turn ${turn} of ${f.maxTurns}.`,
+    ...flowLines(f),
+    `If you want to stop the ping-pong, reply exactly "${REPLY_SKIP}".`,
+  ].join("\n");
+}
+
+export function announceStepPrompt(f: FlowState): string {
+  return [
+    "Agent-to-agent announce step:",
+    ...flowLines(f),
+    `Original request: ${f.originalMessage}`,
+    f.roundOneReply ? `Round 1 reply: ${f.roundOneReply}` : "Round 1 reply: (not available).",
+    f.latestReply ? `Latest reply: ${f.latestReply}` : "Latest reply: (not available).",
+    `If you want to remain silent, reply exactly "${ANNOUNCE_SKIP}".`,
+    "Any other reply will be posted to the target channel.",
+    "After this reply, the agent-to-agent conversation is over.",
+  ].join("\n");
+}
+
+// ---------------------------------------------------------------- announce target (reference §3.7, without the list scan)
+
+/**
+ * Where the target's announce goes: the route recorded from the session's own inbound traffic,
+ * else the one its key names (`<channel>:group|channel:<id>` → `to: "group:<id>"`). Never guessed
+ * by scanning other sessions (reference §10 item 14).
+ */
+export function announceRoute(host: SessionObject): DeliveryRoute | null {
+  const recorded = recordedRoute(host);
+  if (recorded) return recorded;
+  const parsed = parseCanonical(host.key, host.cfg);
+  if (parsed.kind !== "group" || !parsed.channel || !parsed.chatType) return null;
+  const parts = parsed.rest.split(":");
+  const at = parts.indexOf(parsed.chatType, 1);
+  if (at < 0) return null;
+  let id = parts.slice(at + 1);
+  const threadAt = id.findIndex((p, i) => i > 0 && (p === "thread" || p === "topic"));
+  if (threadAt > 0) id = id.slice(0, threadAt);
+  return { channel: parsed.channel, to: `${parsed.chatType}:${id.join(":")}`, accountId: null, threadId: parsed.threadId ?? null };
+}
+
+// ---------------------------------------------------------------- persisted state
+
+/** Reads of a session that was never written must not fail (or create storage). */
+function hasFlowsTable(host: SessionObject): boolean {
+  return host.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'flows'").toArray().length > 0;
+}
+
+function loadFlow(host: SessionObject, id: string): FlowState | null {
+  const row = host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE id = ? AND kind = 'a2a'", id).toArray()[0];
+  return row ? (JSON.parse(row.json) as FlowState) : null;
+}
+
+function saveFlow(host: SessionObject, f: FlowState): void {
+  const now = Date.now();
+  host.sql.exec(
+    `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', ?, ?, ?, ?)
+     ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
+    f.id, f.step, JSON.stringify(f), now, now,
+  );
+  if (f.step === "done") host.timers.clear(FLOW_TIMER, f.id);
+}
+
+/** Move the flow to its next step and schedule its dispatch (due now), all in the caller's transaction. */
+function enterStep(host: SessionObject, f: FlowState, step: "turn" | "announce", turn?: number): void {
+  f.stepNo += 1;
+  f.step = step;
+  f.turn = turn;
+  f.stepRunId = undefined;
+  f.guardChecks = 0;
+  if (step === "announce") {
+    f.stepSession = f.targetKey;
+    f.stepMessage = ANNOUNCE_STEP_MESSAGE;
+  } else {
+    // The requester speaks first (turn 1), then the sides alternate; each hears the other's last reply.
+    f.stepSession = turn! % 2 === 1 ? f.requesterKey! : f.targetKey;
+    f.stepMessage = turn === 1 ? f.roundOneReply! : f.latestReply!;
+  }
+  saveFlow(host, f);
+  host.timers.set(FLOW_TIMER, f.id, Date.now());
+}
+
+function finish(host: SessionObject, f: FlowState, outcome: FlowOutcome): void {
+  f.step = "done";
+  f.outcome = outcome;
+  f.stepSession = undefined;
+  f.stepMessage = undefined;
+  saveFlow(host, f);
+}
+
+/** The primary run ended in the target: create the flow (synchronously, inside the run-ending transaction). */
+function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput, start: A2aStart): void {
+  const flowId = input.flowId!;
+  if (loadFlow(host, flowId)) return; // idempotent: the run ends once, but be safe
+  const route = announceRoute(host);
+  const f: FlowState = {
+    id: flowId,
+    requesterKey: start.requesterKey,
+    requesterChannel: start.requesterChannel,
+    targetKey: host.key,
+    targetDisplayKey: start.targetDisplayKey,
+    targetChannel: route?.channel ?? "unknown",
+    originalMessage: input.message,
+    primaryRunId: run.runId,
+    maxTurns: Math.max(0, Math.min(5, Math.floor(start.maxTurns))),
+    stepNo: 0,
+    step: "turn",
+    guardChecks: 0,
+    turns: [],
+  };
+  const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
+  // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (reference step 0).
+  if (!roundOne) return finish(host, f, "no_round_one_reply");
+  f.roundOneReply = roundOne;
+  const canPingPong = f.maxTurns > 0 && !!f.requesterKey && f.requesterKey !== f.targetKey && roundOne !== REPLY_SKIP;
+  if (canPingPong) enterStep(host, f, "turn", 1);
+  else enterStep(host, f, "announce");
+}
+
+/**
+ * A step's run ended (reported by its session, or found by the guard). Ignored unless it is the
+ * flow's current step, so duplicate callbacks, a guard racing a callback and late runs are harmless.
+ */
+function stepEnded(host: SessionObject, flowId: string, stepNo: number, result: StepResult): boolean {
+  const f = loadFlow(host, flowId);
+  if (!f || f.step === "done" || f.stepNo !== stepNo) return false;
+  const text = result.status === "ok" ? (result.reply ?? "").trim() : "";
+  if (f.step === "turn") {
+    f.turns.push({ turn: f.turn!, sessionKey: f.stepSession!, runId: result.runId ?? f.stepRunId, reply: text || undefined, status: result.status });
+    // An empty or failed turn, or exactly REPLY_SKIP, ends the ping-pong; the announce still runs.
+    if (!text || text === REPLY_SKIP) {
+      enterStep(host, f, "announce");
+      return true;
+    }
+    f.latestReply = text;
+    if (f.turn! >= f.maxTurns) enterStep(host, f, "announce");
+    else enterStep(host, f, "turn", f.turn! + 1);
+    return true;
+  }
+  // Announce step: exactly ANNOUNCE_SKIP (or nothing) is silence; anything else goes to the target's channel.
+  if (!text) {
+    finish(host, f, "announce_no_reply");
+    return true;
+  }
+  if (text === ANNOUNCE_SKIP) {
+    finish(host, f, "announce_skipped");
+    return true;
+  }
+  const route = announceRoute(host) ?? { channel: "unknown", to: null };
+  // The idempotency key is the flow's: however often this step is reported, one delivery exists.
+  const d = queueDelivery(host, { kind: "announce", route, message: text, idempotencyKey: `a2a:${f.id}:announce` });
+  f.deliveryId = d.id;
+  f.deliveryStatus = d.status;
+  finish(host, f, "announced");
+  return true;
+}
+
+// ---------------------------------------------------------------- dispatch and guard (timer driven)
+
+/** Push a timer ahead before doing I/O for it; null when it is not due (another pass has it). */
+function claimTimer(host: SessionObject, kind: string, ref: string, leaseMs: number): TimerRow | null {
+  return host.storage.transactionSync(() => {
+    const t = host.timers.get(kind, ref);
+    const now = Date.now();
+    if (!t || t.due_at > now) return null;
+    host.sql.exec("UPDATE timers SET due_at = ? WHERE kind = ? AND ref = ?", now + leaseMs, kind, ref);
+    return t;
+  });
+}
+
+function stepInput(host: SessionObject, f: FlowState): RunInput {
+  // Provenance names the other side: the requester's turns come from the target and vice versa.
+  const provenance: Provenance =
+    f.step === "turn" && f.stepSession === f.requesterKey && f.requesterKey !== f.targetKey
+      ? { kind: "inter_session", sourceSessionKey: f.targetKey, sourceChannel: f.targetChannel, sourceTool: "sessions_send" }
+      : { kind: "inter_session", sourceSessionKey: f.requesterKey, sourceChannel: f.requesterChannel, sourceTool: "sessions_send" };
+  return {
+    kind: f.step === "announce" ? "a2a_announce" : "a2a_turn",
+    message: f.stepMessage ?? "",
+    provenance,
+    extraSystemPrompt: f.step === "announce" ? announceStepPrompt(f) : replyStepPrompt(f, f.turn!),
+    flowId: f.id,
+    data: { flowOwner: host.key, stepNo: f.stepNo },
+  };
+}
+
+function stubFor(host: SessionObject, key: string) {
+  return host.bindings.SESSIONS.getByName(key);
+}
+
+/** The `a2a` timer of a flow: dispatch the current step's run, or (once dispatched) guard it. */
+async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
+  const f0 = loadFlow(host, flowId);
+  if (!f0 || f0.step === "done") {
+    host.timers.clear(FLOW_TIMER, flowId);
+    return;
+  }
+  if (!claimTimer(host, FLOW_TIMER, flowId, STEP_WAIT_MS)) return;
+  const f = loadFlow(host, flowId)!;
+  const stepNo = f.stepNo;
+  const local = f.stepSession === host.key;
+
+  if (!f.stepRunId) {
+    // Dispatch. The idempotency key makes a repeated dispatch (crash after enqueue, before we noted
+    // the run id) return the run it already queued instead of a second one.
+    const req = { input: stepInput(host, f), idempotencyKey: `a2a:${f.id}:step:${stepNo}` };
+    const snap = local ? await host.enqueue(req) : await stubFor(host, f.stepSession!).enqueue(req);
+    host.storage.transactionSync(() => {
+      const cur = loadFlow(host, flowId);
+      if (!cur || cur.stepNo !== stepNo || cur.stepRunId) return;
+      cur.stepRunId = snap.runId;
+      saveFlow(host, cur);
+      // The guard: if no report arrives within the step's wait, look at the run ourselves.
+      host.timers.set(FLOW_TIMER, flowId, Date.now() + STEP_WAIT_MS);
+    });
+    await host.timers.arm();
+    return;
+  }
+
+  // Guard: the report did not come in time. Re-check the run by id.
+  const snap = local ? await host.getRun(f.stepRunId) : await stubFor(host, f.stepSession!).getRun(f.stepRunId);
+  host.storage.transactionSync(() => {
+    const cur = loadFlow(host, flowId);
+    if (!cur || cur.stepNo !== stepNo || cur.step === "done") return;
+    if (snap && FINAL_STATUSES.has(snap.status)) {
+      stepEnded(host, flowId, stepNo, { status: snap.status, reply: snap.reply, runId: snap.runId });
+    } else if (snap && cur.guardChecks < 1) {
+      // Still queued or running: give it one lease period more, which is how long a run whose
+      // executor was lost to an eviction takes to be re-queued by its session (DESIGN §3.6).
+      cur.guardChecks += 1;
+      saveFlow(host, cur);
+      host.timers.set(FLOW_TIMER, flowId, Date.now() + LEASE_MS);
+    } else {
+      // The step's wait is over (or its run vanished): move on without it, as the reference does.
+      stepEnded(host, flowId, stepNo, { status: "timeout", runId: cur.stepRunId });
+    }
+  });
+  await host.timers.arm();
+  await runDueNow(host);
+}
+
+/** The `a2a_notify` timer in the session that ran a step: report the run's end to the flow's owner until it acknowledges. */
+async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
+  if (!claimTimer(host, NOTIFY_TIMER, t.ref, CALL_LEASE_MS)) return;
+  const p = JSON.parse(t.payload ?? "{}") as { owner: string; flowId: string; stepNo: number; result: StepResult };
+  await stubFor(host, p.owner).extensionCall(EXT, "stepEnded", { flowId: p.flowId, stepNo: p.stepNo, result: p.result });
+  host.timers.clear(NOTIFY_TIMER, t.ref);
+  await host.timers.arm();
+}
+
+/** Work on due flow timers right away (after a run ended, after a callback) instead of at the next alarm. */
+async function runDueNow(host: SessionObject): Promise<void> {
+  const due = host.sql
+    .exec<TimerRow>("SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20", FLOW_TIMER, NOTIFY_TIMER, Date.now())
+    .toArray();
+  for (const t of due) {
+    try {
+      if (t.kind === FLOW_TIMER) await onFlowTimer(host, t.ref);
+      else await onNotifyTimer(host, t);
+    } catch (err) {
+      // The timer row is still there: the alarm retries it.
+      console.error("a2a flow step failed", host.key, t.kind, t.ref, err);
+    }
+  }
+}
+
+function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
+  if (input.kind === "send" && input.flowId && input.data?.a2a) {
+    startFlow(host, run, input, input.data.a2a as A2aStart);
+    return;
+  }
+  if ((input.kind !== "a2a_turn" && input.kind !== "a2a_announce") || !input.flowId) return;
+  const owner = input.data?.flowOwner as string | undefined;
+  const stepNo = input.data?.stepNo as number | undefined;
+  if (!owner || typeof stepNo !== "number") return;
+  const result: StepResult = { status: run.status, reply: run.reply, runId: run.runId };
+  if (owner === host.key) {
+    stepEnded(host, input.flowId, stepNo, result);
+    return;
+  }
+  // The report to the flow's owner is a durable timer written with the run's end: it is retried until acknowledged.
+  host.timers.set(NOTIFY_TIMER, run.runId, Date.now(), { owner, flowId: input.flowId, stepNo, result });
+}
+
+registerSessionExtension({
+  name: EXT,
+  onRunEnded,
+  afterRunEnded: (host) => runDueNow(host),
+  async onTimer(host, t) {
+    if (t.kind === FLOW_TIMER) {
+      await onFlowTimer(host, t.ref);
+      return true;
+    }
+    if (t.kind === NOTIFY_TIMER) {
+      await onNotifyTimer(host, t);
+      return true;
+    }
+    return false;
+  },
+  rpc: {
+    /** A step that ran in another session ended (its `a2a_notify` timer calls this). */
+    stepEnded: async (host, arg: { flowId: string; stepNo: number; result: StepResult }) => {
+      // A target deleted meanwhile has no flow to advance: acknowledge, or the caller would retry forever.
+      if (!hasFlowsTable(host)) return { ok: true };
+      const advanced = host.storage.transactionSync(() => stepEnded(host, arg.flowId, arg.stepNo, arg.result));
+      if (advanced) {
+        await host.timers.arm();
+        // Dispatch the next step without holding the caller: it may be the caller's own session.
+        void runDueNow(host).catch((err) => console.error("a2a flow dispatch failed", host.key, err));
+      }
+      return { ok: true };
+    },
+    get: (host, flowId: string) => (hasFlowsTable(host) ? loadFlow(host, flowId) : null),
+    list: (host) =>
+      hasFlowsTable(host)
+        ? host.sql
+            .exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")
+            .toArray()
+            .map((r) => JSON.parse(r.json) as FlowState)
+        : [],
+  },
+});

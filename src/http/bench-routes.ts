@@ -1,0 +1,143 @@
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { forbidden, invalid, SwitchboardError } from "../errors";
+import { keyContextOf, parseCanonical, parseSessionKey } from "../keys";
+import { indexEntryOf, type IndexEntry } from "../registry/row";
+import type { SessionMeta } from "../session/types";
+import { type AppEnv, jsonBody } from "./app";
+import { authorizeKey } from "./auth";
+
+/** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
+export const SEED_SESSIONS_MAX_BATCH = 5_000;
+export const SEED_MESSAGES_MAX_BATCH = 20_000;
+
+const seedSessionsBody = z.object({
+  agentId: z.string().min(1).max(64),
+  /** Number of the first seeded session; batches continue where the previous one stopped. */
+  from: z.number().int().min(0).default(0),
+  count: z.number().int().min(1).max(SEED_SESSIONS_MAX_BATCH),
+  /** Make every `childEvery`-th session a sub-agent spawned by `childrenOf` (tree visibility). */
+  childrenOf: z.string().min(1).optional(),
+  childEvery: z.number().int().min(1).optional(),
+});
+
+const seedTranscriptBody = z.object({
+  sessionKey: z.string().min(1),
+  count: z.number().int().min(1).max(SEED_MESSAGES_MAX_BATCH),
+  startText: z.string().max(200).default("seeded message"),
+});
+
+/**
+ * Routes used only by `npm run bench` (bench/run.mjs): a bare route (auth + one object call, the
+ * floor of this stack) and bulk seeding that skips real runs. They exist only when the Worker is
+ * started with `BENCH_ROUTES=on`; otherwise every path below answers exactly like an unknown route.
+ */
+export function benchRoutes(app: Hono<AppEnv>): void {
+  app.use("/v1/_bench/*", async (c, next) => {
+    // Checked per request because bindings only exist per request; "off" must be indistinguishable from absent.
+    if (c.env.BENCH_ROUTES !== "on") {
+      return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404);
+    }
+    await next();
+  });
+
+  /**
+   * Auth + key parse + one RPC that touches no storage: what every real route costs at least.
+   * POST too, for bursts: wrangler's dev proxy parks a dropped GET until a reload that never comes,
+   * while a dropped POST is answered 503 and can be retried.
+   */
+  app.on(["GET", "POST"], "/v1/_bench/ping/:key", async (c) => {
+    const cfg = c.get("cfg");
+    const parsed = parseSessionKey(c.req.param("key"), keyContextOf(cfg));
+    authorizeKey(c.get("principal"), parsed);
+    const pad = Math.min(Number(c.req.query("pad") ?? 0) || 0, PING_MAX_PAD);
+    return c.json(await c.env.SESSIONS.getByName(parsed.canonicalKey).ping(pad));
+  });
+
+  /** Index `count` synthetic sessions of one agent (no session objects are created). */
+  app.post("/v1/_bench/seed/sessions", async (c) => {
+    requireOperator(c);
+    const body = parseBody(seedSessionsBody, await jsonBody(c));
+    const cfg = c.get("cfg");
+    const agentId = body.agentId.toLowerCase();
+    if (!cfg.agents.list.some((a) => a.id === agentId)) throw invalid(`agentId: unknown agent "${agentId}"`);
+    const now = Date.now();
+    const entries: IndexEntry[] = [];
+    const parent = body.childrenOf ? parseSessionKey(body.childrenOf, keyContextOf(cfg, agentId)).canonicalKey : undefined;
+    for (let n = body.from; n < body.from + body.count; n++) {
+      const child = parent !== undefined && n % (body.childEvery ?? 1) === 0;
+      entries.push(syntheticEntry(cfg, agentId, n, now, child ? parent : undefined));
+    }
+    const registry = c.env.REGISTRY.getByName(`registry:${agentId}`);
+    await registry.upsertMany(entries);
+    return c.json({ agentId, seeded: entries.length, total: await registry.count() });
+  });
+
+  /** Append synthetic messages to one session's transcript (the session is created if needed). */
+  app.post("/v1/_bench/seed/transcript", async (c) => {
+    requireOperator(c);
+    const body = parseBody(seedTranscriptBody, await jsonBody(c));
+    const parsed = parseSessionKey(body.sessionKey, keyContextOf(c.get("cfg")));
+    const res = await c.env.SESSIONS.getByName(parsed.canonicalKey).seedTranscript(body.count, body.startText);
+    return c.json({ sessionKey: parsed.canonicalKey, seeded: body.count, total: res.total });
+  });
+
+  /** A session's runs in queue order with their transcript positions (the send-order check). */
+  app.get("/v1/_bench/run-order/:key", async (c) => {
+    requireOperator(c);
+    const parsed = parseSessionKey(c.req.param("key"), keyContextOf(c.get("cfg")));
+    return c.json({ sessionKey: parsed.canonicalKey, runs: await c.env.SESSIONS.getByName(parsed.canonicalKey).runOrder(RUN_ORDER_MAX) });
+  });
+}
+
+const RUN_ORDER_MAX = 10_000;
+const PING_MAX_PAD = 1_000_000;
+
+function requireOperator(c: Context<AppEnv>): void {
+  if (c.get("principal").role !== "operator") throw forbidden("Bench seeding needs the operator token");
+}
+
+function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
+  const r = schema.safeParse(body);
+  if (!r.success) {
+    const i = r.error.issues[0];
+    throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
+  }
+  return r.data;
+}
+
+/**
+ * Index entry of synthetic session `n`: a sub-agent of `spawnedBy` when given, else one in five is a
+ * group chat so kind filters have something to filter; updatedAt steps back one second per session
+ * so the list order is total and stable.
+ */
+function syntheticEntry(cfg: AppEnv["Variables"]["cfg"], agentId: string, n: number, now: number, spawnedBy?: string): IndexEntry {
+  const id = String(n).padStart(6, "0");
+  const key = spawnedBy
+    ? `agent:${agentId}:subagent:s${id}`
+    : n % 5 === 0
+      ? `agent:${agentId}:telegram:group:g${id}`
+      : `agent:${agentId}:telegram:direct:u${id}`;
+  const parsed = parseCanonical(key, cfg);
+  const updatedAt = now - n * 1_000;
+  const meta: SessionMeta = {
+    key,
+    agentId,
+    sessionId: crypto.randomUUID(),
+    kind: parsed.kind,
+    createdAt: updatedAt,
+    updatedAt,
+    inputTokens: 120,
+    outputTokens: 80,
+    totalTokens: 200,
+    systemSent: true,
+    abortedLastRun: false,
+    lastChannel: "telegram",
+    lastTo: `u${id}`,
+    model: "echo",
+    modelProvider: "builtin",
+    ...(parsed.kind === "group" ? { channel: "telegram", chatType: "group" as const } : {}),
+    ...(spawnedBy ? { spawnedBy, spawnDepth: 1 } : {}),
+  };
+  return indexEntryOf(meta, parsed);
+}

@@ -1,0 +1,192 @@
+import type { Context, Hono } from "hono";
+import { fromRpcError, SwitchboardError } from "../errors";
+import type { ToolContext } from "../tools/context";
+import { isRefusal } from "../tools/context";
+import { describeTool } from "../tools/json-schema";
+import { findTool, invokeTool, toolsFor, type ToolDefinition } from "../tools/registry";
+import type { AppEnv } from "./app";
+import { callerFor } from "./auth";
+
+/**
+ * `/mcp` (DESIGN §3.4): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
+ *
+ * Stateless on purpose: every POST carries one JSON-RPC message (or a batch) and gets a JSON answer,
+ * no `Mcp-Session-Id`, no server-held stream — any Worker instance can answer any request, and the
+ * tools' own state lives in the session objects. The surface is small (initialize, ping, tools/list,
+ * tools/call), so it is implemented here rather than pulling the SDK's server (and its JSON-Schema
+ * compiler) into the Worker bundle; the test drives it with the official SDK client.
+ */
+
+export const MCP_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
+const LATEST_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0];
+
+/**
+ * MCP clients time a request out after 60 s by default, so a server-side wait must end before that.
+ * Tools listed here have the named argument (a wait in seconds) capped over MCP; the wait ends with
+ * the run still going (status "timeout"), and the caller polls as the description says.
+ */
+export const MCP_MAX_WAIT_SECONDS = 50;
+const WAIT_ARGUMENTS: Record<string, string> = { sessions_send: "timeoutSeconds" };
+
+type JsonRpcId = string | number | null;
+interface JsonRpcMessage {
+  jsonrpc?: unknown;
+  id?: JsonRpcId;
+  method?: unknown;
+  params?: unknown;
+}
+type JsonRpcResponse = { jsonrpc: "2.0"; id: JsonRpcId } & ({ result: unknown } | { error: { code: number; message: string } });
+
+const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
+const METHOD_NOT_FOUND = -32601;
+const INVALID_PARAMS = -32602;
+const INTERNAL_ERROR = -32603;
+
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The description a model sees over MCP: the registry's, plus the MCP wait cap where one applies. */
+export function mcpDescription(def: ToolDefinition): string {
+  const waitArg = WAIT_ARGUMENTS[def.name];
+  if (!waitArg) return def.description;
+  return `${def.description} Over MCP, \`${waitArg}\` is capped at ${MCP_MAX_WAIT_SECONDS} seconds (MCP clients time requests out after 60 s); a longer run returns status "timeout" and keeps going — read its reply later with sessions_history, or pass ${waitArg}: 0 to fire and forget.`;
+}
+
+/** Cap the wait argument of a waiting tool (accepting its snake_case spelling too, as the registry does). */
+export function capMcpWait(toolName: string, rawArgs: unknown): unknown {
+  const waitArg = WAIT_ARGUMENTS[toolName];
+  if (!waitArg || typeof rawArgs !== "object" || rawArgs === null || Array.isArray(rawArgs)) return rawArgs;
+  const args = { ...(rawArgs as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(args)) {
+    const camel = k.replace(/_([a-z])/g, (_, ch: string) => ch.toUpperCase());
+    if (camel === waitArg && typeof v === "number" && v > MCP_MAX_WAIT_SECONDS) args[k] = MCP_MAX_WAIT_SECONDS;
+  }
+  return args;
+}
+
+/** A tool result in MCP form: the payload as text (as `/tools/invoke` renders it) and as structured content. */
+function toolCallResult(payload: unknown, isError: boolean) {
+  const structured = typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload : { result: payload };
+  return {
+    content: [{ type: "text", text: JSON.stringify(payload) }],
+    structuredContent: structured,
+    ...(isError ? { isError: true } : {}),
+  };
+}
+
+async function callTool(ctx: ToolContext, params: Record<string, unknown>) {
+  const name = params.name;
+  if (typeof name !== "string" || !name) throw new RpcError(INVALID_PARAMS, "params.name: expected a tool name");
+  // Unknown tools and tools outside the caller's set are protocol errors (MCP spec), with the REST texts.
+  try {
+    findTool(ctx.caller, ctx.cfg, name);
+  } catch (err) {
+    throw new RpcError(INVALID_PARAMS, err instanceof Error ? err.message : String(err));
+  }
+  try {
+    const payload = await invokeTool(ctx, name, capMcpWait(name, params.arguments));
+    // Refusals the spec defines as results are tool errors over MCP, with the same payload and text.
+    return toolCallResult(payload, isRefusal(payload));
+  } catch (err) {
+    const e = fromRpcError(err);
+    // Bad arguments and scope refusals are reported to the model as tool errors it can correct.
+    if (e instanceof SwitchboardError && e.status < 500) return { content: [{ type: "text", text: e.message }], isError: true };
+    console.error("mcp tool call failed", name, err);
+    return { content: [{ type: "text", text: "Internal error" }], isError: true };
+  }
+}
+
+async function dispatch(c: Context<AppEnv>, msg: JsonRpcMessage): Promise<unknown> {
+  const params = (typeof msg.params === "object" && msg.params !== null ? msg.params : {}) as Record<string, unknown>;
+  switch (msg.method) {
+    case "initialize": {
+      const asked = params.protocolVersion;
+      const protocolVersion = (MCP_PROTOCOL_VERSIONS as readonly unknown[]).includes(asked) ? asked : LATEST_PROTOCOL_VERSION;
+      return {
+        protocolVersion,
+        capabilities: { tools: { listChanged: false } },
+        serverInfo: { name: "switchboard", version: "0.1.0" },
+        instructions:
+          "Switchboard session tools: find sessions (sessions_list), read them (sessions_history), talk to them (sessions_send) and hand work to sub-agents (sessions_spawn, agents_list). Session keys look like agent:<agentId>:<rest>; `main` is your agent's main session.",
+      };
+    }
+    case "ping":
+      return {};
+    case "tools/list": {
+      const { caller, cfg } = toolContext(c);
+      return { tools: toolsFor(caller, cfg).map(mcpTool) };
+    }
+    case "tools/call":
+      return callTool(toolContext(c), params);
+    default:
+      throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${String(msg.method)}`);
+  }
+}
+
+function mcpTool(def: ToolDefinition) {
+  const d = describeTool(def, mcpDescription(def));
+  return { name: d.name, description: d.description, inputSchema: d.parameters };
+}
+
+/** The requester session: `X-Session-Key`, else the token's main session (DESIGN §3.2). */
+function toolContext(c: Context<AppEnv>): ToolContext {
+  const cfg = c.get("cfg");
+  return { env: c.env, cfg, caller: callerFor(c.get("principal"), cfg, c.req.header("X-Session-Key")) };
+}
+
+async function answer(c: Context<AppEnv>, msg: unknown): Promise<JsonRpcResponse | null> {
+  const m = (typeof msg === "object" && msg !== null && !Array.isArray(msg) ? msg : {}) as JsonRpcMessage;
+  const hasId = typeof m.id === "string" || typeof m.id === "number";
+  // Notifications (no id) and responses to server requests get no answer.
+  if (!hasId) return m.jsonrpc === "2.0" && (typeof m.method === "string" || "result" in m || "error" in m) ? null : rpcError(null, INVALID_REQUEST, "Invalid JSON-RPC message");
+  const id = m.id as JsonRpcId;
+  if (m.jsonrpc !== "2.0" || typeof m.method !== "string") return rpcError(id, INVALID_REQUEST, "Invalid JSON-RPC request");
+  try {
+    return { jsonrpc: "2.0", id, result: await dispatch(c, m) };
+  } catch (err) {
+    if (err instanceof RpcError) return rpcError(id, err.code, err.message);
+    const e = fromRpcError(err);
+    // An HTTP-level refusal (e.g. X-Session-Key outside the token's scope) keeps its status and envelope.
+    if (e instanceof SwitchboardError) throw e;
+    console.error("mcp request failed", err);
+    return rpcError(id, INTERNAL_ERROR, "Internal error");
+  }
+}
+
+function rpcError(id: JsonRpcId, code: number, message: string): JsonRpcResponse {
+  return { jsonrpc: "2.0", id, error: { code, message } };
+}
+
+export function mcpRoutes(app: Hono<AppEnv>): void {
+  app.post("/mcp", async (c) => {
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      return c.json(rpcError(null, PARSE_ERROR, "Parse error: the body must be a JSON-RPC message"), 400);
+    }
+    const batch = Array.isArray(body);
+    const messages = batch ? (body as unknown[]) : [body];
+    if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
+    const responses: JsonRpcResponse[] = [];
+    for (const msg of messages) {
+      const r = await answer(c, msg);
+      if (r) responses.push(r);
+    }
+    // Only notifications or responses: accepted, nothing to say (Streamable HTTP).
+    if (responses.length === 0) return c.body(null, 202);
+    return c.json(batch ? responses : responses[0]);
+  });
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE). Clients treat 405 as "not offered".
+  app.on(["GET", "DELETE"], "/mcp", (c) => {
+    c.header("Allow", "POST");
+    return c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST (stateless MCP endpoint)").toEnvelope(), 405);
+  });
+}

@@ -1,0 +1,51 @@
+import type { Hono } from "hono";
+import { fromRpcError, invalid, notFound } from "../errors";
+import { keyContextOf, parseSessionKey } from "../keys";
+import type { DeliveryStatus, DeliveryView } from "../channels/outbox";
+import type { AppEnv } from "./app";
+import { authorizeKey } from "./auth";
+
+const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", "dead"];
+
+/**
+ * The outbox over REST (DESIGN §4 "Delivery"): what a session sent or tried to send, with dead
+ * letters visible and re-queueable.
+ *   GET  /v1/sessions/{key}/deliveries?status=pending|delivered|blocked|dead&limit=
+ *   POST /v1/sessions/{key}/deliveries/{id}/retry
+ */
+export function deliveriesRoutes(app: Hono<AppEnv>): void {
+  const target = (c: import("hono").Context<AppEnv>) => {
+    const principal = c.get("principal");
+    const agent = principal.role === "operator" ? undefined : principal.agentId;
+    const parsed = parseSessionKey(c.req.param("key") ?? "", keyContextOf(c.get("cfg"), agent, principal.role === "run" ? principal.sessionKey : undefined));
+    authorizeKey(principal, parsed);
+    return parsed.canonicalKey;
+  };
+
+  app.get("/v1/sessions/:key/deliveries", async (c) => {
+    const key = target(c);
+    const status = c.req.query("status");
+    if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) throw invalid(`status: expected one of ${STATUSES.join(", ")}`);
+    const rawLimit = c.req.query("limit");
+    if (rawLimit !== undefined && !/^\d+$/.test(rawLimit)) throw invalid("limit: expected an integer");
+    const limit = Math.min(500, Math.max(1, Number(rawLimit ?? 100)));
+    try {
+      const deliveries = (await c.env.SESSIONS.getByName(key).extensionCall("outbox", "list", { status, limit })) as DeliveryView[];
+      return c.json({ sessionKey: key, count: deliveries.length, deliveries });
+    } catch (err) {
+      throw fromRpcError(err);
+    }
+  });
+
+  app.post("/v1/sessions/:key/deliveries/:id/retry", async (c) => {
+    const key = target(c);
+    let delivery: DeliveryView | null | undefined;
+    try {
+      delivery = (await c.env.SESSIONS.getByName(key).extensionCall("outbox", "retry", c.req.param("id"))) as DeliveryView | null;
+    } catch (err) {
+      throw fromRpcError(err);
+    }
+    if (!delivery) throw notFound(`Delivery not found: ${c.req.param("id")}`);
+    return c.json(delivery);
+  });
+}

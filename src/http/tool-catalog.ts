@@ -1,0 +1,19 @@
+import type { Hono } from "hono";
+import { describeTool } from "../tools/json-schema";
+import { toolsFor } from "../tools/registry";
+import type { AppEnv } from "./app";
+import { callerFor } from "./auth";
+
+/**
+ * `GET /v1/tools`: the tools this caller may use, as JSON-Schema function definitions derived from
+ * the registry's zod schemas. Per caller on purpose: a sub-agent's run token sees the sub-agent tool
+ * set, so a runtime never offers its model a tool the gateway would refuse. The typed client turns
+ * this into OpenAI / AI SDK tool definitions.
+ */
+export function toolCatalogRoutes(app: Hono<AppEnv>): void {
+  app.get("/v1/tools", (c) => {
+    const cfg = c.get("cfg");
+    const caller = callerFor(c.get("principal"), cfg, c.req.header("X-Session-Key"));
+    return c.json({ sessionKey: caller.sessionKey, tools: toolsFor(caller, cfg).map((def) => describeTool(def)) });
+  });
+}

@@ -1,0 +1,83 @@
+import { SwitchboardError } from "../errors";
+import { setRunTokenVerifier, type Principal } from "../http/auth";
+import { FINAL_STATUSES } from "../session/types";
+
+/**
+ * Run tokens (DESIGN §3.2): minted for each webhook run, they let the external runtime act as that
+ * run's session — and nothing else — until the run ends.
+ *
+ * Format: `sbrun.<base64url(JSON claims)>.<base64url(HMAC-SHA256(SIGNING_SECRET, "sbrun." + claims))>`.
+ * Every claim (run, session, agent, sub-agent flag, expiry) is inside the MAC, so none can be swapped.
+ * A valid MAC is not enough: the token is refused after its expiry (the run's deadline) and as soon as
+ * the run has ended, which is read from the run itself — no revocation list to keep.
+ */
+export interface RunTokenClaims {
+  runId: string;
+  sessionKey: string;
+  agentId: string;
+  isSubagent: boolean;
+  /** ms since epoch; the run's deadline. */
+  expiresAt: number;
+}
+
+const PREFIX = "sbrun";
+const encoder = new TextEncoder();
+
+function b64url(bytes: Uint8Array): string {
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function fromB64url(s: string): Uint8Array {
+  if (!/^[A-Za-z0-9_-]*$/.test(s)) throw new Error("not base64url");
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
+}
+
+export async function mintRunToken(secret: string, claims: RunTokenClaims): Promise<string> {
+  const body = `${PREFIX}.${b64url(encoder.encode(JSON.stringify({ v: 1, ...claims })))}`;
+  const mac = await crypto.subtle.sign("HMAC", await hmacKey(secret, "sign"), encoder.encode(body));
+  return `${body}.${b64url(new Uint8Array(mac))}`;
+}
+
+/** The claims of a token whose MAC is valid, else null (expiry and run state are checked by the caller). */
+export async function readRunToken(secret: string, token: string): Promise<RunTokenClaims | null> {
+  const parts = token.split(".");
+  if (parts.length !== 3 || parts[0] !== PREFIX || !secret || token.length > 4096) return null;
+  try {
+    const mac = fromB64url(parts[2]);
+    // crypto.subtle.verify compares in constant time.
+    const ok = await crypto.subtle.verify("HMAC", await hmacKey(secret, "verify"), mac, encoder.encode(`${parts[0]}.${parts[1]}`));
+    if (!ok) return null;
+    const c = JSON.parse(new TextDecoder().decode(fromB64url(parts[1]))) as Partial<RunTokenClaims> & { v?: number };
+    if (c.v !== 1 || typeof c.runId !== "string" || typeof c.sessionKey !== "string" || typeof c.agentId !== "string" || typeof c.isSubagent !== "boolean" || typeof c.expiresAt !== "number") return null;
+    return { runId: c.runId, sessionKey: c.sessionKey, agentId: c.agentId, isSubagent: c.isSubagent, expiresAt: c.expiresAt };
+  } catch {
+    return null;
+  }
+}
+
+function expired(message: string): SwitchboardError {
+  return new SwitchboardError("unauthorized", message, { headers: { "WWW-Authenticate": 'Bearer realm="switchboard", error="invalid_token"' } });
+}
+
+/**
+ * The auth hook: a forged or malformed token is "not a run token" (null → the usual 401 and failure
+ * count); a genuine token past its time gets a 401 that says why, so the runtime stops retrying.
+ */
+export async function verifyRunToken(token: string, env: Env, now = Date.now()): Promise<Principal | null> {
+  if (!token.startsWith(`${PREFIX}.`) || typeof env.SIGNING_SECRET !== "string") return null;
+  const claims = await readRunToken(env.SIGNING_SECRET, token);
+  if (!claims) return null;
+  if (now >= claims.expiresAt) throw expired(`Run token expired: run ${claims.runId} passed its deadline`);
+  const run = await env.SESSIONS.getByName(claims.sessionKey).getRun(claims.runId);
+  if (!run || FINAL_STATUSES.has(run.status)) throw expired(`Run token no longer valid: run ${claims.runId} has ended${run ? ` (${run.status})` : ""}`);
+  return { role: "run", agentId: claims.agentId, sessionKey: claims.sessionKey, runId: claims.runId, isSubagent: claims.isSubagent };
+}
+
+setRunTokenVerifier(verifyRunToken);

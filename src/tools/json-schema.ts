@@ -1,0 +1,26 @@
+import { z } from "zod";
+import type { ToolDefinition } from "./registry";
+
+/** A JSON Schema (draft 2020-12) object, as produced by `z.toJSONSchema`. */
+export type JsonSchema = Record<string, unknown>;
+
+/**
+ * JSON Schema of a zod schema, for MCP, OpenAPI 3.1 and the tool catalog. Derived, never written by
+ * hand, so the documents cannot drift from the validators. `io: "input"` describes what a caller may
+ * send (defaults optional); the `$schema` marker is dropped because the schema is embedded.
+ */
+export function jsonSchemaOf(schema: z.ZodType, io: "input" | "output" = "input"): JsonSchema {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema;
+  return rest;
+}
+
+/** One tool as a JSON-Schema function definition (the common shape of MCP, OpenAI and AI SDK tools). */
+export interface ToolDescriptor {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
+
+export function describeTool(def: ToolDefinition, description = def.description): ToolDescriptor {
+  return { name: def.name, description, parameters: jsonSchemaOf(def.schema) };
+}

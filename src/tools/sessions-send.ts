@@ -1,0 +1,167 @@
+import { z } from "zod";
+import { fromRpcError } from "../errors";
+import { type A2aStart, messageContextPrompt } from "../flows/a2a-flow";
+import { deriveChannel, displayKey, parseCanonical, type ParsedKey } from "../keys";
+import { resolveSendPolicy } from "../policy/send-policy";
+import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
+import type { RunSnapshot, SessionMeta } from "../session/types";
+import { isRefusal, refusal, type Refusal, type ToolContext } from "./context";
+import { registerTool } from "./registry";
+import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
+
+/** Default wait of a send (reference §3.1). */
+export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
+export const SEND_BLOCKED = "send blocked by session policy";
+
+export const sessionsSendSchema = z.object({
+  sessionKey: z.string().max(512).optional().describe("Target session key, `main`, `current`, or a sessionId from sessions_list."),
+  label: z.string().max(512).optional().describe("Target a session by its label instead of its key (not both)."),
+  agentId: z.string().max(64).optional().describe("Agent whose sessions the `label` lookup searches (default: yours)."),
+  message: z.string().max(1_000_000).describe("The message to send."),
+  timeoutSeconds: z
+    .number()
+    .min(0)
+    .optional()
+    .describe(`Seconds to wait for the target's reply (default ${SEND_DEFAULT_TIMEOUT_SECONDS}); 0 = fire-and-forget.`),
+  idempotencyKey: z.string().max(256).optional().describe("Retry-safe key: the same key returns the same run, never a second message."),
+});
+export type SessionsSendArgs = z.infer<typeof sessionsSendSchema>;
+
+export type SessionsSendResult =
+  | { runId: string; status: "accepted"; sessionKey: string; delivery: { status: "pending"; mode: "announce" } }
+  | { runId: string; status: "ok"; reply?: string; sessionKey: string; delivery: { status: "pending"; mode: "announce" } }
+  | { runId: string; status: "timeout" | "error"; error: string; sessionKey: string }
+  | Refusal;
+
+/** Refusals carry a fresh random runId (no run was started), as in the reference (§3.2). */
+function refuse(status: Refusal["status"], error: string, extra: Record<string, unknown> = {}): Refusal {
+  return refusal(status, error, { runId: crypto.randomUUID(), ...extra });
+}
+
+/** Label path of the reference (§3.2 step 3): agent scope checks first, then one indexed lookup. */
+async function resolveByLabel(ctx: ToolContext, label: string, agentIdArg: string | undefined, restrictToSpawned: boolean): Promise<ParsedKey | Refusal> {
+  const agentId = (agentIdArg ?? ctx.caller.agentId).trim().toLowerCase();
+  if (restrictToSpawned && agentId !== ctx.caller.agentId) return refuse("forbidden", "Sandboxed sessions_send label lookup is limited to this agent");
+  if (agentId !== ctx.caller.agentId) {
+    const a2a = ctx.cfg.tools.agentToAgent;
+    if (a2a.enabled !== true) return refuse("forbidden", visibilityError("send", "a2aDisabled"));
+    if (!isAgentToAgentAllowed(a2a, ctx.caller.agentId, agentId)) return refuse("forbidden", visibilityError("send", "a2aDenied"));
+  }
+  const keys = ctx.cfg.agents.list.some((a) => a.id === agentId)
+    ? await ctx.env.REGISTRY.getByName(`registry:${agentId}`).resolveLabel(label, restrictToSpawned ? ctx.caller.sessionKey : undefined)
+    : [];
+  if (keys.length === 0) {
+    if (restrictToSpawned) return refuse("forbidden", "Session not visible from this sandboxed agent session.");
+    return refuse("error", `No session found with label: ${label}`);
+  }
+  if (keys.length > 1) return refuse("error", `Multiple sessions found with label: ${label} (${keys.join(", ")})`);
+  return parseTargetKey(ctx, keys[0]);
+}
+
+function maybeMeta(env: Env, key: string): Promise<SessionMeta | null> {
+  return env.SESSIONS.getByName(key).getMeta();
+}
+
+/** The tool-visible outcome of a waited run (reference §3.4): the reply is that run's own, never an older one. */
+function waitedResult(run: RunSnapshot, sessionKey: string, timeoutSeconds: number): SessionsSendResult {
+  switch (run.status) {
+    case "ok":
+      return { runId: run.runId, status: "ok", ...(run.reply ? { reply: run.reply } : {}), sessionKey, delivery: { status: "pending", mode: "announce" } };
+    case "error":
+      return { runId: run.runId, status: "error", error: run.error || "agent error", sessionKey };
+    case "timeout":
+    case "aborted":
+      return { runId: run.runId, status: "timeout", error: run.error || "Run aborted", sessionKey };
+    default:
+      return {
+        runId: run.runId,
+        status: "timeout",
+        error: `No reply within ${timeoutSeconds}s; the run continues. Read it later with sessions_history or GET /v1/runs/${run.runId}/wait.`,
+        sessionKey,
+      };
+  }
+}
+
+export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Promise<SessionsSendResult> {
+  if (args.sessionKey && args.label) return refuse("error", "Provide either sessionKey or label (not both).");
+  const vis = callerVisibility(ctx);
+
+  let target: ParsedKey;
+  const rawTarget = args.sessionKey ?? args.label ?? "";
+  if (args.label) {
+    const byLabel = await resolveByLabel(ctx, args.label, args.agentId, vis.restrictToSpawned);
+    if (isRefusal(byLabel)) return byLabel;
+    target = byLabel;
+  } else if (args.sessionKey) {
+    const ref = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
+    if (isRefusal(ref)) return { ...ref, runId: crypto.randomUUID(), ...(ref.status === "forbidden" ? { sessionKey: args.sessionKey } : {}) };
+    target = ref.parsed;
+  } else {
+    return refuse("error", "Either sessionKey or label is required");
+  }
+  const targetKey = target.canonicalKey;
+  const shownKey = displayKey(targetKey);
+  const requesterKey = ctx.caller.sessionKey;
+
+  // The facts every check needs, read in parallel: target lineage + policy, requester channel.
+  const [targetMeta, requesterMeta] = await Promise.all([
+    maybeMeta(ctx.env, targetKey),
+    requesterKey === targetKey ? Promise.resolve(null) : maybeMeta(ctx.env, requesterKey),
+  ]);
+  const denied = guardTarget(ctx, "send", target, targetMeta?.spawnedBy, vis, rawTarget);
+  if (denied) return { ...denied, runId: crypto.randomUUID(), sessionKey: shownKey };
+
+  const policy = resolveSendPolicy({
+    policy: ctx.cfg.session.sendPolicy,
+    override: targetMeta?.sendPolicy,
+    sessionKey: targetKey,
+    channel: targetMeta?.channel ?? targetMeta?.lastChannel,
+    chatType: targetMeta?.chatType,
+  });
+  if (policy === "deny") return refuse("error", SEND_BLOCKED, { sessionKey: shownKey });
+
+  const requesterParsed = parseCanonical(requesterKey, ctx.cfg);
+  const channel = deriveChannel(requesterParsed, (requesterKey === targetKey ? targetMeta : requesterMeta) ?? {});
+  const requesterChannel = channel === "unknown" ? undefined : channel;
+  const a2a: A2aStart = {
+    requesterKey,
+    requesterChannel,
+    targetDisplayKey: shownKey,
+    maxTurns: ctx.cfg.session.agentToAgent.maxPingPongTurns,
+  };
+
+  let run: RunSnapshot;
+  try {
+    run = await ctx.env.SESSIONS.getByName(targetKey).enqueue({
+      input: {
+        kind: "send",
+        message: args.message,
+        provenance: { kind: "inter_session", sourceSessionKey: requesterKey, sourceChannel: requesterChannel, sourceTool: "sessions_send" },
+        extraSystemPrompt: messageContextPrompt(a2a),
+        flowId: crypto.randomUUID(),
+        data: { a2a },
+      },
+      // Scoped to the requester, so two callers choosing the same key never collide.
+      idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
+    });
+  } catch (err) {
+    const e = fromRpcError(err);
+    return refuse("error", e instanceof Error ? e.message : String(e), { sessionKey: shownKey });
+  }
+
+  const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
+  if (timeoutSeconds === 0) {
+    return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery: { status: "pending", mode: "announce" } };
+  }
+  // Server-side wait in the target's object; the flow does not depend on it (a timeout cancels nothing).
+  const waited = (await ctx.env.SESSIONS.getByName(targetKey).waitRun(run.runId, timeoutSeconds * 1000)) ?? run;
+  return waitedResult(waited, shownKey, timeoutSeconds);
+}
+
+registerTool({
+  name: "sessions_send",
+  description:
+    "Send a message into another visible session by sessionKey or label. Use this to delegate follow-up work to an existing session; waits for the target run and returns the updated assistant reply when available.",
+  schema: sessionsSendSchema,
+  handler: (ctx, args) => sessionsSend(ctx, args as SessionsSendArgs),
+});

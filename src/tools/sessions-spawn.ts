@@ -1,0 +1,257 @@
+import { z } from "zod";
+import { findAgent, isAgentSandboxed } from "../config/load";
+import { AGENT_ID_RE, type Config } from "../config/schema";
+import { fromRpcError, invalid } from "../errors";
+import { parseCanonical } from "../keys";
+import { checkModelRef } from "../runners/models";
+import type { DeliveryRoute, SubagentInfo } from "../session/types";
+import { attachmentsReceipt, validateAttachments } from "../spawn/attachments";
+import type { SpawnChildRequest } from "../spawn/child-spawn";
+import { getRequesterSpawnState, releaseChildSlot, reserveChildSlot } from "../spawn/requester-side";
+import { ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION, subagentSystemPrompt, subagentTaskMessage } from "../spawn/subagent-prompt";
+import { spawnAllowlist } from "./agents-list";
+import { refusal, type Refusal, type ToolContext } from "./context";
+import { registerTool, type ToolDefinition } from "./registry";
+
+/**
+ * `sessions_spawn` (spec "sessions_spawn", reference §4): checks in the reference's order with its
+ * texts, then one transaction in the child's object creates it and queues its task. Never blocks:
+ * the result is `accepted` at once; completion is announced back to the requester by the child
+ * (src/spawn/subagent-lifecycle.ts).
+ */
+
+export const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
+/** Channel-delivery keys the reference refuses with a pointer to the right tool (reference §4.1). */
+const CHANNEL_DELIVERY_KEYS = ["target", "transport", "channel", "to", "threadId", "replyTo"];
+const MOUNT_PATH_RE = /^[A-Za-z0-9._\-/:]+$/;
+
+const attachmentSchema = z.object({
+  name: z.string(),
+  content: z.string(),
+  encoding: z.enum(["utf8", "base64"]).optional(),
+  mimeType: z.string().optional(),
+});
+
+// Loose on purpose: the handler must see unsupported channel-delivery keys to refuse them by name.
+export const sessionsSpawnSchema = z.looseObject({
+  task: z.string().describe("What the sub-agent should do (required)."),
+  label: z.string().max(512).optional().describe("Short label for logs/UI."),
+  agentId: z.string().optional().describe("Spawn under another agent id (see agents_list)."),
+  model: z.string().optional().describe("Model override for the sub-agent (<provider>/<model>); invalid values are an error."),
+  thinking: z.string().optional().describe(`Thinking level: ${THINKING_LEVELS.join(", ")}.`),
+  runTimeoutSeconds: z.number().min(0).optional().describe("Abort the sub-agent run after N seconds (0 = agents.defaults.subagents.runTimeoutSeconds, else none)."),
+  timeoutSeconds: z.number().min(0).optional().describe("Legacy alias of runTimeoutSeconds."),
+  thread: z.boolean().optional().describe("Bind the sub-agent to a thread of the requester's channel (channels.<ch>.threadBindings)."),
+  mode: z.enum(["run", "session"]).optional().describe('"run" (one-shot, default) or "session" (persistent, requires thread=true).'),
+  cleanup: z.enum(["delete", "keep"]).optional().describe('"keep" (archived later, default) or "delete" (removed after its announce).'),
+  sandbox: z.enum(["inherit", "require"]).optional().describe('"require" refuses unless the child runtime is sandboxed.'),
+  attachments: z.array(attachmentSchema).max(50).optional().describe("Inline files for the sub-agent (tools.sessions_spawn.attachments)."),
+  attachAs: z.object({ mountPath: z.string().optional() }).optional().describe("Mount hint (reserved)."),
+});
+export type SessionsSpawnArgs = z.infer<typeof sessionsSpawnSchema>;
+
+export interface SessionsSpawnAccepted {
+  status: "accepted";
+  childSessionKey: string;
+  runId: string;
+  mode: "run" | "session";
+  note?: string;
+  modelApplied?: boolean;
+  attachments?: ReturnType<typeof attachmentsReceipt>;
+}
+
+/** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (reference §4.4). */
+function resolveChildModel(cfg: Config, targetAgentId: string, explicit?: string): string {
+  const agent = findAgent(cfg, targetAgentId);
+  return explicit ?? agent?.subagents?.model ?? agent?.model ?? cfg.agents.defaults.subagents.model ?? cfg.agents.defaults.model;
+}
+
+function resolveChildThinking(cfg: Config, targetAgentId: string, explicit?: string): string | undefined {
+  return explicit ?? findAgent(cfg, targetAgentId)?.subagents?.thinking ?? cfg.agents.defaults.subagents.thinking;
+}
+
+function requesterRoute(meta: { lastChannel?: string; lastTo?: string; lastAccountId?: string; lastThreadId?: string } | null): DeliveryRoute | undefined {
+  if (!meta?.lastChannel) return undefined;
+  return { channel: meta.lastChannel, to: meta.lastTo ?? null, accountId: meta.lastAccountId ?? null, threadId: meta.lastThreadId ?? null };
+}
+
+export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): Promise<SessionsSpawnAccepted | Refusal> {
+  const { cfg, caller, env } = ctx;
+  const sub = cfg.agents.defaults.subagents;
+
+  for (const key of CHANNEL_DELIVERY_KEYS) {
+    if ((args as Record<string, unknown>)[key] !== undefined) {
+      throw invalid(`sessions_spawn does not support "${key}". Use "message" or "sessions_send" for channel delivery.`);
+    }
+  }
+
+  // 1. agentId syntax (before any object is touched).
+  const rawAgentId = args.agentId;
+  const targetAgentId = rawAgentId !== undefined ? rawAgentId.toLowerCase() : caller.agentId;
+  if (rawAgentId !== undefined && !AGENT_ID_RE.test(targetAgentId)) {
+    return refusal("error", `Invalid agentId "${rawAgentId}". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.`);
+  }
+
+  // 2. mode / thread.
+  const thread = args.thread === true;
+  const mode = args.mode ?? (thread ? "session" : "run");
+  if (mode === "session" && !thread) {
+    return refusal("error", 'mode="session" requires thread=true so the subagent can stay bound to a thread.');
+  }
+  const cleanup = mode === "session" ? "keep" : (args.cleanup ?? "keep");
+
+  // 3. depth, from the requester's stored spawnDepth (a flat key cannot claim a lower depth).
+  const state = await getRequesterSpawnState(env, caller.sessionKey);
+  const requesterMeta = state.meta;
+  const callerDepth = requesterMeta?.spawnDepth ?? (caller.isSubagent ? 1 : 0);
+  const maxDepth = sub.maxSpawnDepth;
+  if (callerDepth >= maxDepth) {
+    return refusal("forbidden", `sessions_spawn is not allowed at this depth (current depth: ${callerDepth}, max: ${maxDepth})`);
+  }
+
+  // 4. active children of this requester session (re-checked atomically when the slot is reserved).
+  const maxChildren = sub.maxChildrenPerAgent;
+  if (state.activeChildren >= maxChildren) return childrenRefusal(state.activeChildren, maxChildren);
+
+  // 5. requireAgentId.
+  const requesterAgent = findAgent(cfg, caller.agentId);
+  const requireAgentId = requesterAgent?.subagents?.requireAgentId ?? sub.requireAgentId;
+  if (requireAgentId && rawAgentId === undefined) {
+    return refusal("forbidden", "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.");
+  }
+
+  // 6. allowlist for cross-agent targets (same-agent spawns are always allowed).
+  if (targetAgentId !== caller.agentId) {
+    const allow = spawnAllowlist(cfg, caller.agentId);
+    if (!allow.allowAny && !allow.ids.includes(targetAgentId)) {
+      return refusal("forbidden", `agentId is not allowed for sessions_spawn (allowed: ${allow.ids.length ? allow.ids.join(", ") : "none"})`);
+    }
+  }
+
+  // 7. the child's key.
+  const childKey = `agent:${targetAgentId}:subagent:${crypto.randomUUID()}`;
+
+  // 8. sandbox inheritance and sandbox="require".
+  const childSandboxed = isAgentSandboxed(cfg, targetAgentId);
+  if (!childSandboxed && caller.sandboxed) {
+    return refusal("forbidden", "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.");
+  }
+  if (!childSandboxed && args.sandbox === "require") {
+    return refusal("forbidden", 'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".');
+  }
+
+  // 9. thinking level.
+  if (args.thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(args.thinking.toLowerCase())) {
+    return refusal("error", `Invalid thinking level "${args.thinking}". Use one of: ${THINKING_LEVELS.join(", ")}.`);
+  }
+  const thinking = resolveChildThinking(cfg, targetAgentId, args.thinking?.toLowerCase());
+
+  // 10. model: an invalid model is an error and no run starts — never a silently ignored override (reference §9).
+  const model = resolveChildModel(cfg, targetAgentId, args.model);
+  const modelProblem = checkModelRef(cfg, env, model);
+  if (modelProblem) return refusal("error", modelProblem, { childSessionKey: childKey });
+
+  // 11. thread binding needs a channel that supports it.
+  const route = requesterRoute(requesterMeta);
+  const requesterChannel = requesterMeta?.lastChannel ?? requesterMeta?.channel;
+  if (thread) {
+    if (!requesterChannel) {
+      return refusal("error", "thread=true is unavailable because this session has no channel to bind a thread in.", { childSessionKey: childKey });
+    }
+    if (cfg.channels[requesterChannel]?.threadBindings !== true) {
+      return refusal(
+        "error",
+        `thread=true is unavailable because channel "${requesterChannel}" does not support thread bindings (set channels.${requesterChannel}.threadBindings: true).`,
+        { childSessionKey: childKey },
+      );
+    }
+  }
+
+  // 12. attachments (validated and hashed here; stored by the child in its spawn transaction).
+  const validated = await validateAttachments(args.attachments ?? [], cfg.tools.sessions_spawn.attachments);
+  if (!validated.ok) return refusal(validated.status, validated.error);
+  // Like transcriptPath, a gateway path (the reference's workspace dir does not exist here): GET <relDir>/<name>.
+  const relDir = `/v1/sessions/${encodeURIComponent(childKey)}/attachments`;
+  const receipt = validated.files.length > 0 ? attachmentsReceipt(validated.files, relDir) : undefined;
+  const mountPath = args.attachAs?.mountPath?.trim();
+
+  // Reserve the slot atomically in the requester (two concurrent spawns cannot both take the last one).
+  const slot = await reserveChildSlot(env, caller.sessionKey, childKey, maxChildren);
+  if (!slot.ok) return childrenRefusal(slot.activeChildren, maxChildren);
+
+  const childDepth = callerDepth + 1;
+  const runTimeoutSeconds = Math.max(0, Math.floor(args.runTimeoutSeconds ?? args.timeoutSeconds ?? sub.runTimeoutSeconds ?? 0));
+  const subagent: SubagentInfo = {
+    requesterKey: caller.sessionKey,
+    ...(requesterChannel ? { requesterChannel } : {}),
+    ...(route ? { requesterRoute: route } : {}),
+    task: args.task,
+    ...(args.label ? { label: args.label } : {}),
+    mode,
+    cleanup,
+    ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
+    status: "running",
+    startedAt: Date.now(),
+  };
+  const request: SpawnChildRequest = {
+    init: {
+      spawnedBy: caller.sessionKey,
+      spawnDepth: childDepth,
+      modelOverride: model,
+      ...(thinking ? { thinkingLevel: thinking } : {}),
+      ...(args.label ? { label: args.label } : {}),
+      subagent,
+    },
+    input: {
+      kind: "subagent_task",
+      message: subagentTaskMessage({ task: args.task, depth: childDepth, maxDepth, mode }),
+      provenance: { kind: "inter_session", sourceSessionKey: caller.sessionKey, ...(requesterChannel ? { sourceChannel: requesterChannel } : {}), sourceTool: "sessions_spawn" },
+      extraSystemPrompt: subagentSystemPrompt({
+        depth: childDepth,
+        maxDepth,
+        label: args.label,
+        requesterKey: caller.sessionKey,
+        requesterChannel,
+        childKey,
+        attachments: receipt ? { count: receipt.count, totalBytes: receipt.totalBytes, relDir, ...(mountPath && MOUNT_PATH_RE.test(mountPath) ? { mountPath } : {}) } : undefined,
+      }),
+      deliver: false,
+      ...(runTimeoutSeconds > 0 ? { timeoutSeconds: runTimeoutSeconds } : {}),
+    },
+    attachments: validated.files.map((f) => ({ name: f.name, bytes: f.bytes, sha256: f.sha256, data: f.data, ...(f.mimeType ? { mimeType: f.mimeType } : {}) })),
+  };
+
+  let runId: string;
+  try {
+    runId = (await env.SESSIONS.getByName(childKey).spawnChild(request)).runId;
+  } catch (err) {
+    // Nothing was created (the child's transaction is all or nothing): give the slot back.
+    await releaseChildSlot(env, caller.sessionKey, childKey).catch(() => undefined);
+    const e = fromRpcError(err);
+    return refusal("error", e instanceof Error ? e.message : String(e), { childSessionKey: childKey });
+  }
+
+  const isCronRequester = parseCanonical(caller.sessionKey, cfg).kind === "cron";
+  const note = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : ACCEPTED_NOTE_RUN;
+  return {
+    status: "accepted",
+    childSessionKey: childKey,
+    runId,
+    mode,
+    ...(note ? { note } : {}),
+    modelApplied: true,
+    ...(receipt ? { attachments: receipt } : {}),
+  };
+}
+
+function childrenRefusal(active: number, max: number): Refusal {
+  return refusal("forbidden", `sessions_spawn has reached max active children for this session (${active}/${max})`);
+}
+
+registerTool({
+  name: "sessions_spawn",
+  description:
+    'Spawn a sub-agent in an isolated session (agent:<agentId>:subagent:<uuid>) to work on a task. Returns {status:"accepted", runId, childSessionKey} immediately; the result is announced back to this session when the sub-agent finishes (do not poll). Use agents_list to see which agent ids you may target.',
+  schema: sessionsSpawnSchema,
+  handler: sessionsSpawn,
+} as unknown as ToolDefinition);

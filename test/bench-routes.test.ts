@@ -1,0 +1,77 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createApp } from "../src/http/app";
+import { call, GATEWAY, MAIN_TOKEN } from "./helpers/http";
+
+/** The Worker's app with the bench routes switched on (the binding the bench passes with --var). */
+async function benchCall(method: string, path: string, body?: unknown, token: string | null = GATEWAY) {
+  const app = createApp();
+  const headers: Record<string, string> = {};
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const req = new Request(`https://switchboard.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await app.fetch(req, { ...env, BENCH_ROUTES: "on" });
+  return { status: res.status, json: (await res.json()) as any };
+}
+
+describe("bench routes", () => {
+  it("are absent unless BENCH_ROUTES is on: every path answers like an unknown route and changes nothing", async () => {
+    const before = await env.REGISTRY.getByName("registry:research").count();
+    for (const [method, path, body] of [
+      ["GET", "/v1/_bench/ping/main", undefined],
+      ["POST", "/v1/_bench/seed/sessions", { agentId: "research", count: 5 }],
+      ["POST", "/v1/_bench/seed/transcript", { sessionKey: "agent:research:bench-off", count: 5 }],
+      ["GET", "/v1/_bench/run-order/main", undefined],
+    ] as const) {
+      const r = await call(method, path, body);
+      expect(r.status).toBe(404);
+      expect(r.json).toEqual({ ok: false, error: { type: "not_found", message: `No route for ${method} ${path}` } });
+    }
+    expect(await env.REGISTRY.getByName("registry:research").count()).toBe(before);
+    expect(await env.SESSIONS.getByName("agent:research:bench-off").getMeta()).toBeNull();
+  });
+
+  it("when on: the bare route is auth + one object call", async () => {
+    expect(await benchCall("GET", "/v1/_bench/ping/main")).toEqual({ status: 200, json: { ok: true } });
+    expect((await benchCall("GET", "/v1/_bench/ping/main", undefined, null)).status).toBe(401);
+    expect((await benchCall("GET", "/v1/_bench/ping/agent:research:main", undefined, MAIN_TOKEN)).status).toBe(403);
+  });
+
+  it("when on: seeding needs the operator token and bounded batches", async () => {
+    const agentToken = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "main", count: 5 }, MAIN_TOKEN);
+    expect(agentToken.status).toBe(403);
+    const tooMany = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "main", count: 5_001 });
+    expect(tooMany.status).toBe(400);
+    const unknown = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "nobody", count: 1 });
+    expect(unknown.json.error.message).toBe('agentId: unknown agent "nobody"');
+  });
+
+  it("when on: seeded transcripts are real transcripts (history pages, numbering continues across batches)", async () => {
+    const key = "agent:main:bench-transcript";
+    expect((await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 3 })).json.total).toBe(3);
+    expect((await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 2, startText: "more" })).json.total).toBe(5);
+    const page = await call("GET", `/v1/sessions/${encodeURIComponent(key)}/history?limit=2`);
+    expect(page.json.messages.map((m: any) => [m.role, m.content[0].text.split(":")[0]])).toEqual([
+      ["assistant", "more #4"],
+      ["user", "more #5"],
+    ]);
+    expect(page.json.hasMore).toBe(true);
+  });
+
+  it("when on: seeded children page completely under tree visibility (own row + children, in order, cursor included)", async () => {
+    const seeded = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "research", from: 0, count: 30, childrenOf: "agent:research:main", childEvery: 3 });
+    expect(seeded.json.seeded).toBe(30);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 10; i++) {
+      const r = await call("POST", "/tools/invoke", { tool: "sessions_list", sessionKey: "agent:research:main", args: { limit: 4, ...(cursor ? { cursor } : {}) } });
+      const d = r.json.result.details;
+      expect(d.visibility).toBe("tree");
+      seen.push(...d.sessions.map((s: any) => s.key));
+      cursor = d.nextCursor;
+      if (!cursor) break;
+    }
+    // Children are n = 0, 3, …, 27; n = 0 is the newest (updatedAt steps back with n).
+    expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => `agent:research:subagent:s${String(i * 3).padStart(6, "0")}`));
+  });
+});

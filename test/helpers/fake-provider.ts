@@ -1,0 +1,103 @@
+import { vi } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+
+/**
+ * A fake OpenAI-compatible model server (`https://llm.test/v1`), answered from the test: the Worker,
+ * its objects and the tests share one isolate, so spying on `fetch` intercepts the runner's calls.
+ * Each call is held until the test answers it (or answered at once by `auto`), which lets a test
+ * observe what is in flight — one run per session, several sessions at once.
+ */
+export const FAKE_BASE_URL = "https://llm.test/v1";
+
+export interface FakeCall {
+  body: any;
+  /** Text of the last user message the model was given. */
+  lastUser: string;
+  /** The runner cancelled this call (deadline, abort). */
+  aborted: boolean;
+  settled: boolean;
+  reply(text: string, usage?: { prompt: number; completion: number }): void;
+  toolCall(name: string, args: unknown, id?: string): void;
+  fail(status: number, message: string): void;
+}
+
+export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraConfig?: Record<string, unknown> } = {}) {
+  setConfigOverride({
+    agents: { list: [{ id: "main", name: "Main", default: true, model: "fake/m1" }, { id: "research", name: "Research", model: "fake/m1" }] },
+    models: { providers: { fake: { baseUrl: FAKE_BASE_URL, apiKey: "k", models: [{ id: "m1" }] } } },
+    ...opts.extraConfig,
+  });
+  const calls: FakeCall[] = [];
+  const original = globalThis.fetch;
+  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    if (!url.startsWith(FAKE_BASE_URL)) return original(input, init);
+    const body = JSON.parse(String(init?.body ?? "{}"));
+    const users = (body.messages as any[]).filter((m) => m.role === "user");
+    const last = users[users.length - 1]?.content;
+    const lastUser = typeof last === "string" ? last : Array.isArray(last) ? last.map((p: any) => p.text ?? "").join("") : "";
+    // The answer is a plain field set by the test and polled from here: resolving a promise or
+    // building a Response from the test's context would cross I/O contexts, which workerd forbids.
+    let answer: { response: () => Response } | null = null;
+    const signal = init?.signal ?? null;
+    const call: FakeCall = {
+      body,
+      lastUser,
+      aborted: false,
+      settled: false,
+      reply(text, usage = { prompt: 5, completion: 2 }) {
+        if (call.settled) return;
+        call.settled = true;
+        answer = { response: () => completion({ role: "assistant", content: text }, "stop", usage) };
+      },
+      toolCall(name, args, id = `call_${calls.length}`) {
+        if (call.settled) return;
+        call.settled = true;
+        answer = {
+          response: () =>
+            completion({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name, arguments: JSON.stringify(args) } }] }, "tool_calls", { prompt: 3, completion: 1 }),
+        };
+      },
+      fail(status, message) {
+        if (call.settled) return;
+        call.settled = true;
+        answer = { response: () => new Response(JSON.stringify({ error: { message, type: "invalid_request_error" } }), { status, headers: { "content-type": "application/json" } }) };
+      },
+    };
+    calls.push(call);
+    opts.auto?.(call);
+    for (;;) {
+      if (signal?.aborted) {
+        call.aborted = true;
+        call.settled = true;
+        throw signal.reason ?? new DOMException("aborted", "AbortError");
+      }
+      const a = answer as { response: () => Response } | null;
+      if (a) return a.response();
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  });
+  return {
+    calls,
+    /** Calls not answered yet. */
+    pending: () => calls.filter((c) => !c.settled),
+    /** After an eviction: the calls of the aborted instances will never be read, forget them. */
+    abandonPending: () => {
+      for (const c of calls) c.settled = true;
+    },
+  };
+}
+
+function completion(message: unknown, finish: string, usage: { prompt: number; completion: number }): Response {
+  return new Response(
+    JSON.stringify({
+      id: "chatcmpl-fake",
+      object: "chat.completion",
+      created: 1,
+      model: "m1",
+      choices: [{ index: 0, message, finish_reason: finish }],
+      usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+    }),
+    { headers: { "content-type": "application/json" } },
+  );
+}

@@ -1,0 +1,141 @@
+import { abortAllDurableObjects } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { setConfigOverride } from "../src/config/load";
+import { archivePrefix } from "../src/spawn/archive";
+import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
+import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
+
+afterEach(() => {
+  releaseHangingRequests();
+  setConfigOverride(null);
+  vi.restoreAllMocks();
+});
+
+const MIN = 60_000;
+
+async function listedChildren(req: string): Promise<string[]> {
+  const r = await invoke("sessions_list", {}, { sessionKey: req });
+  return (r.details.sessions as { key: string }[]).map((s) => s.key).filter((k) => k.includes(":subagent:"));
+}
+
+async function spawnDone(config: Record<string, any> = {}, args: Record<string, unknown> = {}) {
+  setConfigOverride(subagentConfig(config));
+  installFakes((c) => (c.step === "task" ? "result" : c.step === "announce" ? "notes" : "hi"));
+  const req = requesterKey("archive");
+  const r = await invoke("sessions_spawn", { task: "archive me", ...args }, { sessionKey: req });
+  expect(r.details.status).toBe("accepted");
+  const child: string = r.details.childSessionKey;
+  const state = await settle(child);
+  return { req, child, state };
+}
+
+describe("sub-agent archival (cleanup keep)", () => {
+  it("is archived archiveAfterMinutes (default 60) after it ends: transcript exported to R2, storage cleared, gone from the listing", async () => {
+    const { req, child, state } = await spawnDone();
+    expect(await announcesIn(req, child)).toHaveLength(1);
+    expect(await listedChildren(req)).toEqual([child]);
+    expect(state.timers.map((t) => t.kind)).toContain("subagent-archive");
+
+    await advance(child, 59 * MIN);
+    expect((await childState(child)).exists).toBe(true);
+    await advance(child, 1 * MIN);
+
+    expect(await childState(child)).toMatchObject({ exists: false });
+    expect((await call("GET", `/v1/sessions/${enc(child)}`)).status).toBe(404);
+    expect(await listedChildren(req)).toEqual([]);
+    // The requester keeps its record of the announce.
+    expect(await announcesIn(req, child)).toHaveLength(1);
+
+    const obj = await env.ARCHIVE!.get(`${archivePrefix("main", state.meta.sessionId)}.jsonl`);
+    expect(obj).not.toBeNull();
+    expect(obj!.customMetadata).toMatchObject({ sessionKey: child, spawnedBy: req });
+    const lines = (await obj!.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines[0]).toMatchObject({ type: "session", id: state.meta.sessionId, key: child });
+    expect(lines.slice(1).map((l) => l.message.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    expect(lines[1].message.content[0].text).toContain("[Subagent Task]: archive me");
+  });
+
+  it("archiveAfterMinutes is configurable; 0 never archives", async () => {
+    const five = await spawnDone({ subagents: { archiveAfterMinutes: 5 } });
+    await advance(five.child, 5 * MIN);
+    expect((await childState(five.child)).exists).toBe(false);
+
+    const never = await spawnDone({ subagents: { archiveAfterMinutes: 0 } });
+    expect(never.state.timers.map((t) => t.kind)).not.toContain("subagent-archive");
+    await advance(never.child, 30 * 24 * 60 * MIN);
+    expect((await childState(never.child)).exists).toBe(true);
+    expect(await listedChildren(never.req)).toEqual([never.child]);
+  });
+
+  it("attachments are removed with the child, and exported to R2 only with retainOnSessionKeep", async () => {
+    const files = [{ name: "a.txt", content: "alpha" }];
+    const dropped = await spawnDone({ tools: { sessions_spawn: { attachments: { enabled: true } } } }, { attachments: files });
+    expect(dropped.state.attachments).toEqual(["a.txt"]);
+    await advance(dropped.child, 60 * MIN);
+    expect((await childState(dropped.child)).exists).toBe(false);
+    expect(await env.ARCHIVE!.get(`${archivePrefix("main", dropped.state.meta.sessionId)}/attachments/a.txt`)).toBeNull();
+
+    const kept = await spawnDone({ tools: { sessions_spawn: { attachments: { enabled: true, retainOnSessionKeep: true } } } }, { attachments: files });
+    await advance(kept.child, 60 * MIN);
+    expect((await childState(kept.child)).exists).toBe(false);
+    const obj = await env.ARCHIVE!.get(`${archivePrefix("main", kept.state.meta.sessionId)}/attachments/a.txt`);
+    expect(await obj!.text()).toBe("alpha");
+  });
+
+  it("survives eviction: the archive timer is a row, not memory", async () => {
+    const { req, child } = await spawnDone();
+    await abortAllDurableObjects();
+    await advance(child, 60 * MIN);
+    expect((await childState(child)).exists).toBe(false);
+    expect(await listedChildren(req)).toEqual([]);
+  });
+});
+
+describe("nested sub-agents", () => {
+  it("a child whose sub-agent requester is already gone settles without resurrecting it", async () => {
+    setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 }, tools: { subagents: { tools: { allow: ["sessions_spawn"] } } } }));
+    let hang = true;
+    installFakes((c) => (c.step === "task" && hang && c.lastUser.includes("grandchild") ? "hang" : c.step === "task" ? "r" : "n"));
+    const parent = (await invoke("sessions_spawn", { task: "parent" }, { sessionKey: requesterKey("nested") })).details.childSessionKey as string;
+    await settle(parent);
+    const grandchild = (await invoke("sessions_spawn", { task: "grandchild", runTimeoutSeconds: 5 }, { sessionKey: parent })).details.childSessionKey as string;
+    expect(grandchild).toMatch(/^agent:main:subagent:/);
+    expect((await call("DELETE", `/v1/sessions/${enc(parent)}`)).status).toBe(200);
+    hang = false;
+    await advance(grandchild, 5_000);
+    const s = await settle(grandchild);
+    expect(s.flows.find((f) => f.id.startsWith("announce:"))!.state).toBe("done");
+    expect(await sessionStub(parent).getMeta()).toBeNull();
+  });
+});
+
+describe("sub-agent deletion (cleanup delete)", () => {
+  it("deletes the child right after its announce is handed off (no archive export)", async () => {
+    const { req, child, state } = await spawnDone({}, { cleanup: "delete" });
+    expect(state.exists).toBe(false);
+    expect(await announcesIn(req, child)).toHaveLength(1);
+    expect(await listedChildren(req)).toEqual([]);
+    expect((await call("GET", `/v1/sessions/${enc(child)}`)).status).toBe(404);
+  });
+
+  it("survives eviction mid-run: the lost run is retried from its lease, then announced once and deleted", async () => {
+    setConfigOverride(subagentConfig());
+    let hang = true;
+    installFakes((c) => (c.step === "task" && hang ? "hang" : c.step === "task" ? "late result" : "notes"));
+    const req = requesterKey("evict-delete");
+    const r = await invoke("sessions_spawn", { task: "evict me", cleanup: "delete" }, { sessionKey: req });
+    const child: string = r.details.childSessionKey;
+    expect((await childState(child)).pendingRuns).toHaveLength(1);
+    await abortAllDurableObjects();
+    hang = false;
+    // The lease timer notices the lost executor and re-queues the run.
+    await advance(child, 60_000);
+    const state = await settle(child);
+    expect(state.exists).toBe(false);
+    const msgs = await announcesIn(req, child);
+    expect(msgs).toHaveLength(1);
+    expect(msgs[0].text).toMatch(/^Status: completed successfully\nResult: late result\nNotes: notes\n/);
+    expect(await sessionStub(child).getMeta()).toBeNull();
+  });
+});
