@@ -6,6 +6,7 @@ import { indexEntryOf, type IndexEntry } from "../registry/row";
 import type { SessionMeta } from "../session/types";
 import { type AppEnv, jsonBody } from "./app";
 import { authorizeKey } from "./auth";
+import { parseBody } from "./route-helpers";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 export const SEED_SESSIONS_MAX_BATCH = 5_000;
@@ -97,14 +98,6 @@ function requireOperator(c: Context<AppEnv>): void {
   if (c.get("principal").role !== "operator") throw forbidden("Bench seeding needs the operator token");
 }
 
-function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
-  const r = schema.safeParse(body);
-  if (!r.success) {
-    const i = r.error.issues[0];
-    throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
-  }
-  return r.data;
-}
 
 /**
  * Index entry of synthetic session `n`: a sub-agent of `spawnedBy` when given, else one in five is a

@@ -1,9 +1,8 @@
 import type { Hono } from "hono";
 import { fromRpcError, invalid, notFound } from "../errors";
-import { keyContextOf, parseSessionKey } from "../keys";
 import type { DeliveryStatus, DeliveryView } from "../channels/outbox";
 import type { AppEnv } from "./app";
-import { authorizeKey } from "./auth";
+import { targetOf } from "./route-helpers";
 
 const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", "dead"];
 
@@ -14,13 +13,8 @@ const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", 
  *   POST /v1/sessions/{key}/deliveries/{id}/retry
  */
 export function deliveriesRoutes(app: Hono<AppEnv>): void {
-  const target = (c: import("hono").Context<AppEnv>) => {
-    const principal = c.get("principal");
-    const agent = principal.role === "operator" ? undefined : principal.agentId;
-    const parsed = parseSessionKey(c.req.param("key") ?? "", keyContextOf(c.get("cfg"), agent, principal.role === "run" ? principal.sessionKey : undefined));
-    authorizeKey(principal, parsed);
-    return parsed.canonicalKey;
-  };
+  const target = (c: import("hono").Context<AppEnv>) => targetOf(c).canonicalKey;
+
 
   app.get("/v1/sessions/:key/deliveries", async (c) => {
     const key = target(c);

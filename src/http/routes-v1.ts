@@ -10,6 +10,7 @@ import { MAX_WAIT_MS } from "../session/session-object";
 import { readHistory } from "../tools/sessions-history";
 import { SESSION_KINDS } from "../tools/sessions-list";
 import { type AppEnv, jsonBody } from "./app";
+import { intParam, parseBody, rpc, targetOf } from "./route-helpers";
 import { authorizeKey, type Principal } from "./auth";
 
 export const inboundMessage = z.object({
@@ -41,44 +42,6 @@ export function normalizeLabel(v: unknown): string {
   if (!t) throw invalid("invalid label: empty");
   if (t.length > LABEL_MAX) throw invalid(`invalid label: too long (max ${LABEL_MAX})`);
   return t;
-}
-
-function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
-  const r = schema.safeParse(body);
-  if (!r.success) {
-    const i = r.error.issues[0];
-    throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
-  }
-  return r.data;
-}
-
-/** Parse the `{key}` path segment for a principal and check it may address that session. */
-function targetOf(c: Context<AppEnv>): ParsedKey {
-  const cfg = c.get("cfg");
-  const principal = c.get("principal");
-  const raw = c.req.param("key") ?? "";
-  const agent = principal.role === "operator" ? undefined : principal.agentId;
-  const parsed = parseSessionKey(raw, keyContextOf(cfg, agent, principal.role === "run" ? principal.sessionKey : undefined));
-  authorizeKey(principal, parsed);
-  return parsed;
-}
-
-function intParam(c: Context, name: string, opts: { min: number; max: number; def?: number }): number | undefined {
-  const v = c.req.query(name);
-  if (v === undefined || v === "") return opts.def;
-  if (!/^-?\d+$/.test(v)) throw invalid(`${name}: expected an integer`);
-  const n = Number(v);
-  if (n < opts.min) throw invalid(`${name}: must be >= ${opts.min}`);
-  return Math.min(n, opts.max);
-}
-
-/** RPC errors from objects carry our error type across the boundary. */
-async function rpc<T>(p: Promise<T>): Promise<T> {
-  try {
-    return await p;
-  } catch (err) {
-    throw fromRpcError(err);
-  }
 }
 
 function runTarget(c: Context<AppEnv>): string {
