@@ -8,7 +8,7 @@ import { checkModelRef } from "../runners/models";
 import { sessionKeyOfRun } from "../session/run-id";
 import { MAX_WAIT_MS } from "../session/session-object";
 import { readHistory } from "../tools/sessions-history";
-import { SESSION_KINDS } from "../tools/sessions-list";
+import { decodeCursor, encodeCursor, SESSION_KINDS } from "../tools/sessions-list";
 import { type AppEnv, jsonBody } from "./app";
 import { intParam, parseBody, rpc, targetOf } from "./route-helpers";
 import { authorizeKey, type Principal } from "./auth";
@@ -97,16 +97,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
     const limit = intParam(c, "limit", { min: 1, max: 1000, def: 50 })!;
     const kinds = (c.req.query("kinds") ?? "").split(",").map((k) => k.trim().toLowerCase()).filter((k) => (SESSION_KINDS as readonly string[]).includes(k));
     const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
-    let cursor: { updatedAt: number; key: string } | undefined;
     const rawCursor = c.req.query("cursor");
-    if (rawCursor) {
-      try {
-        const [updatedAt, key] = JSON.parse(atob(rawCursor));
-        cursor = { updatedAt: Number(updatedAt), key: String(key) };
-      } catch {
-        throw invalid("cursor: not a cursor returned by this endpoint");
-      }
-    }
+    const cursor = rawCursor ? decodeCursor(rawCursor) : undefined;
     const page = await c.env.REGISTRY.getByName(`registry:${agentId}`).list({
       scope: principal.role === "run" ? { type: "self", key: principal.sessionKey } : { type: "agent" },
       kinds: kinds.length ? kinds : undefined,
@@ -117,7 +109,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
     return c.json({
       count: page.rows.length,
       sessions: page.rows,
-      nextCursor: page.next ? btoa(JSON.stringify([page.next.updatedAt, page.next.key])).replace(/=+$/, "") : null,
+      nextCursor: page.next ? encodeCursor(page.next) : null,
     });
   });
 

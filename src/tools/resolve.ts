@@ -16,7 +16,7 @@ export function callerVisibility(ctx: ToolContext): { visibility: Visibility; re
   });
 }
 
-/** Agents whose registry shards a caller may read under visibility `all`. */
+/** Parse a key given by a tool caller (aliases resolve against the caller's agent and session). */
 export function parseTargetKey(ctx: ToolContext, raw: string): ParsedKey {
   return parseSessionKey(raw, keyContextOf(ctx.cfg, ctx.caller.agentId, ctx.caller.sessionKey));
 }

@@ -76,16 +76,17 @@ function canonicalOf(row: SessionRow): string {
   return row.key === "main" ? "global" : row.key;
 }
 
-function encodeCursor(c: { updatedAt: number; key: string }): string {
+/** Keyset cursor of a listing page (sessions_list and `GET /v1/sessions` share it). */
+export function encodeCursor(c: { updatedAt: number; key: string }): string {
   return btoa(JSON.stringify([c.updatedAt, c.key])).replace(/=+$/, "");
 }
 
-function decodeCursor(s: string): { updatedAt: number; key: string } {
+export function decodeCursor(s: string): { updatedAt: number; key: string } {
   try {
     const [updatedAt, key] = JSON.parse(atob(s)) as [number, string];
     if (typeof updatedAt !== "number" || typeof key !== "string") throw new Error();
     return { updatedAt, key };
   } catch {
-    throw invalid("cursor: not a cursor returned by sessions_list");
+    throw invalid("cursor: not a cursor returned by a previous listing page");
   }
 }

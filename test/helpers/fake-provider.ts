@@ -88,7 +88,8 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
   };
 }
 
-function completion(message: unknown, finish: string, usage: { prompt: number; completion: number }): Response {
+/** An OpenAI-compatible chat.completion response (shared by every fake model in the tests). */
+export function completion(message: unknown, finish: string, usage: { prompt: number; completion: number }): Response {
   return new Response(
     JSON.stringify({
       id: "chatcmpl-fake",

@@ -1,4 +1,5 @@
 import { vi } from "vitest";
+import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
 
 /**
@@ -49,19 +50,7 @@ export function classify(system: string): { kind: StepKind; turn?: number } {
   return { kind: "plain" };
 }
 
-function completion(text: string): Response {
-  return new Response(
-    JSON.stringify({
-      id: "x",
-      object: "chat.completion",
-      created: 1,
-      model: "m1",
-      choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-      usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
-    }),
-    { headers: { "content-type": "application/json" } },
-  );
-}
+const reply = (text: string) => completion({ role: "assistant", content: text }, "stop", { prompt: 5, completion: 2 });
 
 export interface Fakes {
   model: ModelRequest[];
@@ -95,7 +84,7 @@ export function installFakes(script: Script): Fakes {
       if (out instanceof Error) {
         return new Response(JSON.stringify({ error: { message: out.message, type: "invalid_request_error" } }), { status: 400, headers: { "content-type": "application/json" } });
       }
-      return completion(out);
+      return reply(out);
     }
     throw new Error(`unexpected fetch ${url}`);
   });

@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { vi } from "vitest";
 import type { SessionObject } from "../../src/session/session-object";
+import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
 
 /**
@@ -42,21 +43,12 @@ export function subagentConfig(extra: { defaults?: Record<string, any>; subagent
   };
 }
 
-function completion(text: string, toolCall?: { name: string; args: unknown }): Response {
+/** A fake model answer with the usage figures the announce stats tests rely on. */
+function reply(text: string, toolCall?: { name: string; args: unknown }): Response {
   const message = toolCall
     ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args) } }] }
     : { role: "assistant", content: text };
-  return new Response(
-    JSON.stringify({
-      id: "x",
-      object: "chat.completion",
-      created: 1,
-      model: "m1",
-      choices: [{ index: 0, message, finish_reason: toolCall ? "tool_calls" : "stop" }],
-      usage: { prompt_tokens: 1200, completion_tokens: 34, total_tokens: 1234 },
-    }),
-    { headers: { "content-type": "application/json" } },
-  );
+  return completion(message, toolCall ? "tool_calls" : "stop", { prompt: 1200, completion: 34 });
 }
 
 function textOfContent(c: unknown): string {
@@ -102,8 +94,8 @@ export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
         signal?.addEventListener("abort", () => reject(signal.reason ?? new Error("aborted")));
       });
     }
-    if (typeof a === "string") return completion(a);
-    if ("toolCall" in a) return completion("", a.toolCall);
+    if (typeof a === "string") return reply(a);
+    if ("toolCall" in a) return reply("", a.toolCall);
     return new Response(JSON.stringify({ error: { message: a.error } }), { status: 400, headers: { "content-type": "application/json" } });
   });
   return fakes;
