@@ -1,8 +1,9 @@
-import { abortAllDurableObjects } from "cloudflare:test";
+import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { archivePrefix } from "../src/spawn/archive";
+import { ARCHIVE_PART_BYTES, archivePrefix } from "../src/spawn/archive";
+import type { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
 import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
 
@@ -81,6 +82,28 @@ describe("sub-agent archival (cleanup keep)", () => {
     expect((await childState(kept.child)).exists).toBe(false);
     const obj = await env.ARCHIVE!.get(`${archivePrefix("main", kept.state.meta.sessionId)}/attachments/a.txt`);
     expect(await obj!.text()).toBe("alpha");
+  });
+
+  it("a transcript larger than one R2 part is exported whole, in order, through a multipart upload", async () => {
+    const { child, state } = await spawnDone();
+    // ~12 MiB of transcript: more than two 5 MiB parts, so the last part is a remainder.
+    const big = "x".repeat(240 * 1024);
+    await runInDurableObject(sessionStub(child), async (obj: SessionObject) => {
+      for (let n = 0; n < 50; n++) obj.transcript.append({ role: "user", content: [{ type: "text", text: `${n}:${big}` }], timestamp: Date.now() }, null);
+    });
+    const multipart = vi.spyOn(env.ARCHIVE!, "createMultipartUpload");
+    await advance(child, 60 * MIN);
+    expect((await childState(child)).exists).toBe(false);
+
+    const obj = await env.ARCHIVE!.get(`${archivePrefix("main", state.meta.sessionId)}.jsonl`);
+    expect(obj!.size).toBeGreaterThan(2 * ARCHIVE_PART_BYTES);
+    const lines = (await obj!.text()).trim().split("\n").map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(1 + 4 + 50);
+    expect(lines.slice(5).map((l) => l.message.content[0].text.split(":")[0])).toEqual(Array.from({ length: 50 }, (_, n) => String(n)));
+    expect(lines.map((l) => l.seq).slice(1)).toEqual([...lines.map((l) => l.seq).slice(1)].sort((a, b) => a - b));
+    expect(lines[54].message.content[0].text).toBe(`49:${big}`);
+    // The spy sees the object's calls when the binding is shared with the test isolate (it is under vitest-pool-workers).
+    expect(multipart).toHaveBeenCalledTimes(1);
   });
 
   it("survives eviction: the archive timer is a row, not memory", async () => {

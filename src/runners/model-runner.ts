@@ -1,15 +1,16 @@
-import { generateText, stepCountIs, type ModelMessage, type ToolSet } from "ai";
+import { generateText, stepCountIs, type ModelMessage, type StepResult, type ToolSet } from "ai";
 import type { ResolvedModel } from "./models";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
 import { redactAttachmentArgs } from "../spawn/attachments";
 
 /**
  * The built-in runner: one run = one `generateText` call (with up to 8 tool steps when the session may
- * use the session tools). It returns the transcript rows the run produced; it never writes storage —
- * the session object records them in the transaction that ends the run.
+ * use the session tools). It never writes storage: each finished step's transcript rows go to `onStep`
+ * (the session object records them at once, so a run cut short by its deadline keeps the work it did
+ * and a long run shows progress); without `onStep` they are returned with the result.
  */
 export interface RunnerResult {
-  /** Assistant and toolResult messages produced by the run, in order. */
+  /** Assistant and toolResult messages produced by the run and not already handed to `onStep`, in order. */
   messages: TranscriptMessage[];
   /** Final assistant text (the run's reply). */
   reply: string;
@@ -24,6 +25,8 @@ export interface ModelRunRequest {
   history: TranscriptMessage[];
   tools?: ToolSet;
   signal: AbortSignal;
+  /** Called with each step's messages as soon as the step finishes. */
+  onStep?: (messages: TranscriptMessage[]) => void;
 }
 
 export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
@@ -36,42 +39,46 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     stopWhen: stepCountIs(hasTools ? 8 : 1),
     abortSignal: req.signal,
     maxRetries: 1,
+    onStepFinish: req.onStep ? (step) => req.onStep!(stepMessages(req.model, step)) : undefined,
   });
-  const now = Date.now();
   const usage = toUsage(result.totalUsage, req.model.cost);
-  const messages: TranscriptMessage[] = [];
-  result.steps.forEach((step, i) => {
-    const content: ContentBlock[] = [];
-    if (step.text) content.push({ type: "text", text: step.text });
-    // Attachment bytes handed to sessions_spawn never enter the requester's persisted transcript (reference §4.7).
-    for (const call of step.toolCalls) {
-      const args = call.toolName === "sessions_spawn" ? redactAttachmentArgs(call.input) : call.input;
-      content.push({ type: "toolCall", id: call.toolCallId, name: call.toolName, arguments: args });
-    }
-    const last = i === result.steps.length - 1;
-    messages.push({
+  const messages = req.onStep ? [] : result.steps.flatMap((step) => stepMessages(req.model, step));
+  return { messages, reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
+}
+
+/** One step's transcript rows: the assistant message (with that call's usage) and its tool results. */
+function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): TranscriptMessage[] {
+  const now = Date.now();
+  const content: ContentBlock[] = [];
+  if (step.text) content.push({ type: "text", text: step.text });
+  // Attachment bytes handed to sessions_spawn never enter the requester's persisted transcript (reference §4.7).
+  for (const call of step.toolCalls) {
+    const args = call.toolName === "sessions_spawn" ? redactAttachmentArgs(call.input) : call.input;
+    content.push({ type: "toolCall", id: call.toolCallId, name: call.toolName, arguments: args });
+  }
+  const messages: TranscriptMessage[] = [
+    {
       role: "assistant",
       content,
-      api: req.model.api,
-      provider: req.model.provider,
-      model: req.model.modelId,
-      // Usage is recorded once, on the final assistant message of the run.
-      usage: last ? usage : undefined,
+      api: model.api,
+      provider: model.provider,
+      model: model.modelId,
+      usage: toUsage(step.usage, model.cost),
       stopReason: step.finishReason === "tool-calls" ? "toolUse" : step.finishReason === "length" ? "length" : "stop",
       timestamp: now,
+    },
+  ];
+  for (const tr of step.toolResults) {
+    messages.push({
+      role: "toolResult",
+      toolCallId: tr.toolCallId,
+      toolName: tr.toolName,
+      content: [{ type: "text", text: typeof tr.output === "string" ? tr.output : JSON.stringify(tr.output) }],
+      isError: false,
+      timestamp: now,
     });
-    for (const tr of step.toolResults) {
-      messages.push({
-        role: "toolResult",
-        toolCallId: tr.toolCallId,
-        toolName: tr.toolName,
-        content: [{ type: "text", text: typeof tr.output === "string" ? tr.output : JSON.stringify(tr.output) }],
-        isError: false,
-        timestamp: now,
-      });
-    }
-  });
-  return { messages, reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
+  }
+  return messages;
 }
 
 export function toUsage(u: { inputTokens?: number; outputTokens?: number; totalTokens?: number }, cost?: { input?: number; output?: number }): Usage {

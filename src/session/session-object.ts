@@ -463,7 +463,21 @@ export class SessionObject extends DurableObject<Env> {
       .join("\n\n");
     const history = this.transcript.recent(CONTEXT_MESSAGES);
     const tools = buildRunTools(this.env, meta);
-    return runModel({ model, system, history, tools, signal });
+    return runModel({ model, system, history, tools, signal, onStep: (messages) => this.recordStep(run.id, messages) });
+  }
+
+  /**
+   * A finished model step of a running run enters the transcript now, not at the run's end: a run cut
+   * short by its deadline or an eviction keeps its tool calls and results (partial-progress announces,
+   * a retried run sees what its lost attempt did), and history shows a long run's progress.
+   */
+  private recordStep(runId: string, messages: TranscriptMessage[]): void {
+    if (!this.schemaReady) return;
+    this.ctx.storage.transactionSync(() => {
+      // A step that finishes after the deadline ended the run is not recorded: the run's outcome is final.
+      if (this.runRow(runId)?.status !== "running") return;
+      for (const msg of messages) this.transcript.append(msg, runId);
+    });
   }
 
   /**

@@ -82,11 +82,56 @@ function nonEmpty(s: string | null | undefined): string | null {
   return t ? t : null;
 }
 
+/** A direct child's outcome, as its parent sub-agent reports it (null while it has not announced). */
+export interface ChildFinding {
+  childKey: string;
+  label?: string;
+  outcome: { status: string; result: string } | null;
+}
+
+const UNTRUSTED_BEGIN = "<<<BEGIN_UNTRUSTED_CHILD_RESULT>>>";
+const UNTRUSTED_END = "<<<END_UNTRUSTED_CHILD_RESULT>>>";
+
+/** A child's text can never close its own fence early: marker look-alikes inside it are escaped. */
+function fence(text: string): string {
+  const safe = text.replaceAll(UNTRUSTED_BEGIN, "[[BEGIN_UNTRUSTED_CHILD_RESULT]]").replaceAll(UNTRUSTED_END, "[[END_UNTRUSTED_CHILD_RESULT]]");
+  return `${UNTRUSTED_BEGIN}\n${safe}\n${UNTRUSTED_END}`;
+}
+
+/**
+ * "Child completion results:" (reference §4.5 step 4, §8 item 49): every direct child in creation
+ * order, each with its status and its result fenced as untrusted data. Never truncated here: each
+ * result was already frozen at 100 KB by its child.
+ */
+export function formatChildFindings(children: ChildFinding[]): string {
+  const blocks = children.map((c, i) => {
+    const head = `${i + 1}. ${c.childKey}${c.label ? ` (${c.label})` : ""}`;
+    if (!c.outcome) return `${head}\nstatus: still running (no result before this announce)`;
+    return `${head}\nstatus: ${c.outcome.status}\n${fence(c.outcome.result)}`;
+  });
+  return ["Child completion results:", ...blocks].join("\n\n");
+}
+
+/**
+ * What a run that timed out while working with tools achieved (reference §4.5 step 5):
+ * `[Partial progress: <n> tool call(s) executed before timeout]` and its last ≤3 assistant fragments;
+ * without fragments, the latest tool result (which the reference drops) so the work is not lost.
+ */
+export function partialProgress(toolCalls: number, assistantFragments: string[], latestToolResult: string | null): string {
+  const lines = [`[Partial progress: ${toolCalls} tool call(s) executed before timeout]`];
+  const fragments = assistantFragments.map((f) => f.trim()).filter(Boolean).slice(-3);
+  if (fragments.length > 0) lines.push(...fragments);
+  else if (latestToolResult?.trim()) lines.push(`Latest tool result: ${latestToolResult.trim()}`);
+  return lines.join("\n");
+}
+
 export interface SubagentAnnounceInput {
   outcome: RunOutcome;
   error?: string;
   finalReply?: string | null;
   latestToolResult?: string | null;
+  /** Direct children spawned during the task run (reported after the child's own result). */
+  children?: ChildFinding[];
   notes?: string | null;
   runtimeMs?: number;
   usage?: { input: number; output: number };
@@ -96,7 +141,7 @@ export interface SubagentAnnounceInput {
   transcriptPath: string;
 }
 
-export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "error" | "finalReply" | "latestToolResult" | "notes">): string {
+export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "error" | "finalReply" | "latestToolResult" | "children" | "notes">): string {
   const tin = input.usage?.input ?? 0;
   const tout = input.usage?.output ?? 0;
   const parts = [
@@ -111,16 +156,30 @@ export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "
 }
 
 /**
+ * The Result of an announce: the final reply, else the fallback (latest tool result or partial
+ * progress), else `(no output)`; then the direct children's results when there are any. A parent that
+ * only orchestrated (no text of its own) reports its children's results as its Result.
+ */
+export function announceResult(input: Pick<SubagentAnnounceInput, "finalReply" | "latestToolResult" | "children">): string {
+  const own = nonEmpty(input.finalReply) ?? nonEmpty(input.latestToolResult);
+  const findings = input.children && input.children.length > 0 ? formatChildFindings(input.children) : null;
+  if (!findings) return own ?? "(no output)";
+  return own ? `${own}\n\n${findings}` : findings;
+}
+
+/**
  * ```
  * Status: <label>
  * Result: <final reply | latest tool result | (no output)>
+ *
+ * Child completion results:  (only when the child spawned children of its own)
+ * …
  * Notes: <notes>            (only when non-empty)
  * Stats: runtime … • tokens … (in … / out …)[ • est $…] • sessionKey … • sessionId … • transcript …
  * ```
  */
 export function formatSubagentAnnounce(input: SubagentAnnounceInput): string {
-  const result = nonEmpty(input.finalReply) ?? nonEmpty(input.latestToolResult) ?? "(no output)";
-  const lines = [`Status: ${statusLabel(input.outcome, input.error)}`, `Result: ${result}`];
+  const lines = [`Status: ${statusLabel(input.outcome, input.error)}`, `Result: ${announceResult(input)}`];
   const notes = nonEmpty(input.notes);
   if (notes) lines.push(`Notes: ${notes}`);
   lines.push(formatStatsLine(input));

@@ -4,7 +4,8 @@ import type { SessionObject } from "../session/session-object";
  * Cold storage for archived sub-agents (reference §10 item 11): before a child's storage is cleared,
  * its transcript (the same JSONL as `GET /v1/sessions/{key}/transcript.jsonl`) goes to the optional
  * R2 bucket `ARCHIVE`, and its attachments too when `retainOnSessionKeep` asks to keep them.
- * Without the binding, archival only clears the child.
+ * Without the binding, archival only clears the child. The transcript is streamed page by page into
+ * a bounded buffer (one R2 part), so a long-lived thread-bound child archives in constant memory.
  */
 
 const PAGE = 500;
@@ -18,19 +19,26 @@ export async function exportToArchive(host: SessionObject, opts: { retainAttachm
   const meta = host.meta;
   if (!bucket || !meta) return null;
   const prefix = archivePrefix(meta.agentId, meta.sessionId);
-  // Built page by page; a sub-agent transcript is bounded by its few runs, so one body is fine here.
-  const lines: string[] = [JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: meta.key, timestamp: new Date(meta.createdAt).toISOString() })];
-  for (let after = 0; ; ) {
-    const page = host.transcript.after(after, PAGE);
-    if (page.messages.length === 0 || page.lastSeq === null) break;
-    for (const m of page.messages) {
-      const { __switchboard, ...message } = m;
-      lines.push(JSON.stringify({ type: "message", id: String(__switchboard.seq), seq: __switchboard.seq, timestamp: new Date(m.timestamp).toISOString(), message }));
-    }
-    after = page.lastSeq;
-  }
   const customMetadata = { sessionKey: meta.key, spawnedBy: meta.spawnedBy ?? "", archivedAt: new Date().toISOString() };
-  await bucket.put(`${prefix}.jsonl`, lines.join("\n") + "\n", { httpMetadata: { contentType: "application/x-ndjson; charset=utf-8" }, customMetadata });
+  const out = new ArchiveWriter(bucket, `${prefix}.jsonl`, { httpMetadata: { contentType: "application/x-ndjson; charset=utf-8" }, customMetadata });
+  try {
+    await out.write(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: meta.key, timestamp: new Date(meta.createdAt).toISOString() }) + "\n");
+    for (let after = 0; ; ) {
+      const page = host.transcript.after(after, PAGE);
+      if (page.messages.length === 0 || page.lastSeq === null) break;
+      let chunk = "";
+      for (const m of page.messages) {
+        const { __switchboard, ...message } = m;
+        chunk += JSON.stringify({ type: "message", id: String(__switchboard.seq), seq: __switchboard.seq, timestamp: new Date(m.timestamp).toISOString(), message }) + "\n";
+      }
+      await out.write(chunk);
+      after = page.lastSeq;
+    }
+    await out.close();
+  } catch (err) {
+    await out.abort();
+    throw err;
+  }
   if (opts.retainAttachments) {
     const names = host.sql.exec<{ name: string }>("SELECT name FROM attachments ORDER BY name").toArray();
     for (const { name } of names) {
@@ -42,4 +50,74 @@ export async function exportToArchive(host: SessionObject, opts: { retainAttachm
     }
   }
   return `${prefix}.jsonl`;
+}
+
+/** R2's part size floor; every part but the last has exactly this size (R2 wants equal-sized parts). */
+export const ARCHIVE_PART_BYTES = 5 * 1024 * 1024;
+
+/**
+ * Writes one R2 object from chunks with memory bounded by one part, whatever the transcript's size:
+ * a small object is one `put`; once a full part has accumulated, a multipart upload takes over.
+ * Re-running an export after a crash simply writes the object again (same key), so it is idempotent.
+ */
+class ArchiveWriter {
+  private buffered: Uint8Array[] = [];
+  private bufferedBytes = 0;
+  private upload: R2MultipartUpload | null = null;
+  private parts: R2UploadedPart[] = [];
+  private readonly encoder = new TextEncoder();
+
+  constructor(
+    private readonly bucket: R2Bucket,
+    private readonly key: string,
+    private readonly options: R2PutOptions & R2MultipartOptions,
+  ) {}
+
+  async write(text: string): Promise<void> {
+    const bytes = this.encoder.encode(text);
+    this.buffered.push(bytes);
+    this.bufferedBytes += bytes.byteLength;
+    while (this.bufferedBytes >= ARCHIVE_PART_BYTES) await this.flushPart();
+  }
+
+  async close(): Promise<void> {
+    if (!this.upload) {
+      await this.bucket.put(this.key, concat(this.buffered, this.bufferedBytes), this.options);
+      return;
+    }
+    if (this.bufferedBytes > 0) await this.uploadPart(this.take(this.bufferedBytes));
+    await this.upload.complete(this.parts);
+  }
+
+  async abort(): Promise<void> {
+    await this.upload?.abort().catch(() => undefined);
+  }
+
+  private async flushPart(): Promise<void> {
+    this.upload ??= await this.bucket.createMultipartUpload(this.key, this.options);
+    await this.uploadPart(this.take(ARCHIVE_PART_BYTES));
+  }
+
+  private async uploadPart(body: Uint8Array): Promise<void> {
+    this.parts.push(await this.upload!.uploadPart(this.parts.length + 1, body));
+  }
+
+  /** The first `n` buffered bytes as one array; the rest stays buffered. */
+  private take(n: number): Uint8Array {
+    const all = concat(this.buffered, this.bufferedBytes);
+    this.buffered = all.byteLength > n ? [all.subarray(n)] : [];
+    this.bufferedBytes = all.byteLength - n;
+    return all.subarray(0, n);
+  }
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
 }

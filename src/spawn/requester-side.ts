@@ -9,7 +9,9 @@ import type { DeliveryRoute, SessionMeta, TranscriptMessage } from "../session/t
  *    can never exceed `maxChildrenPerAgent`), released when the child's announce is handed back;
  *  - the announce inbox: records a child's completion announce in this transcript and queues its
  *    delivery to this session's route, exactly once per child run (key `announce:v1:<child>:<run>`);
- *  - the dead-letter notice: when that delivery finally fails, this session is told.
+ *  - the dead-letter notice: when that delivery finally fails, this session is told;
+ *  - each child's outcome (status and frozen result), kept on its slot row, so a requester that is
+ *    itself a sub-agent can announce all its direct children's outputs (reference §8 item 49).
  * Reached from other objects and the tool through `extensionCall` (typed wrappers below).
  */
 
@@ -35,6 +37,21 @@ export interface AnnounceHandoff {
   message: string | null;
   /** The requester's route captured at spawn, used when the requester has none recorded now. */
   route?: DeliveryRoute | null;
+  /** The child's status label and frozen result, kept even when the announce is silent. */
+  outcome?: ChildOutcome;
+}
+
+export interface ChildOutcome {
+  status: string;
+  result: string;
+}
+
+/** One direct child of this session, as its parent's announce reports it. */
+export interface ChildResult {
+  childKey: string;
+  label?: string;
+  /** null while the child has not announced yet. */
+  outcome: ChildOutcome | null;
 }
 
 export interface AnnounceHandoffResult {
@@ -76,7 +93,7 @@ function spawnState(host: SessionObject): RequesterSpawnState {
 }
 
 /** Reserve one active-child slot, or report the count that refused it. Single-threaded object + one transaction = no over-spawn. */
-async function reserveSlot(host: SessionObject, arg: { childKey: string; maxChildren: number }): Promise<{ ok: boolean; activeChildren: number }> {
+async function reserveSlot(host: SessionObject, arg: { childKey: string; maxChildren: number; label?: string }): Promise<{ ok: boolean; activeChildren: number }> {
   await host.ensureSession();
   const res = host.storage.transactionSync(() => {
     const n = countActiveChildren(host);
@@ -84,7 +101,7 @@ async function reserveSlot(host: SessionObject, arg: { childKey: string; maxChil
     const now = Date.now();
     host.sql.exec(
       "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'running', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-      childFlowId(arg.childKey), CHILD_FLOW, JSON.stringify({ childKey: arg.childKey }), now, now,
+      childFlowId(arg.childKey), CHILD_FLOW, JSON.stringify({ childKey: arg.childKey, ...(arg.label ? { label: arg.label } : {}) }), now, now,
     );
     host.timers.set(SLOT_TIMER, arg.childKey, now + SLOT_FIRST_CHECK_MS);
     return { ok: true, activeChildren: n + 1 };
@@ -93,9 +110,51 @@ async function reserveSlot(host: SessionObject, arg: { childKey: string; maxChil
   return res;
 }
 
-function releaseSlotSync(host: SessionObject, childKey: string): void {
-  host.sql.exec("UPDATE flows SET state = 'ended', updated_at = ? WHERE id = ? AND kind = ?", Date.now(), childFlowId(childKey), CHILD_FLOW);
+/**
+ * Called inside the transaction that released a slot, when no child of this session is running any
+ * more: the sub-agent lifecycle resumes an announce it deferred for its descendants.
+ */
+type SettledListener = (host: SessionObject) => void;
+const settledListeners: SettledListener[] = [];
+export function onChildrenSettled(fn: SettledListener): void {
+  settledListeners.push(fn);
+}
+
+/**
+ * End a child's slot. `outcome` is what it announced; a slot released without one (the child was
+ * deleted or never created) is marked `gone` and left out of its parent's results.
+ */
+function releaseSlotSync(host: SessionObject, childKey: string, outcome?: ChildOutcome): void {
+  const id = childFlowId(childKey);
+  const row = host.sql.exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ? AND kind = ?", id, CHILD_FLOW).toArray()[0];
   host.timers.clear(SLOT_TIMER, childKey);
+  if (!row || row.state !== "running") return;
+  const json = { ...(JSON.parse(row.json) as { childKey: string; label?: string }), ...(outcome ? { outcome } : {}) };
+  host.sql.exec("UPDATE flows SET state = ?, json = ?, updated_at = ? WHERE id = ?", outcome ? "ended" : "gone", JSON.stringify(json), Date.now(), id);
+  if (countActiveChildren(host) === 0) for (const fn of settledListeners) fn(host);
+}
+
+/** Number of this session's children still running (holding a slot). Synchronous: usable inside transactions. */
+export function activeChildCount(host: SessionObject): number {
+  return countActiveChildren(host);
+}
+
+/**
+ * This session's direct children spawned in [fromMs, toMs], in creation order, with their outcomes.
+ * Children whose slot ended without a result (deleted, never created) are left out: there is nothing
+ * of theirs to report, and a child spawned by an earlier run is not this run's work.
+ */
+export function directChildResults(host: SessionObject, fromMs: number, toMs: number): ChildResult[] {
+  return host.sql
+    .exec<{ state: string; json: string }>(
+      "SELECT state, json FROM flows WHERE kind = ? AND state IN ('running', 'ended') AND created_at >= ? AND created_at <= ? ORDER BY created_at, rowid",
+      CHILD_FLOW, fromMs, toMs,
+    )
+    .toArray()
+    .map((r) => {
+      const j = JSON.parse(r.json) as { childKey: string; label?: string; outcome?: ChildOutcome };
+      return { childKey: j.childKey, ...(j.label ? { label: j.label } : {}), outcome: r.state === "ended" ? (j.outcome ?? null) : null };
+    });
 }
 
 async function releaseSlot(host: SessionObject, arg: { childKey: string }): Promise<void> {
@@ -118,7 +177,7 @@ async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise
     const seen = host.sql.exec("SELECT id FROM flows WHERE id = ?", h.idempotencyKey).toArray().length > 0;
     if (seen) return { duplicate: true, recorded: false };
     const now = Date.now();
-    releaseSlotSync(host, h.childKey);
+    releaseSlotSync(host, h.childKey, h.outcome);
     let delivery: AnnounceHandoffResult["delivery"];
     if (h.message) {
       host.transcript.append(internalMessage(h.message, h.childKey), null);
@@ -160,7 +219,7 @@ registerSessionExtension({
   name: REQUESTER_EXTENSION,
   rpc: {
     state: (host) => spawnState(host),
-    reserve: (host, arg: { childKey: string; maxChildren: number }) => reserveSlot(host, arg),
+    reserve: (host, arg: { childKey: string; maxChildren: number; label?: string }) => reserveSlot(host, arg),
     release: (host, arg: { childKey: string }) => releaseSlot(host, arg),
     receiveAnnounce: (host, arg: AnnounceHandoff) => receiveAnnounce(host, arg),
   },
@@ -202,8 +261,8 @@ export async function getRequesterSpawnState(env: Env, requesterKey: string): Pr
   return (await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "state")) as RequesterSpawnState;
 }
 
-export async function reserveChildSlot(env: Env, requesterKey: string, childKey: string, maxChildren: number): Promise<{ ok: boolean; activeChildren: number }> {
-  return (await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "reserve", { childKey, maxChildren })) as { ok: boolean; activeChildren: number };
+export async function reserveChildSlot(env: Env, requesterKey: string, childKey: string, maxChildren: number, label?: string): Promise<{ ok: boolean; activeChildren: number }> {
+  return (await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "reserve", { childKey, maxChildren, label })) as { ok: boolean; activeChildren: number };
 }
 
 export async function releaseChildSlot(env: Env, requesterKey: string, childKey: string): Promise<void> {

@@ -4,10 +4,10 @@ import { transcriptPathOf } from "../registry/row";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import type { SubagentInfo, TranscriptMessage } from "../session/types";
-import { estimateCostUsd, formatSubagentAnnounce, isSilentToken, statusLabel, type RunOutcome } from "./announce-format";
+import { announceResult, estimateCostUsd, formatSubagentAnnounce, isSilentToken, partialProgress, statusLabel, type ChildFinding, type RunOutcome } from "./announce-format";
 import { exportToArchive } from "./archive";
 import { listAttachments, readAttachment } from "./child-spawn";
-import { announceIdempotencyKey, handAnnounceToRequester, releaseChildSlot } from "./requester-side";
+import { activeChildCount, announceIdempotencyKey, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
 
 /**
@@ -16,6 +16,8 @@ import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt
  * loses nothing:
  *
  *   task run ends (ok | timeout | error)  → flow row + `subagent-announce` timer   (run-ending transaction)
+ *     … while own children still run      → flow row "waiting" + `subagent-descendants` cap timer;
+ *                                            the last child's announce moves it on (same transaction)
  *   timer                                 → announce-step run queued in the child   (idempotent enqueue)
  *   announce run ends                     → announce text (or silence) + `subagent-handoff` timer
  *   timer                                 → RPC into the requester (idempotent there), retried with backoff
@@ -31,6 +33,13 @@ export const ANNOUNCE_TIMER = "subagent-announce";
 export const HANDOFF_TIMER = "subagent-handoff";
 export const ARCHIVE_TIMER = "subagent-archive";
 export const DELETE_TIMER = "subagent-delete";
+export const DESCENDANTS_TIMER = "subagent-descendants";
+/**
+ * A parent waits this long at most for its own children before announcing without the missing ones
+ * (they are listed as still running). Children end by their own deadlines well before this; the cap
+ * only guarantees that nothing waits forever on a child that never reports.
+ */
+export const DESCENDANT_WAIT_MAX_MS = 6 * 60 * 60_000;
 /** Archival waits this long again while an announce is still on its way or a run is active. */
 const ARCHIVE_RETRY_MS = 60_000;
 
@@ -40,7 +49,14 @@ interface AnnounceMaterial {
   outcome: RunOutcome;
   error?: string;
   finalReply: string | null;
-  latestToolResult: string | null;
+  /** Result when the final reply is empty: partial progress (timeout amid tool calls) or the latest tool result. */
+  fallbackResult: string | null;
+  taskStartedAt: number;
+  taskEndedAt: number;
+  /** The task ended while its own children still ran; the announce waited for them. */
+  deferred?: boolean;
+  /** Direct children spawned during the task run, in creation order (fixed when the announce step starts). */
+  children?: ChildFinding[];
   runtimeMs?: number;
   usage: { input: number; output: number };
   costUsd: number | null;
@@ -58,7 +74,7 @@ function freeze(text: string | null): string | null {
   return `${text.slice(0, FROZEN_RESULT_MAX_CHARS)}\n[truncated: frozen completion output exceeded 100KB (${kb}KB)]`;
 }
 
-type FlowState = "step" | "handoff" | "done";
+type FlowState = "waiting" | "step" | "handoff" | "done";
 const flowId = (taskRunId: string) => `announce:${taskRunId}`;
 
 function readFlow(host: SessionObject, taskRunId: string): { state: FlowState; material: AnnounceMaterial } | null {
@@ -80,6 +96,26 @@ function latestToolResultText(host: SessionObject, runId: string): string | null
   if (!r) return null;
   const msg = JSON.parse(r.json) as TranscriptMessage;
   return textOf(msg.content).trim() || null;
+}
+
+/**
+ * Partial progress of a task run that timed out while it worked with tools (reference §4.5 step 5):
+ * its tool calls and last assistant fragments, or null when it made no tool call.
+ */
+function partialProgressOf(host: SessionObject, runId: string, latestToolResult: string | null): string | null {
+  const assistant = host.sql
+    .exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq", runId)
+    .toArray()
+    .map((r) => JSON.parse(r.json) as TranscriptMessage);
+  let toolCalls = 0;
+  const fragments: string[] = [];
+  for (const m of assistant) {
+    if (!Array.isArray(m.content)) continue;
+    toolCalls += m.content.filter((b) => b.type === "toolCall").length;
+    const text = textOf(m.content).trim();
+    if (text) fragments.push(text);
+  }
+  return toolCalls > 0 ? partialProgress(toolCalls, fragments, latestToolResult) : null;
 }
 
 function costOf(host: SessionObject, modelRef: string | undefined, usage: { input: number; output: number }): number | null {
@@ -107,25 +143,38 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     sub.endedAt = run.endedAt ?? now;
     host.saveMeta();
     const usage = { input: run.usage?.input ?? 0, output: run.usage?.output ?? 0 };
-    writeFlow(host, "step", {
+    const finalReply = freeze(run.status === "ok" ? (run.reply ?? null) : null);
+    const latestToolResult = latestToolResultText(host, run.runId);
+    const fallback = !finalReply?.trim() && outcome === "timeout" ? (partialProgressOf(host, run.runId, latestToolResult) ?? latestToolResult) : latestToolResult;
+    // Its own children still run: announcing now would report their work as missing, so the
+    // announce waits for their announces (reference §8 item 49), bounded by a cap timer.
+    const waitForChildren = activeChildCount(host) > 0;
+    writeFlow(host, waitForChildren ? "waiting" : "step", {
       taskRunId: run.runId,
       outcome,
       ...(run.error ? { error: run.error } : {}),
-      finalReply: freeze(run.status === "ok" ? (run.reply ?? null) : null),
-      latestToolResult: freeze(latestToolResultText(host, run.runId)),
+      finalReply,
+      fallbackResult: freeze(fallback),
+      taskStartedAt: run.startedAt ?? sub.startedAt ?? now,
+      taskEndedAt: run.endedAt ?? now,
+      ...(waitForChildren ? { deferred: true } : {}),
       runtimeMs: run.startedAt !== undefined && run.endedAt !== undefined ? run.endedAt - run.startedAt : undefined,
       usage,
       costUsd: costOf(host, run.model, usage),
     });
-    host.timers.set(ANNOUNCE_TIMER, run.runId, now);
+    if (waitForChildren) host.timers.set(DESCENDANTS_TIMER, run.runId, now + DESCENDANT_WAIT_MAX_MS);
+    else host.timers.set(ANNOUNCE_TIMER, run.runId, now);
   } else if (input.kind === "subagent_announce") {
     const taskRunId = String(input.data?.taskRunId ?? "");
     const flow = readFlow(host, taskRunId);
     if (!flow || flow.state !== "step") return;
     // A failed or timed-out announce step still announces (without notes): the outcome must reach the requester.
-    const notes = run.status === "ok" ? (run.reply ?? "") : "";
-    const silent = isSilentToken(notes, "ANNOUNCE_SKIP") || isSilentToken(notes, "NO_REPLY");
     const m = flow.material;
+    const reply = run.status === "ok" ? (run.reply ?? "") : "";
+    // After waiting for its children, NO_REPLY ("nothing to add") must not swallow their results: it
+    // falls back to announcing without notes (reference §8 item 46); ANNOUNCE_SKIP stays explicit silence.
+    const silent = isSilentToken(reply, "ANNOUNCE_SKIP") || (isSilentToken(reply, "NO_REPLY") && !m.deferred);
+    const notes = isSilentToken(reply, "NO_REPLY") ? "" : reply;
     m.announceRunId = run.runId;
     m.message = silent
       ? null
@@ -133,7 +182,8 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
           outcome: m.outcome,
           error: m.error,
           finalReply: m.finalReply,
-          latestToolResult: m.latestToolResult,
+          latestToolResult: m.fallbackResult,
+          children: m.children,
           notes,
           runtimeMs: m.runtimeMs,
           usage: m.usage,
@@ -159,6 +209,11 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
     return;
   }
   const m = flow.material;
+  // Fixed once, before the step runs, so the notes and the announced results describe the same children.
+  if (!m.children) {
+    const children = directChildResults(host, m.taskStartedAt, m.taskEndedAt);
+    if (children.length > 0) m.children = children;
+  }
   const announceTimeoutMs = host.cfg.agents.defaults.subagents.announceTimeoutMs;
   const run = await host.enqueue({
     input: {
@@ -171,7 +226,8 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
         childKey: host.key,
         task: sub.task,
         status: statusLabel(m.outcome, m.error),
-        result: m.finalReply?.trim() || m.latestToolResult || "(no output)",
+        result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }),
+        deferred: m.deferred === true,
       }),
       timeoutSeconds: Math.max(1, Math.ceil(announceTimeoutMs / 1000)),
       deliver: false,
@@ -180,11 +236,9 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
     idempotencyKey: `subagent:announce:${taskRunId}`,
   });
   host.timers.clear(ANNOUNCE_TIMER, taskRunId);
-  if (!m.announceRunId) {
-    m.announceRunId = run.runId;
-    // Only while still at "step": the announce run may already have ended and moved the flow on.
-    host.sql.exec("UPDATE flows SET json = ? WHERE id = ? AND state = 'step'", JSON.stringify(m), flowId(taskRunId));
-  }
+  m.announceRunId ??= run.runId;
+  // Only while still at "step": the announce run may already have ended and moved the flow on.
+  host.sql.exec("UPDATE flows SET json = ? WHERE id = ? AND state = 'step'", JSON.stringify(m), flowId(taskRunId));
 }
 
 /**
@@ -204,6 +258,11 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
     childRunId: taskRunId,
     message: flow.material.message ?? null,
     route: sub.requesterRoute ?? null,
+    // Kept by the requester even for a silent announce: a parent sub-agent reports all its children.
+    outcome: {
+      status: statusLabel(flow.material.outcome, flow.material.error),
+      result: announceResult({ finalReply: flow.material.finalReply, latestToolResult: flow.material.fallbackResult, children: flow.material.children }),
+    },
   });
   if (res.requesterGone) console.warn("sub-agent announce dropped: its requester session no longer exists", host.key, sub.requesterKey);
   host.storage.transactionSync(() => {
@@ -242,6 +301,22 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
   await host.deleteSession();
 }
 
+/**
+ * Move announces that waited for this session's children on to their announce step. Runs inside the
+ * transaction that ended the last child's slot (or from the cap timer), so the step cannot be lost.
+ */
+function resumeDeferredAnnounces(host: SessionObject): void {
+  const waiting = host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE kind = ? AND state = 'waiting'", ANNOUNCE_FLOW).toArray();
+  for (const r of waiting) {
+    const m = JSON.parse(r.json) as AnnounceMaterial;
+    writeFlow(host, "step", m);
+    host.timers.clear(DESCENDANTS_TIMER, m.taskRunId);
+    host.timers.set(ANNOUNCE_TIMER, m.taskRunId, Date.now());
+  }
+}
+
+onChildrenSettled(resumeDeferredAnnounces);
+
 registerSessionExtension({
   name: LIFECYCLE_EXTENSION,
   onRunEnded,
@@ -263,6 +338,13 @@ registerSessionExtension({
         return true;
       case DELETE_TIMER:
         await removeChild(host, timer, false);
+        return true;
+      case DESCENDANTS_TIMER:
+        // The cap: announce now; children still running are reported as such.
+        host.storage.transactionSync(() => {
+          host.timers.clear(DESCENDANTS_TIMER, timer.ref);
+          resumeDeferredAnnounces(host);
+        });
         return true;
       default:
         return false;

@@ -65,9 +65,10 @@ export function subagentSystemPrompt(c: SubagentPromptContext): string {
 export const ANNOUNCE_STEP_MESSAGE = "Sub-agent announce step.";
 
 /** System prompt of the announce step: the outcome is given, the model only adds notes or stays silent. */
-export function subagentAnnouncePrompt(c: { requesterKey: string; requesterChannel?: string; childKey: string; task: string; status: string; result: string }): string {
+export function subagentAnnouncePrompt(c: { requesterKey: string; requesterChannel?: string; childKey: string; task: string; status: string; result: string; deferred?: boolean }): string {
   return [
     "Sub-agent announce step:",
+    ...(c.deferred ? ["[Subagent Context] Your prior run ended while waiting for descendant subagent completions; their results are in Result below."] : []),
     `Requester session: ${c.requesterKey}.`,
     `Requester channel: ${c.requesterChannel ?? "unknown"}.`,
     `Your session: ${c.childKey}.`,

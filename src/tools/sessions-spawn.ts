@@ -176,7 +176,8 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   const mountPath = args.attachAs?.mountPath?.trim();
 
   // Reserve the slot atomically in the requester (two concurrent spawns cannot both take the last one).
-  const slot = await reserveChildSlot(env, caller.sessionKey, childKey, maxChildren);
+  // The label (else the task) names the child in its parent's "Child completion results".
+  const slot = await reserveChildSlot(env, caller.sessionKey, childKey, maxChildren, (args.label?.trim() || args.task).slice(0, 200));
   if (!slot.ok) return childrenRefusal(slot.activeChildren, maxChildren);
 
   const childDepth = callerDepth + 1;

@@ -129,6 +129,11 @@ export async function childState(key: string): Promise<ChildState> {
   });
 }
 
+/** A session's own announce flow (`announce:<taskRunId>`), as opposed to one received from a child (`announce:v1:<child>:<run>`). */
+export function isOwnAnnounceFlow(id: string): boolean {
+  return id.startsWith("announce:") && !id.startsWith("announce:v1:");
+}
+
 const DRIVEN = new Set(["subagent-announce", "subagent-handoff", "subagent-delete"]);
 
 /**
@@ -141,7 +146,9 @@ export async function settle(childKey: string, opts: { rounds?: number; waitMs?:
   for (let i = 0; i < (opts.rounds ?? 30); i++) {
     const s = await childState(childKey);
     if (!s.exists) return s;
-    const announced = s.flows.some((f) => f.id.startsWith("announce:")) && s.flows.every((f) => !f.id.startsWith("announce:") || f.state === "done");
+    // Its own announce flows ("announce:<run>"), not the announces its children handed to it ("announce:v1:…").
+    const own = s.flows.filter((f) => isOwnAnnounceFlow(f.id));
+    const announced = own.length > 0 && own.every((f) => f.state === "done");
     if (announced && !s.timers.some((t) => DRIVEN.has(t.kind)) && s.pendingRuns.length === 0) return s;
     for (const id of s.pendingRuns) await stub.waitRun(id, opts.waitMs ?? 10_000);
     await runDurableObjectAlarm(stub);
