@@ -290,22 +290,31 @@ export function queueReply(host: SessionObject, { run, input }: RunEndedEvent): 
   });
 }
 
+/** Delivery listing and manual retry (GET /v1/sessions/{key}/deliveries, POST …/{id}/retry). */
+const outboxRpc = {
+  list: (host: SessionObject, opts: { status?: DeliveryStatus; limit: number }) => listDeliveries(host, opts),
+  retry: async (host: SessionObject, id: string): Promise<DeliveryView | null> => {
+    const v = retryDelivery(host, id);
+    if (!v) return null;
+    await host.timers.arm();
+    await attemptDueNow(host);
+    return listDeliveries(host, { limit: 1_000 }).find((d) => d.id === id) ?? null;
+  },
+};
+
+declare module "../session/session-object" {
+  interface ExtensionRpc {
+    outbox: typeof outboxRpc;
+  }
+}
+
 registerSessionExtension({
   name: "outbox",
   // Command runs deliver their own answer once the command took effect (policy/send-command.ts).
   onRunEnded: (host, event) => {
     if (event.input.kind === "inbound") queueReply(host, event);
   },
-  rpc: {
-    list: (host, opts: { status?: DeliveryStatus; limit: number }) => listDeliveries(host, opts),
-    retry: async (host, id: string) => {
-      const v = retryDelivery(host, id);
-      if (!v) return null;
-      await host.timers.arm();
-      await attemptDueNow(host);
-      return v && listDeliveries(host, { limit: 1_000 }).find((d) => d.id === id);
-    },
-  },
+  rpc: outboxRpc,
   afterRunEnded: (host) => attemptDueNow(host),
   async onTimer(host, timer) {
     if (timer.kind === OUTBOX_TIMER) {

@@ -1,6 +1,6 @@
 import { queueDelivery, recordedRoute } from "../channels/outbox";
 import { parseCanonical } from "../keys";
-import { LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
 
@@ -28,7 +28,7 @@ export const FLOW_TIMER = "a2a";
 export const NOTIFY_TIMER = "a2a_notify";
 /** An RPC in progress pushes its timer this far ahead, so a second pass does not repeat it meanwhile. */
 const CALL_LEASE_MS = 15_000;
-const EXT = "a2a-flow";
+const EXT = "a2a-flow" as const;
 
 /** What `sessions_send` stores on the primary run for the flow (the flow row is written when that run ends). */
 export interface A2aStart {
@@ -344,7 +344,7 @@ async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
 async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
   if (!claimTimer(host, NOTIFY_TIMER, t.ref, CALL_LEASE_MS)) return;
   const p = JSON.parse(t.payload ?? "{}") as { owner: string; flowId: string; stepNo: number; result: StepResult };
-  await stubFor(host, p.owner).extensionCall(EXT, "stepEnded", { flowId: p.flowId, stepNo: p.stepNo, result: p.result });
+  await callExtension(stubFor(host, p.owner), EXT, "stepEnded", { flowId: p.flowId, stepNo: p.stepNo, result: p.result });
   host.timers.clear(NOTIFY_TIMER, t.ref);
   await host.timers.arm();
 }
@@ -383,6 +383,29 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
   host.timers.set(NOTIFY_TIMER, run.runId, Date.now(), { owner, flowId: input.flowId, stepNo, result });
 }
 
+const a2aRpc = {
+  /** A step that ran in another session ended (its `a2a_notify` timer calls this). */
+  stepEnded: async (host: SessionObject, arg: { flowId: string; stepNo: number; result: StepResult }) => {
+    // A target deleted meanwhile has no flow to advance: acknowledge, or the caller would retry forever.
+    if (!hasFlowsTable(host)) return { ok: true };
+    const advanced = host.storage.transactionSync(() => stepEnded(host, arg.flowId, arg.stepNo, arg.result));
+    if (advanced) {
+      await host.timers.arm();
+      // Dispatch the next step without holding the caller: it may be the caller's own session.
+      void runDueNow(host).catch((err) => console.error("a2a flow dispatch failed", host.key, err));
+    }
+    return { ok: true };
+  },
+  get: (host: SessionObject, flowId: string) => (hasFlowsTable(host) ? loadFlow(host, flowId) : null),
+  list: (host: SessionObject) =>
+    hasFlowsTable(host)
+      ? host.sql
+          .exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")
+          .toArray()
+          .map((r) => JSON.parse(r.json) as FlowState)
+      : [],
+};
+
 registerSessionExtension({
   name: EXT,
   onRunEnded,
@@ -398,26 +421,11 @@ registerSessionExtension({
     }
     return false;
   },
-  rpc: {
-    /** A step that ran in another session ended (its `a2a_notify` timer calls this). */
-    stepEnded: async (host, arg: { flowId: string; stepNo: number; result: StepResult }) => {
-      // A target deleted meanwhile has no flow to advance: acknowledge, or the caller would retry forever.
-      if (!hasFlowsTable(host)) return { ok: true };
-      const advanced = host.storage.transactionSync(() => stepEnded(host, arg.flowId, arg.stepNo, arg.result));
-      if (advanced) {
-        await host.timers.arm();
-        // Dispatch the next step without holding the caller: it may be the caller's own session.
-        void runDueNow(host).catch((err) => console.error("a2a flow dispatch failed", host.key, err));
-      }
-      return { ok: true };
-    },
-    get: (host, flowId: string) => (hasFlowsTable(host) ? loadFlow(host, flowId) : null),
-    list: (host) =>
-      hasFlowsTable(host)
-        ? host.sql
-            .exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")
-            .toArray()
-            .map((r) => JSON.parse(r.json) as FlowState)
-        : [],
-  },
+  rpc: a2aRpc,
 });
+
+declare module "../session/session-object" {
+  interface ExtensionRpc {
+    "a2a-flow": typeof a2aRpc;
+  }
+}

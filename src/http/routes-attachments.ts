@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { notFound } from "../errors";
-import type { ChildAttachment } from "../spawn/child-spawn";
+import { callExtension } from "../session/session-object";
 import type { AppEnv } from "./app";
 import { rpc, targetOf } from "./route-helpers";
 
@@ -12,18 +12,17 @@ import { rpc, targetOf } from "./route-helpers";
  */
 export function attachmentsRoutes(app: Hono<AppEnv>): void {
   const target = (c: import("hono").Context<AppEnv>) => targetOf(c).canonicalKey;
-  const rpcAs = <T>(p: Promise<unknown>) => rpc(p) as Promise<T>;
 
   app.get("/v1/sessions/:key/attachments", async (c) => {
     const key = target(c);
-    const list = await rpcAs<Omit<ChildAttachment, "data">[]>(c.env.SESSIONS.getByName(key).extensionCall("subagent-lifecycle", "attachments"));
+    const list = await rpc(callExtension(c.env.SESSIONS.getByName(key), "subagent-lifecycle", "attachments"));
     return c.json({ sessionKey: key, count: list.length, attachments: list });
   });
 
   app.get("/v1/sessions/:key/attachments/:name", async (c) => {
     const key = target(c);
     const name = c.req.param("name");
-    const file = await rpcAs<ChildAttachment | null>(c.env.SESSIONS.getByName(key).extensionCall("subagent-lifecycle", "attachment", name));
+    const file = await rpc(callExtension(c.env.SESSIONS.getByName(key), "subagent-lifecycle", "attachment", name));
     if (!file) throw notFound(`Attachment not found: ${name}`);
     return new Response(file.data, {
       headers: { "Content-Type": file.mimeType ?? "application/octet-stream", "Content-Length": String(file.bytes), "X-Attachment-Sha256": file.sha256 },

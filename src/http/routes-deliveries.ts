@@ -1,8 +1,9 @@
 import type { Hono } from "hono";
-import { fromRpcError, invalid, notFound } from "../errors";
-import type { DeliveryStatus, DeliveryView } from "../channels/outbox";
+import { invalid, notFound } from "../errors";
+import type { DeliveryStatus } from "../channels/outbox";
+import { callExtension } from "../session/session-object";
 import type { AppEnv } from "./app";
-import { targetOf } from "./route-helpers";
+import { rpc, targetOf } from "./route-helpers";
 
 const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", "dead"];
 
@@ -23,22 +24,13 @@ export function deliveriesRoutes(app: Hono<AppEnv>): void {
     const rawLimit = c.req.query("limit");
     if (rawLimit !== undefined && !/^\d+$/.test(rawLimit)) throw invalid("limit: expected an integer");
     const limit = Math.min(500, Math.max(1, Number(rawLimit ?? 100)));
-    try {
-      const deliveries = (await c.env.SESSIONS.getByName(key).extensionCall("outbox", "list", { status, limit })) as DeliveryView[];
-      return c.json({ sessionKey: key, count: deliveries.length, deliveries });
-    } catch (err) {
-      throw fromRpcError(err);
-    }
+    const deliveries = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit }));
+    return c.json({ sessionKey: key, count: deliveries.length, deliveries });
   });
 
   app.post("/v1/sessions/:key/deliveries/:id/retry", async (c) => {
     const key = target(c);
-    let delivery: DeliveryView | null | undefined;
-    try {
-      delivery = (await c.env.SESSIONS.getByName(key).extensionCall("outbox", "retry", c.req.param("id"))) as DeliveryView | null;
-    } catch (err) {
-      throw fromRpcError(err);
-    }
+    const delivery = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "retry", c.req.param("id")));
     if (!delivery) throw notFound(`Delivery not found: ${c.req.param("id")}`);
     return c.json(delivery);
   });

@@ -82,7 +82,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
         senderIsOwner: true,
       }),
     );
-    return c.json({ runId: run.runId, status: "accepted", sessionKey: target.canonicalKey }, 202);
+    // The session that runs it: a thread bound to a sub-agent forwards to the child (spawn/thread-binding.ts).
+    return c.json({ runId: run.runId, status: "accepted", sessionKey: run.sessionKey }, 202);
   });
 
   app.get("/v1/sessions", async (c) => {

@@ -79,6 +79,11 @@ export interface SessionExtension {
   onTimer?(host: SessionObject, timer: TimerRow): Promise<boolean> | boolean;
   /** Produce the reply of a run instead of the built-in model runner (webhook agents); undefined = not mine. */
   produceReply?(host: SessionObject, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> | undefined;
+  /**
+   * An inbound message this object may not run itself (a thread bound to a sub-agent): a promise of the
+   * run it became elsewhere (null: run it here), or null synchronously when the hook has nothing to check.
+   */
+  forwardInbound?(host: SessionObject, req: EnqueueRequest): Promise<RunSnapshot | null> | null;
   /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
   beforeDelete?(host: SessionObject): Promise<void> | void;
   /**
@@ -87,8 +92,32 @@ export interface SessionExtension {
    * The run's deadline timer still ends it if nobody answers.
    */
   holdsRun?(host: SessionObject, runId: string): boolean;
-  /** Methods other objects and routes call through `extensionCall(name, method, arg)` (flow callbacks, delivery listing). */
+  /** Methods other objects and routes call through `callExtension` (flow callbacks, delivery listing). */
   rpc?: Record<string, (host: SessionObject, arg: any) => unknown>;
+}
+
+/**
+ * The RPC tables of the extensions, by extension name. Each extension module adds its entry by
+ * declaration merging (`declare module "…/session/session-object" { interface ExtensionRpc { … } }`),
+ * so every `callExtension` is checked against the method's real argument and result types while this
+ * module still imports none of them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface ExtensionRpc {}
+
+type RpcMethod<N extends keyof ExtensionRpc, M extends keyof ExtensionRpc[N]> = ExtensionRpc[N][M] extends (...args: any[]) => unknown ? ExtensionRpc[N][M] : never;
+/** The call's argument list: the method's second parameter, or nothing for a method that takes only its host. */
+type RpcArgs<F extends (...args: any[]) => unknown> = Parameters<F> extends [unknown, infer A] ? [arg: A] : [];
+
+/** Call an extension's method in the object behind `stub`, typed by that extension's RPC table. */
+export async function callExtension<N extends keyof ExtensionRpc, M extends keyof ExtensionRpc[N] & string>(
+  stub: DurableObjectStub<SessionObject>,
+  name: N,
+  method: M,
+  ...arg: RpcArgs<RpcMethod<N, M>>
+): Promise<Awaited<ReturnType<RpcMethod<N, M>>>> {
+  // The one place the untyped wire call is narrowed: the table above is what the object dispatches to.
+  return (await stub.extensionCall(name, method, arg[0])) as Awaited<ReturnType<RpcMethod<N, M>>>;
 }
 
 const EXTENSIONS: SessionExtension[] = [];
@@ -252,6 +281,12 @@ export class SessionObject extends DurableObject<Env> {
    * An `idempotencyKey` seen before returns the run it created — never a second run.
    */
   async enqueue(req: EnqueueRequest, alsoInTransaction?: (host: SessionObject) => void): Promise<RunSnapshot> {
+    for (const ext of EXTENSIONS) {
+      const check = ext.forwardInbound?.(this, req);
+      // Awaited only when a hook had something to look up: ordinary messages never yield here.
+      const forwarded = check ? await check : null;
+      if (forwarded) return forwarded;
+    }
     this.ensureSchema();
     // An owner's standalone `/send on|off|inherit` is a command run (reference §5): it takes its turn in
     // the queue like any message, but is answered by the send-policy extension, never by the model.

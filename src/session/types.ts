@@ -98,6 +98,8 @@ export interface SubagentInfo {
   outcome?: string;
   startedAt?: number;
   endedAt?: number;
+  /** thread=true: the thread key bound to this child and its thread id (announces and replies go there). */
+  thread?: { threadKey: string; threadId: string };
 }
 
 export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";

@@ -1,5 +1,5 @@
 import { onDeliveryDead, queueDelivery, recordedRoute } from "../channels/outbox";
-import { registerSessionExtension, type SessionObject } from "../session/session-object";
+import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute, SessionMeta, TranscriptMessage } from "../session/types";
 
@@ -12,10 +12,10 @@ import type { DeliveryRoute, SessionMeta, TranscriptMessage } from "../session/t
  *  - the dead-letter notice: when that delivery finally fails, this session is told;
  *  - each child's outcome (status and frozen result), kept on its slot row, so a requester that is
  *    itself a sub-agent can announce all its direct children's outputs (reference §8 item 49).
- * Reached from other objects and the tool through `extensionCall` (typed wrappers below).
+ * Reached from other objects and the tool through `callExtension` (typed by `requesterRpc`; wrappers below).
  */
 
-export const REQUESTER_EXTENSION = "subagent-requester";
+export const REQUESTER_EXTENSION = "subagent-requester" as const;
 const CHILD_FLOW = "subagent_child";
 const ANNOUNCE_IN_FLOW = "subagent_announce_in";
 const DEAD_NOTICE_FLOW = "subagent_announce_dead";
@@ -37,6 +37,8 @@ export interface AnnounceHandoff {
   message: string | null;
   /** The requester's route captured at spawn, used when the requester has none recorded now. */
   route?: DeliveryRoute | null;
+  /** A thread-bound child's thread: the announce is delivered there (reference §4.8). */
+  threadId?: string;
   /** The child's status label and frozen result, kept even when the announce is silent. */
   outcome?: ChildOutcome;
 }
@@ -185,7 +187,8 @@ async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise
       host.saveMeta();
       // Delivered where this session's replies go now; the spawn-time route only when none is recorded.
       // No route at all: the announce stays an internal injection (reference §8 item 44).
-      const route = recordedRoute(host) ?? (h.route?.channel ? h.route : null);
+      const base = recordedRoute(host) ?? (h.route?.channel ? h.route : null);
+      const route = base && h.threadId ? { ...base, threadId: h.threadId } : base;
       if (route) delivery = queueDelivery(host, { kind: "subagent_announce", route, message: h.message, idempotencyKey: h.idempotencyKey });
     }
     host.sql.exec(
@@ -215,14 +218,22 @@ async function checkSlot(host: SessionObject, timer: TimerRow): Promise<void> {
   });
 }
 
+const requesterRpc = {
+  state: (host: SessionObject) => spawnState(host),
+  reserve: (host: SessionObject, arg: { childKey: string; maxChildren: number; label?: string }) => reserveSlot(host, arg),
+  release: (host: SessionObject, arg: { childKey: string }) => releaseSlot(host, arg),
+  receiveAnnounce: (host: SessionObject, arg: AnnounceHandoff) => receiveAnnounce(host, arg),
+};
+
+declare module "../session/session-object" {
+  interface ExtensionRpc {
+    "subagent-requester": typeof requesterRpc;
+  }
+}
+
 registerSessionExtension({
   name: REQUESTER_EXTENSION,
-  rpc: {
-    state: (host) => spawnState(host),
-    reserve: (host, arg: { childKey: string; maxChildren: number; label?: string }) => reserveSlot(host, arg),
-    release: (host, arg: { childKey: string }) => releaseSlot(host, arg),
-    receiveAnnounce: (host, arg: AnnounceHandoff) => receiveAnnounce(host, arg),
-  },
+  rpc: requesterRpc,
   async onTimer(host, timer) {
     if (timer.kind !== SLOT_TIMER) return false;
     await checkSlot(host, timer);
@@ -257,18 +268,18 @@ function requesterStub(env: Env, requesterKey: string) {
   return env.SESSIONS.getByName(requesterKey);
 }
 
-export async function getRequesterSpawnState(env: Env, requesterKey: string): Promise<RequesterSpawnState> {
-  return (await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "state")) as RequesterSpawnState;
+export function getRequesterSpawnState(env: Env, requesterKey: string): Promise<RequesterSpawnState> {
+  return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "state");
 }
 
-export async function reserveChildSlot(env: Env, requesterKey: string, childKey: string, maxChildren: number, label?: string): Promise<{ ok: boolean; activeChildren: number }> {
-  return (await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "reserve", { childKey, maxChildren, label })) as { ok: boolean; activeChildren: number };
+export function reserveChildSlot(env: Env, requesterKey: string, childKey: string, maxChildren: number, label?: string): Promise<{ ok: boolean; activeChildren: number }> {
+  return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "reserve", { childKey, maxChildren, label });
 }
 
-export async function releaseChildSlot(env: Env, requesterKey: string, childKey: string): Promise<void> {
-  await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "release", { childKey });
+export function releaseChildSlot(env: Env, requesterKey: string, childKey: string): Promise<void> {
+  return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "release", { childKey });
 }
 
-export async function handAnnounceToRequester(env: Env, requesterKey: string, h: AnnounceHandoff): Promise<AnnounceHandoffResult> {
-  return (await requesterStub(env, requesterKey).extensionCall(REQUESTER_EXTENSION, "receiveAnnounce", h)) as AnnounceHandoffResult;
+export function handAnnounceToRequester(env: Env, requesterKey: string, h: AnnounceHandoff): Promise<AnnounceHandoffResult> {
+  return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "receiveAnnounce", h);
 }

@@ -27,7 +27,7 @@ import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt
  * Status comes from the task run's outcome, never from model text; the announce step only adds Notes.
  */
 
-export const LIFECYCLE_EXTENSION = "subagent-lifecycle";
+export const LIFECYCLE_EXTENSION = "subagent-lifecycle" as const;
 const ANNOUNCE_FLOW = "subagent_announce_out";
 export const ANNOUNCE_TIMER = "subagent-announce";
 export const HANDOFF_TIMER = "subagent-handoff";
@@ -258,6 +258,7 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
     childRunId: taskRunId,
     message: flow.material.message ?? null,
     route: sub.requesterRoute ?? null,
+    ...(sub.thread ? { threadId: sub.thread.threadId } : {}),
     // Kept by the requester even for a silent announce: a parent sub-agent reports all its children.
     outcome: {
       status: statusLabel(flow.material.outcome, flow.material.error),
@@ -317,14 +318,22 @@ function resumeDeferredAnnounces(host: SessionObject): void {
 
 onChildrenSettled(resumeDeferredAnnounces);
 
+/** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]). */
+const lifecycleRpc = {
+  attachments: (host: SessionObject) => listAttachments(host),
+  attachment: (host: SessionObject, name: string) => readAttachment(host, String(name)),
+};
+
+declare module "../session/session-object" {
+  interface ExtensionRpc {
+    "subagent-lifecycle": typeof lifecycleRpc;
+  }
+}
+
 registerSessionExtension({
   name: LIFECYCLE_EXTENSION,
   onRunEnded,
-  // The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]).
-  rpc: {
-    attachments: (host) => listAttachments(host),
-    attachment: (host, name: string) => readAttachment(host, String(name)),
-  },
+  rpc: lifecycleRpc,
   async onTimer(host, timer) {
     switch (timer.kind) {
       case ANNOUNCE_TIMER:

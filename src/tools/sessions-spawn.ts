@@ -8,6 +8,7 @@ import type { DeliveryRoute, SubagentInfo } from "../session/types";
 import { attachmentsReceipt, validateAttachments } from "../spawn/attachments";
 import type { SpawnChildRequest } from "../spawn/child-spawn";
 import { getRequesterSpawnState, releaseChildSlot, reserveChildSlot } from "../spawn/requester-side";
+import { bindThread, threadKeyFor } from "../spawn/thread-binding";
 import { ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION, subagentSystemPrompt, subagentTaskMessage } from "../spawn/subagent-prompt";
 import { spawnAllowlist } from "./agents-list";
 import { refusal, type Refusal, type ToolContext } from "./context";
@@ -58,6 +59,8 @@ export interface SessionsSpawnAccepted {
   note?: string;
   modelApplied?: boolean;
   attachments?: ReturnType<typeof attachmentsReceipt>;
+  /** thread=true: the key whose inbound messages now run in the child (follow-ups continue in-thread). */
+  threadKey?: string;
 }
 
 /** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (reference §4.4). */
@@ -181,6 +184,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   if (!slot.ok) return childrenRefusal(slot.activeChildren, maxChildren);
 
   const childDepth = callerDepth + 1;
+  const binding = thread ? threadKeyFor(caller.sessionKey, childKey) : null;
   const runTimeoutSeconds = Math.max(0, Math.floor(args.runTimeoutSeconds ?? args.timeoutSeconds ?? sub.runTimeoutSeconds ?? 0));
   const subagent: SubagentInfo = {
     requesterKey: caller.sessionKey,
@@ -193,6 +197,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
     status: "running",
     startedAt: Date.now(),
+    ...(binding ? { thread: binding } : {}),
   };
   const request: SpawnChildRequest = {
     init: {
@@ -232,6 +237,16 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     return refusal("error", e instanceof Error ? e.message : String(e), { childSessionKey: childKey });
   }
 
+  if (binding) {
+    // After the spawn: a binding must never point at a child that does not exist (a forwarded message
+    // would create an empty session there). The child is already running; a failed bind is reported.
+    await bindThread(env, {
+      childKey,
+      threadKey: binding.threadKey,
+      route: { channel: requesterChannel!, to: route?.to ?? null, accountId: route?.accountId ?? null, threadId: binding.threadId },
+    });
+  }
+
   const isCronRequester = parseCanonical(caller.sessionKey, cfg).kind === "cron";
   const note = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : ACCEPTED_NOTE_RUN;
   return {
@@ -242,6 +257,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     ...(note ? { note } : {}),
     modelApplied: true,
     ...(receipt ? { attachments: receipt } : {}),
+    ...(binding ? { threadKey: binding.threadKey } : {}),
   };
 }
 

@@ -1,5 +1,7 @@
 import { vi } from "vitest";
 import { completion } from "./fake-provider";
+import type { DeliveryStatus } from "../../src/channels/outbox";
+import { callExtension } from "../../src/session/session-object";
 import { sessionStub } from "./http";
 
 /**
@@ -92,11 +94,11 @@ export function installFakes(script: Script): Fakes {
 }
 
 export async function flowsOf(key: string): Promise<any[]> {
-  return (await sessionStub(key).extensionCall("a2a-flow", "list")) as any[];
+  return callExtension(sessionStub(key), "a2a-flow", "list");
 }
 
 export async function deliveriesOf(key: string, status?: string): Promise<any[]> {
-  return (await sessionStub(key).extensionCall("outbox", "list", { status, limit: 100 })) as any[];
+  return callExtension(sessionStub(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit: 100 });
 }
 
 /** Wait until the (asynchronously advancing) work satisfies `check`. */
