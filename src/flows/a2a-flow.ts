@@ -408,6 +408,7 @@ const a2aRpc = {
 
 registerSessionExtension({
   name: EXT,
+  finishedFlows: { a2a: ["done"] },
   onRunEnded,
   afterRunEnded: (host) => runDueNow(host),
   async onTimer(host, t) {

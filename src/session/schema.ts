@@ -88,6 +88,8 @@ const MIGRATIONS: string[] = [
   `,
   // sessions_spawn counts a requester's running children on every spawn: one index seek, not a scan.
   `CREATE INDEX flows_kind_state ON flows (kind, state);`,
+  // Retention finds the oldest finished row of each kind/state by a seek (retention.ts); it covers the index above.
+  `DROP INDEX flows_kind_state; CREATE INDEX flows_kind_state_updated ON flows (kind, state, updated_at);`,
 ];
 
 export function migrate(sql: SqlStorage): void {

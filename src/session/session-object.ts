@@ -1,3 +1,4 @@
+import { nextPruneDue, PRUNE_REF, PRUNE_TIMER, pruneFinished, type FinishedFlowStates } from "./retention";
 import { DurableObject } from "cloudflare:workers";
 import { agentModel, findAgent, loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
@@ -92,6 +93,8 @@ export interface SessionExtension {
    * The run's deadline timer still ends it if nobody answers.
    */
   holdsRun?(host: SessionObject, runId: string): boolean;
+  /** The flow kinds this extension writes and their finished states: pruned after the retention period (retention.ts). */
+  finishedFlows?: FinishedFlowStates;
   /** Methods other objects and routes call through `callExtension` (flow callbacks, delivery listing). */
   rpc?: Record<string, (host: SessionObject, arg: any) => unknown>;
 }
@@ -686,7 +689,22 @@ export class SessionObject extends DurableObject<Env> {
       }
     }
     if (!this.schemaReady) return;
+    this.schedulePrune();
     await this.timers.arm();
+  }
+
+  private finishedFlowStates(): FinishedFlowStates {
+    return Object.assign({}, ...EXTENSIONS.map((e) => e.finishedFlows ?? {}));
+  }
+
+  /**
+   * Arm the retention timer when finished rows exist and it is not armed yet. Checked on the alarm, which
+   * every flow and delivery step goes through; a session with nothing finished gets no extra alarm.
+   */
+  private schedulePrune(): void {
+    if (this.timers.get(PRUNE_TIMER, PRUNE_REF)) return;
+    const next = nextPruneDue(this.sql, this.finishedFlowStates());
+    if (next !== null) this.timers.set(PRUNE_TIMER, PRUNE_REF, next);
   }
 
   /** Dispatch one due timer. Each handler deletes or reschedules its row in the transaction of its effect. */
@@ -707,6 +725,12 @@ export class SessionObject extends DurableObject<Env> {
         const given = t.payload ? (JSON.parse(t.payload) as { timeoutSeconds?: number }).timeoutSeconds : undefined;
         const secs = given ?? Math.round(((Date.now() - (row.started_at ?? row.created_at)) / 1000) * 10) / 10;
         await this.finishRun(t.ref, { status: "timeout", error: `Run timed out after ${secs}s` });
+        return;
+      }
+      case PRUNE_TIMER: {
+        const next = pruneFinished(this.sql, this.finishedFlowStates(), Date.now());
+        if (next === null) this.timers.clear(PRUNE_TIMER, PRUNE_REF);
+        else this.timers.set(PRUNE_TIMER, PRUNE_REF, next);
         return;
       }
       case "index":

@@ -233,6 +233,8 @@ declare module "../session/session-object" {
 
 registerSessionExtension({
   name: REQUESTER_EXTENSION,
+  // Announce dedupe keys outlive any hand-off retry by far (the child retries within minutes until acknowledged).
+  finishedFlows: { [CHILD_FLOW]: ["ended", "gone"], [ANNOUNCE_IN_FLOW]: ["recorded", "silent"], [DEAD_NOTICE_FLOW]: ["recorded"] },
   rpc: requesterRpc,
   async onTimer(host, timer) {
     if (timer.kind !== SLOT_TIMER) return false;

@@ -332,6 +332,7 @@ declare module "../session/session-object" {
 
 registerSessionExtension({
   name: LIFECYCLE_EXTENSION,
+  finishedFlows: { [ANNOUNCE_FLOW]: ["done"] },
   onRunEnded,
   rpc: lifecycleRpc,
   async onTimer(host, timer) {
