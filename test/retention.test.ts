@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { PRUNE_TIMER, RETENTION_MS } from "../src/session/retention";
 import type { SessionObject } from "../src/session/session-object";
-import { advance, flushIndex, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { advance, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { installFakes, outboxOf, releaseHangingRequests, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 /**
@@ -66,24 +66,32 @@ describe("retention of finished work", () => {
   it("a session with nothing finished gets no prune alarm", async () => {
     const key = `agent:main:webchat:direct:plain-${crypto.randomUUID().slice(0, 8)}`;
     await sendAndWait(key, "hello");
-    await flushIndex(key);
+    await runInDurableObject(sessionStub(key), (_o: SessionObject, state) => state.storage.setAlarm(Date.now() + MIN));
+    expect(await runDurableObjectAlarm(sessionStub(key))).toBe(true);
     expect((await rows(key)).timers.map((t) => t.kind)).not.toContain(PRUNE_TIMER);
   });
 
   it("a large backlog is pruned in bounded batches, each in its own alarm", async () => {
     const key = `agent:main:webchat:direct:backlog-${crypto.randomUUID().slice(0, 8)}`;
     await sendAndWait(key, "hello");
-    const old = Date.now() - RETENTION_MS - MIN;
+    // Rows that expire in 5 minutes, so no batch can run before the test moves the clock.
+    const old = Date.now() - RETENTION_MS + 5 * MIN;
     await runInDurableObject(sessionStub(key), async (_o: SessionObject, state) => {
       for (let i = 0; i < 1_200; i++) {
         state.storage.sql.exec("INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', 'done', '{}', ?, ?)", `f${i}`, old, old);
       }
       state.storage.sql.exec("INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES ('live', 'a2a', 'turn', '{}', ?, ?)", old, old);
+      // Any alarm of the session arms the prune timer; make sure one is scheduled.
+      await state.storage.setAlarm(Date.now() + MIN);
     });
-    await runDurableObjectAlarm(sessionStub(key)); // arms the prune timer, due at once (the rows are old)
+    await runDurableObjectAlarm(sessionStub(key));
+    const armed = (await rows(key)).timers.find((t) => t.kind === PRUNE_TIMER)!;
+    expect(Math.abs(armed.due_at - (old + RETENTION_MS))).toBeLessThan(1_000);
     const counts: number[] = [];
-    for (let i = 0; i < 4; i++) {
-      await advance(key, 2_000);
+    await age(key, 6 * MIN);
+    counts.push((await rows(key)).flows.length);
+    for (let i = 0; i < 3; i++) {
+      await age(key, 2_000);
       counts.push((await rows(key)).flows.length);
     }
     expect(counts).toEqual([701, 201, 1, 1]);
