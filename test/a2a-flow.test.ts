@@ -4,7 +4,7 @@ import { LEASE_MS, SessionObject } from "../src/session/session-object";
 import { STEP_WAIT_MS } from "../src/flows/a2a-flow";
 import { setConfigOverride } from "../src/config/load";
 import { verifyWebhookSignature } from "../src/channels/webhook";
-import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
+import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { baseConfig, deferred, deliveriesOf, flowsOf, installFakes, until, type ModelRequest } from "./helpers/scripted";
 
 afterEach(() => {
@@ -374,5 +374,24 @@ describe("agent-to-agent flow", () => {
     });
     expect(fakes.model).toHaveLength(2);
     expect(fakes.hooks).toHaveLength(0);
+  });
+
+  it("a requester deleted mid-flow is not re-created by its ping-pong turn: the ping-pong ends and the target still announces", async () => {
+    const k = keys();
+    setConfigOverride(baseConfig());
+    const gate = deferred<string>();
+    const fakes = installFakes((r) => (r.kind === "primary" ? gate.promise : r.kind === "announce" ? "announce now" : "plain"));
+    await sendAndWait(k.req, "hello");
+    await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
+    await until(async () => expect(fakes.model.map((m) => m.kind)).toContain("primary"));
+    expect((await call("DELETE", `/v1/sessions/${enc(k.req)}`)).status).toBe(200);
+    gate.resolve("initial");
+
+    const flow = await doneFlow(k.target);
+    expect(flow.turns).toEqual([expect.objectContaining({ turn: 1, sessionKey: k.req, status: "error" })]);
+    expect(flow.outcome).toBe("announced");
+    expect(fakes.model.map((m) => m.kind).filter((kind) => kind !== "plain")).toEqual(["primary", "announce"]);
+    expect(await sessionStub(k.req).getMeta()).toBeNull();
+    expect((await call("GET", `/v1/sessions/${enc(k.req)}`)).status).toBe(404);
   });
 });

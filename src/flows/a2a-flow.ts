@@ -1,5 +1,6 @@
 import { queueDelivery, recordedRoute } from "../channels/outbox";
 import { parseCanonical } from "../keys";
+import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
@@ -33,6 +34,8 @@ const EXT = "a2a-flow" as const;
 /** What `sessions_send` stores on the primary run for the flow (the flow row is written when that run ends). */
 export interface A2aStart {
   requesterKey?: string;
+  /** The requester's session existed when it sent: if it is gone by its turn, it was deleted and is not re-created. */
+  requesterExisted?: boolean;
   requesterChannel?: string;
   targetDisplayKey: string;
   maxTurns: number;
@@ -43,6 +46,7 @@ export type FlowOutcome = "announced" | "announce_skipped" | "announce_no_reply"
 export interface FlowState {
   id: string;
   requesterKey?: string;
+  requesterExisted?: boolean;
   requesterChannel?: string;
   targetKey: string;
   targetDisplayKey: string;
@@ -197,6 +201,7 @@ function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput, start
   const f: FlowState = {
     id: flowId,
     requesterKey: start.requesterKey,
+    ...(start.requesterExisted ? { requesterExisted: true } : {}),
     requesterChannel: start.requesterChannel,
     targetKey: host.key,
     targetDisplayKey: start.targetDisplayKey,
@@ -305,7 +310,21 @@ async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
     // Dispatch. The idempotency key makes a repeated dispatch (crash after enqueue, before we noted
     // the run id) return the run it already queued instead of a second one.
     const req = { input: stepInput(host, f), idempotencyKey: `a2a:${f.id}:step:${stepNo}` };
-    const snap = local ? await host.enqueue(req) : await stubFor(host, f.stepSession!).enqueue(req);
+    let snap: RunSnapshot;
+    try {
+      // A requester deleted since it sent is not brought back as an empty session for a ping-pong turn
+      // (one that never had a session — a tool caller without one — gets it created, as any turn would).
+      const onlyIfExists = f.requesterExisted === true && f.stepSession === f.requesterKey;
+      snap = local ? await host.enqueue(req) : await stubFor(host, f.stepSession!).enqueue({ ...req, ...(onlyIfExists ? { onlyIfExists } : {}) });
+    } catch (err) {
+      const e = fromRpcError(err);
+      if (!(e instanceof SwitchboardError && e.type === "not_found")) throw e;
+      // Its turn fails: the ping-pong ends and the announce still runs (as for any failed turn).
+      host.storage.transactionSync(() => stepEnded(host, flowId, stepNo, { status: "error" }));
+      await host.timers.arm();
+      await runDueNow(host);
+      return;
+    }
     host.storage.transactionSync(() => {
       const cur = loadFlow(host, flowId);
       if (!cur || cur.stepNo !== stepNo || cur.stepRunId) return;

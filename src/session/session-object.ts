@@ -290,6 +290,8 @@ export class SessionObject extends DurableObject<Env> {
       const forwarded = check ? await check : null;
       if (forwarded) return forwarded;
     }
+    // Checked before the schema is created: a refused step leaves no storage behind.
+    if (req.onlyIfExists && (!this.schemaReady || !this.meta)) throw toRpcError(new SwitchboardError("not_found", `Session not found: ${this.key}`));
     this.ensureSchema();
     // An owner's standalone `/send on|off|inherit` is a command run (reference §5): it takes its turn in
     // the queue like any message, but is answered by the send-policy extension, never by the model.

@@ -147,6 +147,8 @@ export interface EnqueueRequest {
   init?: Partial<Pick<SessionMeta, "label" | "spawnedBy" | "spawnDepth" | "modelOverride" | "thinkingLevel" | "subagent">>;
   /** The message comes from the session's owner (operator or the agent's own token): owner-only commands apply. */
   senderIsOwner?: boolean;
+  /** Refuse (not_found) instead of creating the session: a flow step must not resurrect a deleted session. */
+  onlyIfExists?: boolean;
 }
 
 export interface HistoryPage {

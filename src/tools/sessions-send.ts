@@ -125,6 +125,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
   const requesterChannel = channel === "unknown" ? undefined : channel;
   const a2a: A2aStart = {
     requesterKey,
+    requesterExisted: requesterMeta !== null,
     requesterChannel,
     targetDisplayKey: shownKey,
     maxTurns: ctx.cfg.session.agentToAgent.maxPingPongTurns,
