@@ -383,4 +383,32 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     expect((await invoke("sessions_list", {}, { sessionKey: child })).status).toBe(200);
     expect((await invoke("sessions_spawn", { task: "x" }, { sessionKey: child })).status).toBe(404);
   });
+
+  it("with maxSpawnDepth 2 an orchestrator keeps sessions_spawn/list/history by default, its leaf children get none; deny wins", async () => {
+    const notAvailable = (tool: string) => ({ type: "not_found", message: `Tool not available for this session: ${tool}` });
+    setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
+    installFakes(() => "ok");
+    const orchestrator = (await invoke("sessions_spawn", { task: "t" })).details.childSessionKey;
+    expect((await invoke("sessions_list", {}, { sessionKey: orchestrator })).status).toBe(200);
+    expect((await invoke("sessions_history", { sessionKey: orchestrator }, { sessionKey: orchestrator })).status).toBe(200);
+    const leaf = await invoke("sessions_spawn", { task: "leaf work" }, { sessionKey: orchestrator });
+    expect(leaf.details).toMatchObject({ status: "accepted" });
+    for (const tool of ["sessions_send", "agents_list"]) {
+      expect((await invoke(tool, { sessionKey: "main", message: "m" }, { sessionKey: orchestrator })).body.error).toEqual(notAvailable(tool));
+    }
+    // The depth-2 child is a leaf: no session tool at all, over /tools/invoke and in its MCP tool list.
+    const leafKey = leaf.details.childSessionKey;
+    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history"]) {
+      expect((await invoke(tool, { task: "x", sessionKey: leafKey }, { sessionKey: leafKey })).body.error).toEqual(notAvailable(tool));
+    }
+    const list = await SELF.fetch("https://sb.test/mcp", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${GATEWAY}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream", "X-Session-Key": orchestrator },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(((await list.json()) as any).result.tools.map((t: any) => t.name).sort()).toEqual(["sessions_history", "sessions_list", "sessions_spawn"]);
+
+    setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 }, tools: { subagents: { tools: { deny: ["sessions_spawn"] } } } }));
+    expect((await invoke("sessions_spawn", { task: "x" }, { sessionKey: orchestrator })).body.error).toEqual(notAvailable("sessions_spawn"));
+  });
 });

@@ -34,7 +34,8 @@ const PARENT_TASK = "orchestrate the survey";
  * keys in creation order.
  */
 async function orchestrate(children: ChildPlan[], opts: { parentReply?: string; parentAnnounce?: ModelAnswer } = {}) {
-  setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 }, tools: { subagents: { tools: { allow: ["sessions_spawn"] } } } }));
+  // No tool allowance needed: at depth 1 of 2 the parent is an orchestrator and keeps sessions_spawn.
+  setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
   let parentCalls = 0;
   const fakes = installFakes((c: ModelCall): ModelAnswer => {
     if (c.step === "announce") return c.system.includes(`Task: ${PARENT_TASK}`) ? (opts.parentAnnounce ?? "parent notes") : "child notes";

@@ -101,6 +101,16 @@ export function callerFor(principal: Principal, cfg: Config, requestedKey?: stri
   };
 }
 
+/**
+ * A sub-agent caller's depth decides whether it is an orchestrator (tools/registry.ts). It is only
+ * read — one call to the caller's own object — when nested spawning is configured at all.
+ */
+export async function withSpawnDepth(env: Env, cfg: Config, caller: Caller): Promise<Caller> {
+  if (!caller.isSubagent || caller.spawnDepth !== undefined || cfg.agents.defaults.subagents.maxSpawnDepth <= 1) return caller;
+  const meta = await env.SESSIONS.getByName(caller.sessionKey).getMeta();
+  return { ...caller, spawnDepth: meta?.spawnDepth ?? 1 };
+}
+
 /** May this principal address this session directly (REST reads and writes)? */
 export function authorizeKey(principal: Principal, parsed: ParsedKey): void {
   if (principal.role === "operator") return;

@@ -5,7 +5,7 @@ import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, toolsFor, type ToolDefinition } from "../tools/registry";
 import type { AppEnv } from "./app";
-import { callerFor } from "./auth";
+import { callerFor, withSpawnDepth } from "./auth";
 
 /**
  * `/mcp` (DESIGN §3.4): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
@@ -120,11 +120,11 @@ async function dispatch(c: Context<AppEnv>, msg: JsonRpcMessage): Promise<unknow
     case "ping":
       return {};
     case "tools/list": {
-      const { caller, cfg } = toolContext(c);
+      const { caller, cfg } = await toolContext(c);
       return { tools: toolsFor(caller, cfg).map(mcpTool) };
     }
     case "tools/call":
-      return callTool(toolContext(c), params);
+      return callTool(await toolContext(c), params);
     default:
       throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${String(msg.method)}`);
   }
@@ -136,9 +136,9 @@ function mcpTool(def: ToolDefinition) {
 }
 
 /** The requester session: `X-Session-Key`, else the token's main session (DESIGN §3.2). */
-function toolContext(c: Context<AppEnv>): ToolContext {
+async function toolContext(c: Context<AppEnv>): Promise<ToolContext> {
   const cfg = c.get("cfg");
-  return { env: c.env, cfg, caller: callerFor(c.get("principal"), cfg, c.req.header("X-Session-Key")) };
+  return { env: c.env, cfg, caller: await withSpawnDepth(c.env, cfg, callerFor(c.get("principal"), cfg, c.req.header("X-Session-Key"))) };
 }
 
 async function answer(c: Context<AppEnv>, msg: unknown): Promise<JsonRpcResponse | null> {

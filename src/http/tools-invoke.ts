@@ -3,7 +3,7 @@ import { z } from "zod";
 import { invalid } from "../errors";
 import { invokeTool, findTool, parseToolArgs } from "../tools/registry";
 import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
-import { callerFor } from "./auth";
+import { callerFor, withSpawnDepth } from "./auth";
 
 export const invokeBody = z.object({
   tool: z.string().min(1),
@@ -28,7 +28,7 @@ export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
     }
     const body = parsed.data;
     const cfg = c.get("cfg");
-    const caller = callerFor(c.get("principal"), cfg, body.sessionKey ?? c.req.header("X-Session-Key"));
+    const caller = await withSpawnDepth(c.env, cfg, callerFor(c.get("principal"), cfg, body.sessionKey ?? c.req.header("X-Session-Key")));
     const ctx = { env: c.env, cfg, caller };
     if (body.dryRun) {
       const tool = findTool(caller, cfg, body.tool);

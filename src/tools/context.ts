@@ -9,6 +9,8 @@ export interface Caller {
   role: "operator" | "agent" | "run" | "internal";
   sandboxed: boolean;
   isSubagent: boolean;
+  /** A sub-agent's spawn depth (from its metadata); read only when it matters (maxSpawnDepth > 1). */
+  spawnDepth?: number;
   /** Run that minted a run token (role "run"). */
   runId?: string;
 }

@@ -54,18 +54,27 @@ export function registerTool(def: ToolDefinition): void {
 export const SESSION_TOOL_NAMES = new Set(["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"]);
 
 /**
- * Tools a caller may use. Sub-agents get the full set minus session tools unless
- * `tools.subagents.tools` allows them (deny wins) — enforced here for every call, not only by prompt.
+ * Session tools an orchestrator sub-agent (depth < maxSpawnDepth) keeps by default, so raising
+ * maxSpawnDepth is enough to let it spawn and read its own children (reference §4.9). A leaf — every
+ * sub-agent at the default maxSpawnDepth 1 — keeps none; sessions_send and agents_list need an allow.
  */
-export function toolsFor(caller: Pick<Caller, "isSubagent">, cfg: Config): ToolDefinition[] {
+const ORCHESTRATOR_TOOLS = ["sessions_spawn", "sessions_list", "sessions_history"];
+
+/**
+ * Tools a caller may use. Sub-agents get the full set minus session tools (orchestrators keep the
+ * ones above) unless `tools.subagents.tools` allows more (deny wins) — enforced here for every call,
+ * not only by prompt.
+ */
+export function toolsFor(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg: Config): ToolDefinition[] {
   if (!caller.isSubagent) return TOOLS;
   const policy = cfg.tools.subagents.tools ?? {};
-  const allow = new Set([...(policy.allow ?? []), ...(policy.alsoAllow ?? [])]);
+  const orchestrator = (caller.spawnDepth ?? 1) < cfg.agents.defaults.subagents.maxSpawnDepth;
+  const allow = new Set([...(orchestrator ? ORCHESTRATOR_TOOLS : []), ...(policy.allow ?? []), ...(policy.alsoAllow ?? [])]);
   const deny = new Set(policy.deny ?? []);
   return TOOLS.filter((t) => !deny.has(t.name) && (!SESSION_TOOL_NAMES.has(t.name) || allow.has(t.name)));
 }
 
-export function findTool(caller: Pick<Caller, "isSubagent">, cfg: Config, name: string): ToolDefinition {
+export function findTool(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg: Config, name: string): ToolDefinition {
   const t = toolsFor(caller, cfg).find((x) => x.name === name);
   if (!t) {
     const exists = TOOLS.some((x) => x.name === name);

@@ -17,6 +17,7 @@ export function buildRunTools(env: Env, meta: SessionMeta): ToolSet {
     role: "internal",
     sandboxed: isAgentSandboxed(cfg, meta.agentId),
     isSubagent: meta.key.includes(":subagent:"),
+    ...(meta.spawnDepth !== undefined ? { spawnDepth: meta.spawnDepth } : {}),
   };
   const set: ToolSet = {};
   for (const def of toolsFor(caller, cfg)) {
