@@ -2,7 +2,7 @@ import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { callExtension } from "../src/session/session-object";
+import { callExtension, SessionObject } from "../src/session/session-object";
 import { ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
 import { threadBindingOf } from "../src/spawn/thread-binding";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
@@ -97,5 +97,18 @@ describe("sessions_spawn thread=true (reference §4.8)", () => {
     expect(post.json.sessionKey).toBe(result.threadKey);
     expect(await sessionStub(child).getMeta()).toBeNull();
     expect(await threadBindingOf(env, result.threadKey)).toBeNull();
+  });
+
+  it("a failed bind does not undo the spawn: accepted, no threadKey, and the note says where follow-ups go", async () => {
+    const real = SessionObject.prototype.extensionCall;
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (this: SessionObject, name, method, arg) {
+      if (name === "thread-binding" && method === "bind") return Promise.reject(new Error("storage unavailable"));
+      return real.call(this, name, method, arg);
+    });
+    const { child, result } = await spawnThreadBound();
+    expect(result.status).toBe("accepted");
+    expect(result.threadKey).toBeUndefined();
+    expect(result.note).toBe(`${ACCEPTED_NOTE_SESSION} Thread binding failed (storage unavailable); send follow-ups to childSessionKey instead.`);
+    expect((await settle(child)).exists).toBe(true);
   });
 });

@@ -237,18 +237,27 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     return refusal("error", e instanceof Error ? e.message : String(e), { childSessionKey: childKey });
   }
 
+  let bindFailure: string | null = null;
   if (binding) {
     // After the spawn: a binding must never point at a child that does not exist (a forwarded message
-    // would create an empty session there). The child is already running; a failed bind is reported.
-    await bindThread(env, {
-      childKey,
-      threadKey: binding.threadKey,
-      route: { channel: requesterChannel!, to: route?.to ?? null, accountId: route?.accountId ?? null, threadId: binding.threadId },
-    });
+    // would create an empty session there). The child is already running, so a failed bind does not
+    // undo the spawn: the result says so, and follow-ups can still go to the child's own key.
+    try {
+      await bindThread(env, {
+        childKey,
+        threadKey: binding.threadKey,
+        route: { channel: requesterChannel!, to: route?.to ?? null, accountId: route?.accountId ?? null, threadId: binding.threadId },
+      });
+    } catch (err) {
+      const e = fromRpcError(err);
+      bindFailure = e instanceof Error ? e.message : String(e);
+      console.error("thread bind failed", childKey, bindFailure);
+    }
   }
 
   const isCronRequester = parseCanonical(caller.sessionKey, cfg).kind === "cron";
-  const note = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : ACCEPTED_NOTE_RUN;
+  const baseNote = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : ACCEPTED_NOTE_RUN;
+  const note = bindFailure ? `${baseNote} Thread binding failed (${bindFailure}); send follow-ups to childSessionKey instead.` : baseNote;
   return {
     status: "accepted",
     childSessionKey: childKey,
@@ -257,7 +266,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     ...(note ? { note } : {}),
     modelApplied: true,
     ...(receipt ? { attachments: receipt } : {}),
-    ...(binding ? { threadKey: binding.threadKey } : {}),
+    ...(binding && !bindFailure ? { threadKey: binding.threadKey } : {}),
   };
 }
 
