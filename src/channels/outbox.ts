@@ -1,7 +1,7 @@
 import { resolveSendPolicy } from "../policy/send-policy";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
-import type { DeliveryRoute } from "../session/types";
+import type { DeliveryRoute, SessionMeta } from "../session/types";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, postWebhook, type OutboundPayload } from "./webhook";
 
 /**
@@ -271,7 +271,11 @@ async function attemptDueNow(host: SessionObject): Promise<void> {
 
 /** The route replies of this session go to: the one recorded from its inbound channel traffic. */
 export function recordedRoute(host: SessionObject): DeliveryRoute | null {
-  const m = host.meta;
+  return routeOf(host.meta);
+}
+
+/** The delivery route a session's metadata records (its last inbound channel message), or null. */
+export function routeOf(m: SessionMeta | null | undefined): DeliveryRoute | null {
   if (!m?.lastChannel) return null;
   return { channel: m.lastChannel, to: m.lastTo ?? null, accountId: m.lastAccountId ?? null, threadId: m.lastThreadId ?? null };
 }

@@ -7,10 +7,10 @@ import { redactAttachmentArgs } from "../spawn/attachments";
  * The built-in runner: one run = one `generateText` call (with up to 8 tool steps when the session may
  * use the session tools). It never writes storage: each finished step's transcript rows go to `onStep`
  * (the session object records them at once, so a run cut short by its deadline keeps the work it did
- * and a long run shows progress); without `onStep` they are returned with the result.
+ * and a long run shows progress), so its result carries no messages of its own.
  */
 export interface RunnerResult {
-  /** Assistant and toolResult messages produced by the run and not already handed to `onStep`, in order. */
+  /** Assistant and toolResult messages the session still has to record, in order (runners that report at the end). */
   messages: TranscriptMessage[];
   /** Final assistant text (the run's reply). */
   reply: string;
@@ -26,7 +26,7 @@ export interface ModelRunRequest {
   tools?: ToolSet;
   signal: AbortSignal;
   /** Called with each step's messages as soon as the step finishes. */
-  onStep?: (messages: TranscriptMessage[]) => void;
+  onStep: (messages: TranscriptMessage[]) => void;
 }
 
 export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
@@ -39,11 +39,10 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     stopWhen: stepCountIs(hasTools ? 8 : 1),
     abortSignal: req.signal,
     maxRetries: 1,
-    onStepFinish: req.onStep ? (step) => req.onStep!(stepMessages(req.model, step)) : undefined,
+    onStepFinish: (step) => req.onStep(stepMessages(req.model, step)),
   });
   const usage = toUsage(result.totalUsage, req.model.cost);
-  const messages = req.onStep ? [] : result.steps.flatMap((step) => stepMessages(req.model, step));
-  return { messages, reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
+  return { messages: [], reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
 }
 
 /** One step's transcript rows: the assistant message (with that call's usage) and its tool results. */

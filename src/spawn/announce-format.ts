@@ -82,11 +82,17 @@ function nonEmpty(s: string | null | undefined): string | null {
   return t ? t : null;
 }
 
-/** A direct child's outcome, as its parent sub-agent reports it (null while it has not announced). */
+/** What a child's announce hands its requester besides the message: its status label and Result. */
+export interface ChildOutcome {
+  status: string;
+  result: string;
+}
+
+/** A direct child, as its parent sub-agent reports it (outcome null while it has not announced). */
 export interface ChildFinding {
   childKey: string;
   label?: string;
-  outcome: { status: string; result: string } | null;
+  outcome: ChildOutcome | null;
 }
 
 const UNTRUSTED_BEGIN = "<<<BEGIN_UNTRUSTED_CHILD_RESULT>>>";
@@ -100,8 +106,8 @@ function fence(text: string): string {
 
 /**
  * "Child completion results:" (reference §4.5 step 4, §8 item 49): every direct child in creation
- * order, each with its status and its result fenced as untrusted data. Never truncated here: each
- * result was already frozen at 100 KB by its child.
+ * order, each with its status and its result fenced as untrusted data. Not truncated here: the
+ * announcing child freezes its whole Result (its own text and these findings) at 100 KB.
  */
 export function formatChildFindings(children: ChildFinding[]): string {
   const blocks = children.map((c, i) => {
@@ -155,6 +161,15 @@ export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "
   return `Stats: ${parts.join(" • ")}`;
 }
 
+/** A Result is frozen at this size (reference §4.5), so flow rows, hand-offs and deliveries stay bounded. */
+const FROZEN_RESULT_MAX_CHARS = 100 * 1024;
+
+export function freezeResult(text: string | null): string | null {
+  if (text === null || text.length <= FROZEN_RESULT_MAX_CHARS) return text;
+  const kb = Math.round(new TextEncoder().encode(text).byteLength / 1024);
+  return `${text.slice(0, FROZEN_RESULT_MAX_CHARS)}\n[truncated: frozen completion output exceeded 100KB (${kb}KB)]`;
+}
+
 /**
  * The Result of an announce: the final reply, else the fallback (latest tool result or partial
  * progress), else `(no output)`; then the direct children's results when there are any. A parent that
@@ -164,7 +179,8 @@ export function announceResult(input: Pick<SubagentAnnounceInput, "finalReply" |
   const own = nonEmpty(input.finalReply) ?? nonEmpty(input.latestToolResult);
   const findings = input.children && input.children.length > 0 ? formatChildFindings(input.children) : null;
   if (!findings) return own ?? "(no output)";
-  return own ? `${own}\n\n${findings}` : findings;
+  // An orchestrator's children (and theirs) can add up past one child's cap: the whole Result is frozen.
+  return freezeResult(own ? `${own}\n\n${findings}` : findings)!;
 }
 
 /**

@@ -14,10 +14,10 @@ export function archivePrefix(agentId: string, sessionId: string): string {
   return `subagents/${agentId}/${sessionId}`;
 }
 
-export async function exportToArchive(host: SessionObject, opts: { retainAttachments: boolean }): Promise<string | null> {
+export async function exportToArchive(host: SessionObject, opts: { retainAttachments: boolean }): Promise<void> {
   const bucket = host.bindings.ARCHIVE;
   const meta = host.meta;
-  if (!bucket || !meta) return null;
+  if (!bucket || !meta) return;
   const prefix = archivePrefix(meta.agentId, meta.sessionId);
   const customMetadata = { sessionKey: meta.key, spawnedBy: meta.spawnedBy ?? "", archivedAt: new Date().toISOString() };
   const out = new ArchiveWriter(bucket, `${prefix}.jsonl`, { httpMetadata: { contentType: "application/x-ndjson; charset=utf-8" }, customMetadata });
@@ -49,7 +49,6 @@ export async function exportToArchive(host: SessionObject, opts: { retainAttachm
       });
     }
   }
-  return `${prefix}.jsonl`;
 }
 
 /** R2's part size floor; every part but the last has exactly this size (R2 wants equal-sized parts). */

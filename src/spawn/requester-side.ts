@@ -1,3 +1,4 @@
+import type { ChildFinding, ChildOutcome } from "./announce-format";
 import { onDeliveryDead, queueDelivery, recordedRoute } from "../channels/outbox";
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
@@ -43,18 +44,7 @@ export interface AnnounceHandoff {
   outcome?: ChildOutcome;
 }
 
-export interface ChildOutcome {
-  status: string;
-  result: string;
-}
 
-/** One direct child of this session, as its parent's announce reports it. */
-export interface ChildResult {
-  childKey: string;
-  label?: string;
-  /** null while the child has not announced yet. */
-  outcome: ChildOutcome | null;
-}
 
 export interface AnnounceHandoffResult {
   duplicate: boolean;
@@ -75,7 +65,8 @@ function childKeyOfAnnounce(idempotencyKey: string): string {
 
 const childFlowId = (childKey: string) => `child:${childKey}`;
 
-function countActiveChildren(host: SessionObject): number {
+/** Number of this session's children still running (holding a slot). Synchronous: usable inside transactions. */
+export function countActiveChildren(host: SessionObject): number {
   if (!host.meta) return 0;
   return host.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM flows WHERE kind = ? AND state = 'running'", CHILD_FLOW).one().n;
 }
@@ -136,17 +127,12 @@ function releaseSlotSync(host: SessionObject, childKey: string, outcome?: ChildO
   if (countActiveChildren(host) === 0) for (const fn of settledListeners) fn(host);
 }
 
-/** Number of this session's children still running (holding a slot). Synchronous: usable inside transactions. */
-export function activeChildCount(host: SessionObject): number {
-  return countActiveChildren(host);
-}
-
 /**
  * This session's direct children spawned in [fromMs, toMs], in creation order, with their outcomes.
  * Children whose slot ended without a result (deleted, never created) are left out: there is nothing
  * of theirs to report, and a child spawned by an earlier run is not this run's work.
  */
-export function directChildResults(host: SessionObject, fromMs: number, toMs: number): ChildResult[] {
+export function directChildResults(host: SessionObject, fromMs: number, toMs: number): ChildFinding[] {
   return host.sql
     .exec<{ state: string; json: string }>(
       "SELECT state, json FROM flows WHERE kind = ? AND state IN ('running', 'ended') AND created_at >= ? AND created_at <= ? ORDER BY created_at, rowid",

@@ -4,10 +4,10 @@ import { transcriptPathOf } from "../registry/row";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import type { SubagentInfo, TranscriptMessage } from "../session/types";
-import { announceResult, estimateCostUsd, formatSubagentAnnounce, isSilentToken, partialProgress, statusLabel, type ChildFinding, type RunOutcome } from "./announce-format";
+import { announceResult, estimateCostUsd, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, partialProgress, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome } from "./announce-format";
 import { exportToArchive } from "./archive";
 import { listAttachments, readAttachment } from "./child-spawn";
-import { activeChildCount, announceIdempotencyKey, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
+import { announceIdempotencyKey, countActiveChildren, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
 
 /**
@@ -60,18 +60,13 @@ interface AnnounceMaterial {
   runtimeMs?: number;
   usage: { input: number; output: number };
   costUsd: number | null;
-  announceRunId?: string;
   /** Set when the announce step ended: the text to hand off, or null for silence. */
   message?: string | null;
 }
 
-/** A child's result is frozen at this size (reference §4.5), so flow rows and deliveries stay bounded. */
-const FROZEN_RESULT_MAX_CHARS = 100 * 1024;
-
-function freeze(text: string | null): string | null {
-  if (text === null || text.length <= FROZEN_RESULT_MAX_CHARS) return text;
-  const kb = Math.round(new TextEncoder().encode(text).byteLength / 1024);
-  return `${text.slice(0, FROZEN_RESULT_MAX_CHARS)}\n[truncated: frozen completion output exceeded 100KB (${kb}KB)]`;
+/** Status and Result of the announce, as the step's prompt and the hand-off to the requester see them. */
+function announcedOutcome(m: AnnounceMaterial): ChildOutcome {
+  return { status: statusLabel(m.outcome, m.error), result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }) };
 }
 
 type FlowState = "waiting" | "step" | "handoff" | "done";
@@ -148,7 +143,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     const fallback = !finalReply?.trim() && outcome === "timeout" ? (partialProgressOf(host, run.runId, latestToolResult) ?? latestToolResult) : latestToolResult;
     // Its own children still run: announcing now would report their work as missing, so the
     // announce waits for their announces (reference §8 item 49), bounded by a cap timer.
-    const waitForChildren = activeChildCount(host) > 0;
+    const waitForChildren = countActiveChildren(host) > 0;
     writeFlow(host, waitForChildren ? "waiting" : "step", {
       taskRunId: run.runId,
       outcome,
@@ -175,7 +170,6 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     // falls back to announcing without notes (reference §8 item 46); ANNOUNCE_SKIP stays explicit silence.
     const silent = isSilentToken(reply, "ANNOUNCE_SKIP") || (isSilentToken(reply, "NO_REPLY") && !m.deferred);
     const notes = isSilentToken(reply, "NO_REPLY") ? "" : reply;
-    m.announceRunId = run.runId;
     m.message = silent
       ? null
       : formatSubagentAnnounce({
@@ -200,22 +194,36 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
   if (sub.cleanup === "keep" && archiveMinutes > 0) host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);
 }
 
-/** Queue the announce step. Idempotent on the task run, so a timer re-run after an eviction finds the same run. */
-async function startAnnounceStep(host: SessionObject, taskRunId: string): Promise<void> {
+/**
+ * The flow a lifecycle timer acts on, when it is still in the state the timer was set for; otherwise
+ * the timer is stale (the flow moved on, or the session lost its sub-agent info) and is cleared.
+ */
+function flowAt(host: SessionObject, taskRunId: string, state: FlowState, timerKind: string): { material: AnnounceMaterial; sub: SubagentInfo } | null {
   const flow = readFlow(host, taskRunId);
   const sub = host.meta?.subagent;
-  if (!flow || flow.state !== "step" || !sub) {
-    host.timers.clear(ANNOUNCE_TIMER, taskRunId);
-    return;
+  if (!flow || flow.state !== state || !sub) {
+    host.timers.clear(timerKind, taskRunId);
+    return null;
   }
-  const m = flow.material;
-  // Fixed once, before the step runs, so the notes and the announced results describe the same children.
+  return { material: flow.material, sub };
+}
+
+/** Queue the announce step. Idempotent on the task run, so a timer re-run after an eviction finds the same run. */
+async function startAnnounceStep(host: SessionObject, taskRunId: string): Promise<void> {
+  const at = flowAt(host, taskRunId, "step", ANNOUNCE_TIMER);
+  if (!at) return;
+  const { material: m, sub } = at;
+  // Fixed once and stored before the step is queued, so the step's prompt and the announce it ends
+  // in (formatted from the stored row) describe the same children.
   if (!m.children) {
     const children = directChildResults(host, m.taskStartedAt, m.taskEndedAt);
-    if (children.length > 0) m.children = children;
+    if (children.length > 0) {
+      m.children = children;
+      writeFlow(host, "step", m);
+    }
   }
   const announceTimeoutMs = host.cfg.agents.defaults.subagents.announceTimeoutMs;
-  const run = await host.enqueue({
+  await host.enqueue({
     input: {
       kind: "subagent_announce",
       message: ANNOUNCE_STEP_MESSAGE,
@@ -225,8 +233,7 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
         requesterChannel: sub.requesterChannel,
         childKey: host.key,
         task: sub.task,
-        status: statusLabel(m.outcome, m.error),
-        result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }),
+        ...announcedOutcome(m),
         deferred: m.deferred === true,
       }),
       timeoutSeconds: Math.max(1, Math.ceil(announceTimeoutMs / 1000)),
@@ -236,9 +243,6 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
     idempotencyKey: `subagent:announce:${taskRunId}`,
   });
   host.timers.clear(ANNOUNCE_TIMER, taskRunId);
-  m.announceRunId ??= run.runId;
-  // Only while still at "step": the announce run may already have ended and moved the flow on.
-  host.sql.exec("UPDATE flows SET json = ? WHERE id = ? AND state = 'step'", JSON.stringify(m), flowId(taskRunId));
 }
 
 /**
@@ -246,28 +250,22 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
  * timer in place and the alarm retries it with backoff; the requester de-duplicates on the key.
  */
 async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
-  const flow = readFlow(host, taskRunId);
-  const sub = host.meta?.subagent;
-  if (!flow || flow.state !== "handoff" || !sub) {
-    host.timers.clear(HANDOFF_TIMER, taskRunId);
-    return;
-  }
+  const at = flowAt(host, taskRunId, "handoff", HANDOFF_TIMER);
+  if (!at) return;
+  const { material: m, sub } = at;
   const res = await handAnnounceToRequester(host.bindings, sub.requesterKey, {
     idempotencyKey: announceIdempotencyKey(host.key, taskRunId),
     childKey: host.key,
     childRunId: taskRunId,
-    message: flow.material.message ?? null,
+    message: m.message ?? null,
     route: sub.requesterRoute ?? null,
     ...(sub.thread ? { threadId: sub.thread.threadId } : {}),
     // Kept by the requester even for a silent announce: a parent sub-agent reports all its children.
-    outcome: {
-      status: statusLabel(flow.material.outcome, flow.material.error),
-      result: announceResult({ finalReply: flow.material.finalReply, latestToolResult: flow.material.fallbackResult, children: flow.material.children }),
-    },
+    outcome: announcedOutcome(m),
   });
   if (res.requesterGone) console.warn("sub-agent announce dropped: its requester session no longer exists", host.key, sub.requesterKey);
   host.storage.transactionSync(() => {
-    writeFlow(host, "done", flow.material);
+    writeFlow(host, "done", m);
     host.timers.clear(HANDOFF_TIMER, taskRunId);
     // "delete" removes the child only once its announce is safely with the requester.
     if (sub.cleanup === "delete") host.timers.set(DELETE_TIMER, "child", Date.now());
@@ -295,8 +293,8 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
     return;
   }
   if (archive) {
-    const retain = host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep && sub.cleanup === "keep";
-    await exportToArchive(host, { retainAttachments: retain });
+    // Only kept children are archived (deleted ones take the DELETE_TIMER path).
+    await exportToArchive(host, { retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep });
   }
   // deleteSession clears every table (attachments included), the alarm and the registry row.
   await host.deleteSession();
@@ -352,6 +350,7 @@ registerSessionExtension({
       case DESCENDANTS_TIMER:
         // The cap: announce now; children still running are reported as such.
         host.storage.transactionSync(() => {
+          // Cleared by ref too: a timer whose flow is no longer waiting must not fire forever.
           host.timers.clear(DESCENDANTS_TIMER, timer.ref);
           resumeDeferredAnnounces(host);
         });

@@ -1,3 +1,4 @@
+import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { DeliveryRoute, EnqueueRequest, RunSnapshot } from "../session/types";
 
@@ -45,14 +46,17 @@ function forwardInbound(host: SessionObject, req: EnqueueRequest): Promise<RunSn
 async function forwardIfBound(host: SessionObject, req: EnqueueRequest): Promise<RunSnapshot | null> {
   const binding = await host.storage.get<ThreadBinding>(BINDING);
   if (!binding) return null;
-  // A binding whose unbind was lost must not bring a deleted child back as an empty session.
-  if (!(await host.bindings.SESSIONS.getByName(binding.childKey).getMeta())) {
+  const given = req.input.route;
+  const route = given ? { ...given, threadId: given.threadId ?? binding.route.threadId } : binding.route;
+  try {
+    // onlyIfExists: a binding whose unbind was lost must not bring a deleted child back as an empty session.
+    return await host.bindings.SESSIONS.getByName(binding.childKey).enqueue({ ...req, onlyIfExists: true, input: { ...req.input, route } });
+  } catch (err) {
+    const e = fromRpcError(err);
+    if (!(e instanceof SwitchboardError && e.type === "not_found")) throw e;
     await host.storage.delete(BINDING);
     return null;
   }
-  const given = req.input.route;
-  const route = given ? { ...given, threadId: given.threadId ?? binding.route.threadId } : binding.route;
-  return host.bindings.SESSIONS.getByName(binding.childKey).enqueue({ ...req, input: { ...req.input, route } });
 }
 
 const threadRpc = {

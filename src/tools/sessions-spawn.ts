@@ -1,3 +1,4 @@
+import { routeOf } from "../channels/outbox";
 import { z } from "zod";
 import { findAgent, isAgentSandboxed } from "../config/load";
 import { AGENT_ID_RE, type Config } from "../config/schema";
@@ -73,10 +74,6 @@ function resolveChildThinking(cfg: Config, targetAgentId: string, explicit?: str
   return explicit ?? findAgent(cfg, targetAgentId)?.subagents?.thinking ?? cfg.agents.defaults.subagents.thinking;
 }
 
-function requesterRoute(meta: { lastChannel?: string; lastTo?: string; lastAccountId?: string; lastThreadId?: string } | null): DeliveryRoute | undefined {
-  if (!meta?.lastChannel) return undefined;
-  return { channel: meta.lastChannel, to: meta.lastTo ?? null, accountId: meta.lastAccountId ?? null, threadId: meta.lastThreadId ?? null };
-}
 
 export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): Promise<SessionsSpawnAccepted | Refusal> {
   const { cfg, caller, env } = ctx;
@@ -155,7 +152,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   if (modelProblem) return refusal("error", modelProblem, { childSessionKey: childKey });
 
   // 11. thread binding needs a channel that supports it.
-  const route = requesterRoute(requesterMeta);
+  const route = routeOf(requesterMeta);
   const requesterChannel = requesterMeta?.lastChannel ?? requesterMeta?.channel;
   if (thread) {
     if (!requesterChannel) {
