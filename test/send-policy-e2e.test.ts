@@ -156,9 +156,18 @@ describe("per-session override: PATCH and the owner's /send", () => {
       ["⚙️ Send policy set to off.", "send blocked by session policy", 0],
     ]);
     expect(fakes.hooks).toHaveLength(0);
+    // An operator retry cannot send what the policy still blocks: the row stays blocked, nothing is posted.
+    const still = await call("POST", `/v1/sessions/${enc(key)}/deliveries/${blocked[0].id}/retry`);
+    expect(still.status).toBe(200);
+    expect(still.json).toMatchObject({ id: blocked[0].id, status: "blocked", lastError: "send blocked by session policy" });
+    expect(fakes.hooks).toHaveLength(0);
     await sendAndWait(key, "/send on", route);
     await sendAndWait(key, "now loud", route);
     await until(async () => expect(fakes.hooks.map((h) => h.body.message)).toEqual(["⚙️ Send policy set to on.", "a reply"]));
+    // Once the policy allows it, the same retry sends the blocked reply.
+    const sent = await call("POST", `/v1/sessions/${enc(key)}/deliveries/${blocked[0].id}/retry`);
+    expect(sent.json).toMatchObject({ id: blocked[0].id, status: "delivered" });
+    expect(fakes.hooks.map((h) => h.body.message)).toEqual(["⚙️ Send policy set to on.", "a reply", "a reply"]);
   });
 
   it("a session denied after the send was accepted: the announce is stopped at the outbox chokepoint", async () => {

@@ -407,6 +407,10 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
     });
     expect(((await list.json()) as any).result.tools.map((t: any) => t.name).sort()).toEqual(["sessions_history", "sessions_list", "sessions_spawn"]);
+    // The tool catalog a runtime offers its model matches what the gateway allows, at each depth.
+    const catalog = async (key: string) => (await call("GET", "/v1/tools", undefined, { headers: { "X-Session-Key": key } })).json.tools.map((t: any) => t.name).sort();
+    expect(await catalog(orchestrator)).toEqual(["sessions_history", "sessions_list", "sessions_spawn"]);
+    expect(await catalog(leafKey)).toEqual([]);
 
     setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 }, tools: { subagents: { tools: { deny: ["sessions_spawn"] } } } }));
     expect((await invoke("sessions_spawn", { task: "x" }, { sessionKey: orchestrator })).body.error).toEqual(notAvailable("sessions_spawn"));

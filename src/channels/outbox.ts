@@ -10,7 +10,8 @@ import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, postWebhook, type OutboundPayl
  * `queueDelivery` writes a row and its timer inside the caller's transaction, so a delivery exists
  * exactly when the state that caused it does. The alarm (timer kind `outbox`) makes the attempts:
  * at-least-once, the same idempotency key on every retry, exponential backoff, a dead letter after
- * the last attempt. Send policy is decided here and nowhere else (reference §10 item 17).
+ * the last attempt. Send policy for outbound deliveries is decided here and nowhere else (reference §10 item 17;
+ * sessions_send checks the same policy up front, to refuse the send itself).
  */
 
 export type DeliveryKind = "reply" | "announce" | "subagent_announce";
@@ -84,6 +85,21 @@ export function noWebhookError(channel: string): string {
 }
 
 /**
+ * Whether a delivery to `channel` may be attempted now: send policy first, then a configured webhook.
+ * Decided when a delivery is queued and again when an operator re-queues one, so a retry can never
+ * send what the session's policy still blocks.
+ */
+function deliveryDecision(host: SessionObject, channel: string): { status: DeliveryStatus; error: string | null } {
+  const meta = host.meta;
+  const policy = resolveSendPolicy({ policy: host.cfg.session.sendPolicy, override: meta?.sendPolicy, sessionKey: host.key, channel, chatType: meta?.chatType });
+  // Blocked is a decision, not a failure: recorded (visible over /v1), never attempted.
+  if (policy === "deny") return { status: "blocked", error: BLOCKED_BY_POLICY };
+  // A channel nobody configured is a dead letter the operator can see, not a silent drop.
+  if (!host.cfg.channels[channel]?.webhookUrl) return { status: "dead", error: noWebhookError(channel) };
+  return { status: "pending", error: null };
+}
+
+/**
  * Synchronous: call inside a transaction of `host`. Applies send policy, writes the outbox row and
  * its timer. The same idempotencyKey twice returns the existing row — never a second delivery.
  * The caller arms the alarm (`await host.timers.arm()`) after its transaction commits.
@@ -106,25 +122,7 @@ export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id:
     idempotencyKey: d.idempotencyKey,
   };
 
-  let status: DeliveryStatus = "pending";
-  let error: string | null = null;
-  const meta = host.meta;
-  const policy = resolveSendPolicy({
-    policy: host.cfg.session.sendPolicy,
-    override: meta?.sendPolicy,
-    sessionKey: host.key,
-    channel,
-    chatType: meta?.chatType,
-  });
-  if (policy === "deny") {
-    // Blocked is a decision, not a failure: recorded (visible over /v1), never attempted, never retried.
-    status = "blocked";
-    error = BLOCKED_BY_POLICY;
-  } else if (!host.cfg.channels[channel]?.webhookUrl) {
-    // A channel nobody configured is a dead letter the operator can see, not a silent drop.
-    status = "dead";
-    error = noWebhookError(channel);
-  }
+  const { status, error } = deliveryDecision(host, channel);
   host.sql.exec(
     `INSERT INTO outbox (id, idempotency_key, kind, channel, payload_json, status, attempts, last_error, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
@@ -134,11 +132,6 @@ export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id:
   // Dead handlers may do I/O (tell a requester), so they run from a timer, never inside this transaction.
   if (status === "dead") host.timers.set(OUTBOX_DEAD_TIMER, id, now);
   return { id, status };
-}
-
-/** Reads of a session that was never written must neither fail nor create storage. */
-function hasOutbox(host: SessionObject): boolean {
-  return host.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").toArray().length > 0;
 }
 
 function view(r: OutboxRow): DeliveryView {
@@ -157,9 +150,14 @@ function view(r: OutboxRow): DeliveryView {
   };
 }
 
+function deliveryById(host: SessionObject, id: string): DeliveryView | null {
+  const r = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
+  return r ? view(r) : null;
+}
+
 /** Deliveries of a session, newest first (GET /v1/sessions/{key}/deliveries). */
 export function listDeliveries(host: SessionObject, opts: { status?: DeliveryStatus; limit: number }): DeliveryView[] {
-  if (!hasOutbox(host)) return [];
+  if (!host.hasStorage) return [];
   const rows = opts.status
     ? host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE status = ? ORDER BY created_at DESC, id LIMIT ?", opts.status, opts.limit).toArray()
     : host.sql.exec<OutboxRow>("SELECT * FROM outbox ORDER BY created_at DESC, id LIMIT ?", opts.limit).toArray();
@@ -167,21 +165,27 @@ export function listDeliveries(host: SessionObject, opts: { status?: DeliverySta
 }
 
 /**
- * Put a dead (or blocked) delivery back in the queue with a fresh attempt budget, keeping its
+ * Put a dead (or blocked) delivery back in the queue — when the policy and channel now allow it — with a fresh attempt budget, keeping its
  * idempotency key so a receiver that did get an earlier attempt can still de-duplicate.
  */
 export function retryDelivery(host: SessionObject, id: string): DeliveryView | null {
-  if (!hasOutbox(host)) return null;
+  if (!host.hasStorage) return null;
   return host.storage.transactionSync(() => {
     const row = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
     if (!row) return null;
     if (row.status === "dead" || row.status === "blocked") {
       const now = Date.now();
-      host.sql.exec("UPDATE outbox SET status = 'pending', attempts = 0, updated_at = ? WHERE id = ?", now, id);
-      host.timers.clear(OUTBOX_DEAD_TIMER, id);
-      host.timers.set(OUTBOX_TIMER, id, now);
+      const decision = deliveryDecision(host, row.channel);
+      if (decision.status === "pending") {
+        host.sql.exec("UPDATE outbox SET status = 'pending', attempts = 0, updated_at = ? WHERE id = ?", now, id);
+        host.timers.clear(OUTBOX_DEAD_TIMER, id);
+        host.timers.set(OUTBOX_TIMER, id, now);
+      } else {
+        // Still refused (policy or channel): it stays where it is, with the reason as it stands now.
+        host.sql.exec("UPDATE outbox SET status = ?, last_error = ?, updated_at = ? WHERE id = ?", decision.status, decision.error, now, id);
+      }
     }
-    return view(host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).one());
+    return deliveryById(host, id);
   });
 }
 
@@ -302,7 +306,7 @@ const outboxRpc = {
     if (!v) return null;
     await host.timers.arm();
     await attemptDueNow(host);
-    return listDeliveries(host, { limit: 1_000 }).find((d) => d.id === id) ?? null;
+    return deliveryById(host, id);
   },
 };
 
@@ -333,4 +337,3 @@ registerSessionExtension({
   },
 });
 
-export { attemptDueNow as flushOutbox };

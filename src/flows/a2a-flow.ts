@@ -146,10 +146,6 @@ export function announceRoute(host: SessionObject): DeliveryRoute | null {
 
 // ---------------------------------------------------------------- persisted state
 
-/** Reads of a session that was never written must not fail (or create storage). */
-function hasFlowsTable(host: SessionObject): boolean {
-  return host.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'flows'").toArray().length > 0;
-}
 
 function loadFlow(host: SessionObject, id: string): FlowState | null {
   const row = host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE id = ? AND kind = 'a2a'", id).toArray()[0];
@@ -406,7 +402,7 @@ const a2aRpc = {
   /** A step that ran in another session ended (its `a2a_notify` timer calls this). */
   stepEnded: async (host: SessionObject, arg: { flowId: string; stepNo: number; result: StepResult }) => {
     // A target deleted meanwhile has no flow to advance: acknowledge, or the caller would retry forever.
-    if (!hasFlowsTable(host)) return { ok: true };
+    if (!host.hasStorage) return { ok: true };
     const advanced = host.storage.transactionSync(() => stepEnded(host, arg.flowId, arg.stepNo, arg.result));
     if (advanced) {
       await host.timers.arm();
@@ -415,9 +411,8 @@ const a2aRpc = {
     }
     return { ok: true };
   },
-  get: (host: SessionObject, flowId: string) => (hasFlowsTable(host) ? loadFlow(host, flowId) : null),
   list: (host: SessionObject) =>
-    hasFlowsTable(host)
+    host.hasStorage
       ? host.sql
           .exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")
           .toArray()

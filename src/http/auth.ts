@@ -4,6 +4,8 @@ import type { Config } from "../config/schema";
 import { forbidden, SwitchboardError } from "../errors";
 import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import type { Caller } from "../tools/context";
+import { verifyRunToken } from "../runners/run-token";
+import type { AppEnv } from "./app";
 import { authLimiter } from "./rate-limit";
 
 /** Who presented the bearer token (DESIGN §3.2). */
@@ -12,12 +14,6 @@ export type Principal =
   | { role: "agent"; agentId: string }
   | { role: "run"; agentId: string; sessionKey: string; runId: string; isSubagent: boolean };
 
-export type RunTokenVerifier = (token: string, env: Env) => Promise<Principal | null>;
-let runTokenVerifier: RunTokenVerifier | null = null;
-/** Webhook runtimes register the verifier of their run tokens (kept out of this module's concerns). */
-export function setRunTokenVerifier(v: RunTokenVerifier): void {
-  runTokenVerifier = v;
-}
 
 export function clientId(c: Context): string {
   return c.req.header("CF-Connecting-IP") ?? c.req.header("X-Forwarded-For")?.split(",")[0].trim() ?? "local";
@@ -43,10 +39,8 @@ export async function authenticate(c: Context<any>, cfg: Config): Promise<Princi
     if (await safeEqual(token, t)) agentMatch = agentId;
   }
   if (agentMatch) return { role: "agent", agentId: agentMatch };
-  if (runTokenVerifier) {
-    const p = await runTokenVerifier(token, env);
-    if (p) return p;
-  }
+  const run = await verifyRunToken(token, env);
+  if (run) return run;
   throw fail("Invalid bearer token");
 }
 
@@ -99,6 +93,15 @@ export function callerFor(principal: Principal, cfg: Config, requestedKey?: stri
     sandboxed: isAgentSandboxed(cfg, parsed.agentId),
     isSubagent: parsed.isSubagent,
   };
+}
+
+/**
+ * The requester of a tool call (`/tools/invoke`, `/mcp`, `/v1/tools`): `callerFor` plus, for a
+ * sub-agent, the depth its tool set depends on — one function so every surface offers the same tools.
+ */
+export function requesterOf(c: Context<AppEnv>, requestedKey?: string | null): Promise<Caller> {
+  const cfg = c.get("cfg");
+  return withSpawnDepth(c.env, cfg, callerFor(c.get("principal"), cfg, requestedKey));
 }
 
 /**

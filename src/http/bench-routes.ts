@@ -9,8 +9,8 @@ import { authorizeKey } from "./auth";
 import { parseBody } from "./route-helpers";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
-export const SEED_SESSIONS_MAX_BATCH = 5_000;
-export const SEED_MESSAGES_MAX_BATCH = 20_000;
+const SEED_SESSIONS_MAX_BATCH = 5_000;
+const SEED_MESSAGES_MAX_BATCH = 20_000;
 
 const seedSessionsBody = z.object({
   agentId: z.string().min(1).max(64),

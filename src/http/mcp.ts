@@ -5,7 +5,7 @@ import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, toolsFor, type ToolDefinition } from "../tools/registry";
 import type { AppEnv } from "./app";
-import { callerFor, withSpawnDepth } from "./auth";
+import { requesterOf } from "./auth";
 
 /**
  * `/mcp` (DESIGN §3.4): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
@@ -17,7 +17,7 @@ import { callerFor, withSpawnDepth } from "./auth";
  * compiler) into the Worker bundle; the test drives it with the official SDK client.
  */
 
-export const MCP_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
+const MCP_PROTOCOL_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"] as const;
 const LATEST_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0];
 
 /**
@@ -53,7 +53,7 @@ class RpcError extends Error {
 }
 
 /** The description a model sees over MCP: the registry's, plus the MCP wait cap where one applies. */
-export function mcpDescription(def: ToolDefinition): string {
+function mcpDescription(def: ToolDefinition): string {
   const waitArg = WAIT_ARGUMENTS[def.name];
   if (!waitArg) return def.description;
   return `${def.description} Over MCP, \`${waitArg}\` is capped at ${MCP_MAX_WAIT_SECONDS} seconds (MCP clients time requests out after 60 s); a longer run returns status "timeout" and keeps going — read its reply later with sessions_history, or pass ${waitArg}: 0 to fire and forget.`;
@@ -138,7 +138,7 @@ function mcpTool(def: ToolDefinition) {
 /** The requester session: `X-Session-Key`, else the token's main session (DESIGN §3.2). */
 async function toolContext(c: Context<AppEnv>): Promise<ToolContext> {
   const cfg = c.get("cfg");
-  return { env: c.env, cfg, caller: await withSpawnDepth(c.env, cfg, callerFor(c.get("principal"), cfg, c.req.header("X-Session-Key"))) };
+  return { env: c.env, cfg, caller: await requesterOf(c, c.req.header("X-Session-Key")) };
 }
 
 async function answer(c: Context<AppEnv>, msg: unknown): Promise<JsonRpcResponse | null> {

@@ -204,7 +204,7 @@ function operationId(method: string, path: string): string {
 }
 
 /** Build the document from the routes the app really serves. */
-export function openApiDocument(routes: readonly { method: string; path: string }[], serverUrl?: string): Record<string, unknown> {
+export function openApiDocument(routes: readonly { method: string; path: string }[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   const seen = new Set<string>();
   for (const r of routes) {
@@ -250,7 +250,6 @@ export function openApiDocument(routes: readonly { method: string; path: string 
       version: "0.1.0",
       description: "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}`.",
     },
-    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     security: [{ bearerAuth: [] }],
     tags: ["tools", "sessions", "runs", "deliveries", "agents", "meta"].map((name) => ({ name })),
     paths,
@@ -267,5 +266,10 @@ function isZod(v: unknown): v is z.ZodType {
 
 /** Public: the document describes the API and holds no data, and tooling fetches it without secrets. */
 export function openApiRoutes(app: Hono<AppEnv>): void {
-  app.get("/openapi.json", (c) => c.json(openApiDocument(app.routes, new URL(c.req.url).origin)));
+  // Built once (the routes and schemas are fixed); only the server URL is per request.
+  let doc: Record<string, unknown> | null = null;
+  app.get("/openapi.json", (c) => {
+    doc ??= openApiDocument(app.routes);
+    return c.json({ openapi: doc.openapi, info: doc.info, servers: [{ url: new URL(c.req.url).origin }], ...doc });
+  });
 }

@@ -11,7 +11,7 @@ import { readHistory } from "../tools/sessions-history";
 import { decodeCursor, encodeCursor, SESSION_KINDS } from "../tools/sessions-list";
 import { type AppEnv, jsonBody } from "./app";
 import { intParam, parseBody, rpc, targetOf } from "./route-helpers";
-import { authorizeKey, type Principal } from "./auth";
+import { authorizeKey } from "./auth";
 
 export const inboundMessage = z.object({
   message: z.string().min(1, "message required").max(1_000_000),
@@ -242,4 +242,3 @@ export function v1Routes(app: Hono<AppEnv>): void {
   for (const path of ["/v1/sessions/:key/messages", "/v1/runs/:id/abort"]) app.all(path, (c) => c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST").toEnvelope(), 405));
 }
 
-export type { Principal };

@@ -2,7 +2,7 @@ import type { Hono } from "hono";
 import { describeTool } from "../tools/json-schema";
 import { toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app";
-import { callerFor } from "./auth";
+import { requesterOf } from "./auth";
 
 /**
  * `GET /v1/tools`: the tools this caller may use, as JSON-Schema function definitions derived from
@@ -11,9 +11,8 @@ import { callerFor } from "./auth";
  * this into OpenAI / AI SDK tool definitions.
  */
 export function toolCatalogRoutes(app: Hono<AppEnv>): void {
-  app.get("/v1/tools", (c) => {
-    const cfg = c.get("cfg");
-    const caller = callerFor(c.get("principal"), cfg, c.req.header("X-Session-Key"));
-    return c.json({ sessionKey: caller.sessionKey, tools: toolsFor(caller, cfg).map((def) => describeTool(def)) });
+  app.get("/v1/tools", async (c) => {
+    const caller = await requesterOf(c, c.req.header("X-Session-Key"));
+    return c.json({ sessionKey: caller.sessionKey, tools: toolsFor(caller, c.get("cfg")).map((def) => describeTool(def)) });
   });
 }

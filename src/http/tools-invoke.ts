@@ -1,9 +1,9 @@
 import type { Hono } from "hono";
 import { z } from "zod";
-import { invalid } from "../errors";
 import { invokeTool, findTool, parseToolArgs } from "../tools/registry";
 import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
-import { callerFor, withSpawnDepth } from "./auth";
+import { requesterOf } from "./auth";
+import { parseBody } from "./route-helpers";
 
 export const invokeBody = z.object({
   tool: z.string().min(1),
@@ -21,14 +21,9 @@ export function toolResult(payload: unknown) {
 
 export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
   app.post("/tools/invoke", async (c) => {
-    const parsed = invokeBody.safeParse(await jsonBody(c));
-    if (!parsed.success) {
-      const i = parsed.error.issues[0];
-      throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
-    }
-    const body = parsed.data;
+    const body = parseBody(invokeBody, await jsonBody(c));
     const cfg = c.get("cfg");
-    const caller = await withSpawnDepth(c.env, cfg, callerFor(c.get("principal"), cfg, body.sessionKey ?? c.req.header("X-Session-Key")));
+    const caller = await requesterOf(c, body.sessionKey ?? c.req.header("X-Session-Key"));
     const ctx = { env: c.env, cfg, caller };
     if (body.dryRun) {
       const tool = findTool(caller, cfg, body.tool);

@@ -1,5 +1,5 @@
 import { SwitchboardError } from "../errors";
-import { setRunTokenVerifier, type Principal } from "../http/auth";
+import type { Principal } from "../http/auth";
 import { FINAL_STATUSES } from "../session/types";
 
 /**
@@ -11,7 +11,7 @@ import { FINAL_STATUSES } from "../session/types";
  * A valid MAC is not enough: the token is refused after its expiry (the run's deadline) and as soon as
  * the run has ended, which is read from the run itself — no revocation list to keep.
  */
-export interface RunTokenClaims {
+interface RunTokenClaims {
   runId: string;
   sessionKey: string;
   agentId: string;
@@ -46,7 +46,7 @@ export async function mintRunToken(secret: string, claims: RunTokenClaims): Prom
 }
 
 /** The claims of a token whose MAC is valid, else null (expiry and run state are checked by the caller). */
-export async function readRunToken(secret: string, token: string): Promise<RunTokenClaims | null> {
+async function readRunToken(secret: string, token: string): Promise<RunTokenClaims | null> {
   const parts = token.split(".");
   if (parts.length !== 3 || parts[0] !== PREFIX || !secret || token.length > 4096) return null;
   try {
@@ -80,4 +80,3 @@ export async function verifyRunToken(token: string, env: Env, now = Date.now()):
   return { role: "run", agentId: claims.agentId, sessionKey: claims.sessionKey, runId: claims.runId, isSubagent: claims.isSubagent };
 }
 
-setRunTokenVerifier(verifyRunToken);

@@ -6,7 +6,7 @@ import { SwitchboardError, toRpcError } from "../errors";
 import { parseCanonical } from "../keys";
 import { parseSendCommand } from "../policy/send-policy";
 import { indexEntryOf, type SessionRow } from "../registry/row";
-import { runModel, textOf, type RunnerResult } from "../runners/model-runner";
+import { runModel, type RunnerResult } from "../runners/model-runner";
 import { resolveModel } from "../runners/models";
 import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
 import { buildRunTools } from "../tools/run-tools";
@@ -179,6 +179,11 @@ export class SessionObject extends DurableObject<Env> {
 
   get storage(): DurableObjectStorage {
     return this.ctx.storage;
+  }
+
+  /** This session has ever been written (its tables exist): reads of one that was not must not create storage. */
+  get hasStorage(): boolean {
+    return this.schemaReady;
   }
 
   private ensureSchema(): void {
@@ -668,11 +673,6 @@ export class SessionObject extends DurableObject<Env> {
       .map((r) => ({ runId: r.id, qseq: r.qseq, status: r.status, userSeq: r.user_seq }));
   }
 
-  /** Last assistant reply text of a given run (used by flows to pass replies along). */
-  protected replyOf(run: RunSnapshot): string {
-    return run.reply ?? "";
-  }
-
   // ---------------------------------------------------------------- alarm & timers
 
   async alarm(): Promise<void> {
@@ -822,18 +822,5 @@ export class SessionObject extends DurableObject<Env> {
   async previewMessages(limit: number): Promise<HistoryPage["messages"]> {
     if (!this.schemaReady || limit <= 0) return [];
     return (await this.history({ limit, includeTools: false })).messages;
-  }
-
-  /** Text of the latest assistant message (used by flows for announces). */
-  latestAssistantText(): string {
-    const page = this.transcript.page({ limit: 10, includeTools: false });
-    for (let i = page.messages.length - 1; i >= 0; i--) {
-      const m = page.messages[i];
-      if (m.role === "assistant") {
-        const t = textOf(m.content);
-        if (t.trim()) return t;
-      }
-    }
-    return "";
   }
 }

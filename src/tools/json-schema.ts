@@ -10,9 +10,18 @@ export type JsonSchema = Record<string, unknown>;
  * send (defaults optional); the `$schema` marker is dropped because the schema is embedded.
  */
 export function jsonSchemaOf(schema: z.ZodType, io: "input" | "output" = "input"): JsonSchema {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema;
-  return rest;
+  // Schemas are fixed once their modules load: convert each once, not on every tools/list or catalog call.
+  const byIo = CACHE.get(schema) ?? new Map<string, JsonSchema>();
+  CACHE.set(schema, byIo);
+  let out = byIo.get(io);
+  if (!out) {
+    const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema;
+    out = rest;
+    byIo.set(io, out);
+  }
+  return out;
 }
+const CACHE = new WeakMap<z.ZodType, Map<string, JsonSchema>>();
 
 /** One tool as a JSON-Schema function definition (the common shape of MCP, OpenAI and AI SDK tools). */
 export interface ToolDescriptor {

@@ -1,3 +1,4 @@
+import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { z } from "zod";
 import { fromRpcError } from "../errors";
 import { type A2aStart, messageContextPrompt } from "../flows/a2a-flow";
@@ -11,7 +12,6 @@ import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference 
 
 /** Default wait of a send (reference §3.1). */
 export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
-export const SEND_BLOCKED = "send blocked by session policy";
 
 export const sessionsSendSchema = z.object({
   sessionKey: z.string().max(512).optional().describe("Target session key, `main`, `current`, or a sessionId from sessions_list."),
@@ -118,7 +118,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     channel: targetMeta?.channel ?? targetMeta?.lastChannel,
     chatType: targetMeta?.chatType,
   });
-  if (policy === "deny") return refuse("error", SEND_BLOCKED, { sessionKey: shownKey });
+  if (policy === "deny") return refuse("error", BLOCKED_BY_POLICY, { sessionKey: shownKey });
 
   const requesterParsed = parseCanonical(requesterKey, ctx.cfg);
   const channel = deriveChannel(requesterParsed, (requesterKey === targetKey ? targetMeta : requesterMeta) ?? {});
