@@ -24,7 +24,7 @@ async function age(key: string, ms: number): Promise<void> {
   await runInDurableObject(sessionStub(key), async (_o: SessionObject, state) => {
     const sql = state.storage.sql;
     sql.exec("UPDATE flows SET created_at = created_at - ?, updated_at = updated_at - ?", ms, ms);
-    sql.exec("UPDATE outbox SET created_at = created_at - ?, updated_at = updated_at - ?", ms, ms);
+    sql.exec("UPDATE outbox SET created_at = created_at - ?, updated_at = updated_at - ?, delivered_at = delivered_at - ?", ms, ms, ms);
   });
   await advance(key, ms);
 }

@@ -4,8 +4,9 @@
  * idempotency window, so they stay inspectable — and then pruned, so a long-lived session's storage
  * grows with its live work, not with its history of finished work.
  *
- * One `prune` timer per session does it: (re)armed on the session's alarm with `keepEarlier`, so it is
- * never pushed back, and on firing it deletes in bounded batches (index seeks on kind/state and status).
+ * One `prune` timer per session does it: armed on the session's alarm when finished rows exist and it
+ * is not armed yet, due when the oldest of them expires; on firing it deletes in bounded batches
+ * (index seeks on kind/state/updated_at and status/delivered_at) and re-arms for the next oldest.
  */
 
 export const RETENTION_MS = 7 * 24 * 60 * 60_000;
@@ -27,14 +28,12 @@ export function pruneFinished(sql: SqlStorage, finished: FinishedFlowStates, now
   let fullBatch = false;
   for (const [kind, states] of Object.entries(finished)) {
     for (const state of states) {
-      const n = sql.exec("SELECT rowid FROM flows WHERE kind = ? AND state = ? AND updated_at < ? LIMIT ?", kind, state, cutoff, BATCH).toArray().length;
-      if (n === 0) continue;
-      sql.exec("DELETE FROM flows WHERE rowid IN (SELECT rowid FROM flows WHERE kind = ? AND state = ? AND updated_at < ? LIMIT ?)", kind, state, cutoff, BATCH);
+      const n = sql.exec("DELETE FROM flows WHERE rowid IN (SELECT rowid FROM flows WHERE kind = ? AND state = ? AND updated_at < ? LIMIT ?) RETURNING 1", kind, state, cutoff, BATCH).toArray().length;
       fullBatch ||= n === BATCH;
     }
   }
-  const n = sql.exec("SELECT rowid FROM outbox WHERE status = 'delivered' AND created_at < ? LIMIT ?", cutoff, BATCH).toArray().length;
-  if (n > 0) sql.exec("DELETE FROM outbox WHERE rowid IN (SELECT rowid FROM outbox WHERE status = 'delivered' AND created_at < ? LIMIT ?)", cutoff, BATCH);
+  // Aged from delivery, not creation: a dead letter retried after a week is still kept a week once delivered.
+  const n = sql.exec("DELETE FROM outbox WHERE rowid IN (SELECT rowid FROM outbox WHERE status = 'delivered' AND delivered_at < ? LIMIT ?) RETURNING 1", cutoff, BATCH).toArray().length;
   if (fullBatch || n === BATCH) return now + BACKLOG_DELAY_MS;
   const next = nextPruneDue(sql, finished);
   return next === null ? null : Math.max(now + BACKLOG_DELAY_MS, next);
@@ -49,6 +48,6 @@ export function nextPruneDue(sql: SqlStorage, finished: FinishedFlowStates): num
   for (const [kind, states] of Object.entries(finished)) {
     for (const state of states) consider(sql.exec<{ t: number | null }>("SELECT MIN(updated_at) AS t FROM flows WHERE kind = ? AND state = ?", kind, state).one().t);
   }
-  consider(sql.exec<{ t: number | null }>("SELECT MIN(created_at) AS t FROM outbox WHERE status = 'delivered'").one().t);
+  consider(sql.exec<{ t: number | null }>("SELECT MIN(delivered_at) AS t FROM outbox WHERE status = 'delivered'").one().t);
   return oldest === null ? null : (oldest as number) + RETENTION_MS;
 }

@@ -90,6 +90,8 @@ const MIGRATIONS: string[] = [
   `CREATE INDEX flows_kind_state ON flows (kind, state);`,
   // Retention finds the oldest finished row of each kind/state by a seek (retention.ts); it covers the index above.
   `DROP INDEX flows_kind_state; CREATE INDEX flows_kind_state_updated ON flows (kind, state, updated_at);`,
+  // Delivered rows are pruned a week after delivery (retention.ts).
+  `CREATE INDEX outbox_delivered ON outbox (status, delivered_at);`,
 ];
 
 export function migrate(sql: SqlStorage): void {
