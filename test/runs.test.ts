@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { useFakeProvider } from "./helpers/fake-provider";
+import { FAKE_BASE_URL, useFakeProvider } from "./helpers/fake-provider";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -159,6 +159,16 @@ describe("runs", () => {
     expect((await texts(key)).filter((t) => t.startsWith("user:"))).toEqual(["user:long", "user:third"]);
   });
 
+  it("contextTokens is the model's context window from models.providers.*.models[].contextWindow", async () => {
+    useFakeProvider({
+      auto: (c) => c.reply("counted", { prompt: 5, completion: 2 }),
+      extraConfig: { models: { providers: { fake: { baseUrl: FAKE_BASE_URL, apiKey: "k", models: [{ id: "m1", contextWindow: 128_000 }] } } } },
+    });
+    const key = "agent:main:runs-context-window";
+    await sendAndWait(key, "one");
+    expect((await call("GET", `/v1/sessions/${enc(key)}`)).json).toMatchObject({ model: "m1", inputTokens: 5, contextTokens: 128_000 });
+  });
+
   it("usage (tokens) and the model are recorded on the run and the session", async () => {
     useFakeProvider({ auto: (c) => c.reply("counted", { prompt: 5, completion: 2 }) });
     const key = "agent:main:runs-usage";
@@ -166,7 +176,9 @@ describe("runs", () => {
     expect(r1).toMatchObject({ status: "ok", usage: { input: 5, output: 2, totalTokens: 7 }, model: "fake/m1" });
     await sendAndWait(key, "two");
     const row = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
-    expect(row).toMatchObject({ model: "m1", totalTokens: 14, inputTokens: 10, outputTokens: 4, contextTokens: 5, systemSent: true });
+    expect(row).toMatchObject({ model: "m1", totalTokens: 14, inputTokens: 10, outputTokens: 4, systemSent: true });
+    // contextTokens is the model's context window, not the last input size: unset when config does not say.
+    expect(row).not.toHaveProperty("contextTokens");
     // …and the listing shows it right after the wait returned (no stale coalesced row).
     const listed = await invoke("sessions_list", { limit: 200 }, { sessionKey: key });
     expect(listed.details.sessions.find((s: any) => s.key === key)).toMatchObject({ model: "m1", totalTokens: 14 });

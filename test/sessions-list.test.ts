@@ -162,7 +162,6 @@ describe("sessions_list rows", () => {
       updatedAt: expect.any(Number),
       sessionId: meta.sessionId,
       model: "echo",
-      contextTokens: expect.any(Number),
       totalTokens: expect.any(Number),
       inputTokens: expect.any(Number),
       outputTokens: expect.any(Number),

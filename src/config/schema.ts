@@ -71,6 +71,8 @@ const agentEntry = z.object({
 const providerModel = z.object({
   id: z.string(),
   cost: z.object({ input: z.number().min(0).optional(), output: z.number().min(0).optional() }).optional(),
+  /** Tokens the model can take in; shown as a session's `contextTokens`. */
+  contextWindow: z.number().int().min(1).optional(),
 });
 
 const provider = z.object({

@@ -10,6 +10,7 @@ import { runModel, type RunnerResult } from "../runners/model-runner";
 import { resolveModel } from "../runners/models";
 import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
 import { buildRunTools } from "../tools/run-tools";
+import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
 import { newRunId } from "./run-id";
 import { migrate } from "./schema";
 import { syntheticMessage } from "./seed";
@@ -449,9 +450,9 @@ export class SessionObject extends DurableObject<Env> {
       const input = JSON.parse(next.input_json) as RunInput;
       this.sql.exec("UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1 WHERE id = ?", now, next.id);
       this.timers.set("lease", next.id, now + LEASE_MS);
-      const timeoutSeconds = input.timeoutSeconds && input.timeoutSeconds > 0 ? input.timeoutSeconds : this.cfg.agents.defaults.timeoutSeconds;
+      const timeoutSeconds = runDeadlineSeconds(input, this.cfg);
       // The deadline is set once, at the first start, so a retried run keeps its original deadline.
-      if (next.started_at === null) this.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
+      if (next.started_at === null && timeoutSeconds !== null) this.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       return this.runRow(next.id)!;
     });
   }
@@ -540,14 +541,9 @@ export class SessionObject extends DurableObject<Env> {
       const input = JSON.parse(row.input_json) as RunInput;
       const m = this.meta!;
       const res = outcome.result;
-      if (res && outcome.status === "ok") {
+      const ok = Boolean(res) && outcome.status === "ok";
+      if (res && ok) {
         for (const msg of res.messages) this.transcript.append(msg, runId);
-        m.inputTokens += res.usage.input;
-        m.outputTokens += res.usage.output;
-        m.totalTokens += res.usage.totalTokens;
-        m.contextTokens = res.usage.input;
-        m.model = res.model;
-        m.modelProvider = res.provider;
         m.systemSent = true;
       } else if (row.status === "running") {
         // The transcript records failed and cut-short runs too, as the reference does (stopReason error/aborted).
@@ -565,13 +561,14 @@ export class SessionObject extends DurableObject<Env> {
           runId,
         );
       }
+      const spent = endedRunUsage(this.sql, runId, res, ok);
+      if (spent) addRunUsage(m, this.cfg, spent.usage, ok ? res : undefined);
       m.abortedLastRun = outcome.status === "aborted" || outcome.status === "timeout";
       m.updatedAt = now;
       this.saveMeta();
-      const usage = res ? JSON.stringify({ input: res.usage.input, output: res.usage.output, totalTokens: res.usage.totalTokens }) : null;
       this.sql.exec(
         "UPDATE runs SET status = ?, reply = ?, error = ?, usage_json = ?, model = ?, ended_at = ? WHERE id = ?",
-        outcome.status, outcome.reply ?? null, outcome.error ?? null, usage, res ? `${res.provider}/${res.model}` : null, now, runId,
+        outcome.status, outcome.reply ?? null, outcome.error ?? null, spent ? JSON.stringify(spent.usage) : null, spent?.model ?? null, now, runId,
       );
       this.timers.clear("lease", runId);
       this.timers.clear("deadline", runId);

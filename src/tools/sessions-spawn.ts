@@ -41,7 +41,9 @@ export const sessionsSpawnSchema = z.looseObject({
   agentId: z.string().optional().describe("Spawn under another agent id (see agents_list)."),
   model: z.string().optional().describe("Model override for the sub-agent (<provider>/<model>); invalid values are an error."),
   thinking: z.string().optional().describe(`Thinking level: ${THINKING_LEVELS.join(", ")}.`),
-  runTimeoutSeconds: z.number().min(0).optional().describe("Abort the sub-agent run after N seconds (0 = agents.defaults.subagents.runTimeoutSeconds, else none)."),
+  runTimeoutSeconds: z.number().min(0).optional().describe(
+      "Seconds until the sub-agent's run is aborted (it then announces timed out). Omitted: agents.defaults.subagents.runTimeoutSeconds when set, otherwise 0. 0 = no timeout: the run is not cut by the general run deadline either.",
+    ),
   timeoutSeconds: z.number().min(0).optional().describe("Legacy alias of runTimeoutSeconds."),
   thread: z.boolean().optional().describe("Bind the sub-agent to a thread of the requester's channel (channels.<ch>.threadBindings)."),
   mode: z.enum(["run", "session"]).optional().describe('"run" (one-shot, default) or "session" (persistent, requires thread=true).'),
