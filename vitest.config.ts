@@ -8,7 +8,7 @@ export default defineConfig({
       miniflare: {
         bindings: {
           GATEWAY_TOKEN: "test-gateway-token",
-          AGENT_TOKENS: JSON.stringify({ main: "test-main-token", research: "test-research-token" }),
+          AGENT_TOKENS: JSON.stringify({ main: "test-main-agent-token", research: "test-research-token" }),
           SIGNING_SECRET: "test-signing-secret",
         },
         // The optional cold-storage bucket archived sub-agent transcripts are exported to.

@@ -124,7 +124,7 @@ describe("per-session override: PATCH and the owner's /send", () => {
     policyConfig();
     const fakes = installFakes(() => "model reply");
     const key = `agent:main:telegram:direct:${uniq("owner")}`;
-    const route = { channel: "telegram", to: "chat-1" };
+    const route = { channel: "telegram", to: "chat-1", senderIsOwner: true };
     expect((await sendAndWait(key, "/send off", route)).reply).toBe("⚙️ Send policy set to off.");
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).json.sendPolicy).toBe("deny");
     expect((await sendAndWait(key, "  /SEND   on ", route)).reply).toBe("⚙️ Send policy set to on.");
@@ -143,7 +143,7 @@ describe("per-session override: PATCH and the owner's /send", () => {
     policyConfig();
     const fakes = installFakes(() => "a reply");
     const key = `agent:main:telegram:direct:${uniq("muted")}`;
-    const route = { channel: "telegram", to: "chat-9", deliver: true };
+    const route = { channel: "telegram", to: "chat-9", deliver: true, senderIsOwner: true };
     await sendAndWait(key, "/send off", route);
     await sendAndWait(key, "say something", route);
     const blocked = await until(async () => {

@@ -45,8 +45,8 @@ afterEach(() => {
 
 const newKey = (rest = `chat-${crypto.randomUUID().slice(0, 8)}`) => `agent:hook:${rest}`;
 
-async function send(key: string, message: string) {
-  const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message });
+async function send(key: string, message: string, extra: Record<string, unknown> = {}) {
+  const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message, ...extra });
   expect(r.status).toBe(202);
   return r.json.runId as string;
 }
@@ -204,7 +204,7 @@ describe("webhook agent runtimes", () => {
 
   it("owner commands (/send off) are answered by the gateway, never POSTed to the runtime", async () => {
     const key = newKey();
-    const runId = await send(key, "/send off");
+    const runId = await send(key, "/send off", { senderIsOwner: true });
     expect((await call("GET", `/v1/runs/${runId}/wait?timeoutMs=10000`)).json.status).toBe("ok");
     expect(received).toHaveLength(0);
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).json.sendPolicy).toBe("deny");

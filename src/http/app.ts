@@ -4,6 +4,7 @@ import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { authenticate, type Principal } from "./auth";
+import { runTokenWriteScope } from "./scopes";
 import { toolsInvokeRoutes } from "./tools-invoke";
 import { v1Routes } from "./routes-v1";
 import { deliveriesRoutes } from "./routes-deliveries";
@@ -65,6 +66,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   };
   app.use("/tools/*", authed);
   app.use("/v1/*", authed);
+  app.use("/v1/*", runTokenWriteScope);
   app.use("/mcp", authed);
 
   toolsInvokeRoutes(app);

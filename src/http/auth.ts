@@ -6,6 +6,7 @@ import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import type { Caller } from "../tools/context";
 import { verifyRunToken } from "../runners/run-token";
 import type { AppEnv } from "./app";
+import { agentTokensOf } from "./agent-tokens";
 import { authLimiter } from "./rate-limit";
 
 /** Who presented the bearer token (DESIGN §3.2). */
@@ -23,6 +24,8 @@ export function clientId(c: Context): string {
 export async function authenticate(c: Context<any>, cfg: Config): Promise<Principal> {
   const client = clientId(c);
   authLimiter.assertAllowed(client, cfg.limits.authFailuresPerMinute);
+  // Validated before any token is looked at: a malformed AGENT_TOKENS fails every request closed (agent-tokens.ts).
+  const agentTokens = agentTokensOf(c.env);
   const header = c.req.header("Authorization") ?? "";
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   const fail = (msg: string) => {
@@ -35,25 +38,13 @@ export async function authenticate(c: Context<any>, cfg: Config): Promise<Princi
   if (typeof env.GATEWAY_TOKEN === "string" && env.GATEWAY_TOKEN && (await safeEqual(token, env.GATEWAY_TOKEN))) return { role: "operator" };
   // Compare against every agent token (no early exit on a match position) so timing reveals nothing.
   let agentMatch: string | null = null;
-  for (const [agentId, t] of Object.entries(agentTokens(env))) {
+  for (const [agentId, t] of Object.entries(agentTokens)) {
     if (await safeEqual(token, t)) agentMatch = agentId;
   }
   if (agentMatch) return { role: "agent", agentId: agentMatch };
   const run = await verifyRunToken(token, env);
   if (run) return run;
   throw fail("Invalid bearer token");
-}
-
-function agentTokens(env: Env): Record<string, string> {
-  if (!env.AGENT_TOKENS) return {};
-  try {
-    const v = typeof env.AGENT_TOKENS === "string" ? JSON.parse(env.AGENT_TOKENS) : env.AGENT_TOKENS;
-    const out: Record<string, string> = {};
-    for (const [k, t] of Object.entries(v as Record<string, unknown>)) if (typeof t === "string" && t) out[k.toLowerCase()] = t;
-    return out;
-  } catch {
-    throw new SwitchboardError("config_error", "Invalid AGENT_TOKENS: expected a JSON object {\"<agentId>\": \"<token>\"}");
-  }
 }
 
 /** Constant-time comparison: compare fixed-length digests so neither length nor prefix leaks. */

@@ -12,6 +12,7 @@ import { decodeCursor, encodeCursor, SESSION_KINDS } from "../tools/sessions-lis
 import { type AppEnv, jsonBody } from "./app";
 import { intParam, parseBody, rpc, targetOf } from "./route-helpers";
 import { authorizeKey } from "./auth";
+import { assertOperator } from "./scopes";
 
 export const inboundMessage = z.object({
   message: z.string().min(1, "message required").max(1_000_000),
@@ -23,6 +24,8 @@ export const inboundMessage = z.object({
   displayName: z.string().max(512).optional(),
   deliver: z.boolean().optional(),
   idempotencyKey: z.string().min(1).max(256).optional(),
+  /** The sender is the session's owner: owner-only commands (`/send on|off|inherit`) apply. Operator token only. */
+  senderIsOwner: z.boolean().optional(),
 });
 
 export const sessionPatch = z.object({
@@ -64,6 +67,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
   app.post("/v1/sessions/:key/messages", async (c) => {
     const target = targetOf(c);
     const body = parseBody(inboundMessage, await jsonBody(c));
+    // Refused rather than ignored: a channel gateway holding an agent token learns its claim had no effect.
+    if (body.senderIsOwner === true) assertOperator(c.get("principal"), "senderIsOwner: true");
     const stub = c.env.SESSIONS.getByName(target.canonicalKey);
     const route = body.channel
       ? {
@@ -79,7 +84,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
       stub.enqueue({
         input: { kind: "inbound", message: body.message, provenance: { kind: "external_user" }, route, deliver: body.deliver === true },
         idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
-        senderIsOwner: true,
+        senderIsOwner: body.senderIsOwner === true,
       }),
     );
     // The session that runs it: a thread bound to a sub-agent forwards to the child (spawn/thread-binding.ts).
@@ -125,6 +130,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
     const target = targetOf(c);
     const cfg = c.get("cfg");
     const body = parseBody(sessionPatch, await jsonBody(c));
+    if (body.sendPolicy !== undefined) assertOperator(c.get("principal"), "Changing sendPolicy");
     const patch: Parameters<ReturnType<typeof c.env.SESSIONS.getByName>["patch"]>[0] = {};
     if (body.label !== undefined) patch.label = body.label === null ? null : normalizeLabel(body.label);
     if (body.model !== undefined) {

@@ -2,7 +2,7 @@ import { SELF, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test
 import { env } from "cloudflare:workers";
 
 export const GATEWAY = "test-gateway-token";
-export const MAIN_TOKEN = "test-main-token";
+export const MAIN_TOKEN = "test-main-agent-token";
 export const RESEARCH_TOKEN = "test-research-token";
 
 export interface CallOpts {
