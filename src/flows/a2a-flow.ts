@@ -3,6 +3,7 @@ import { parseCanonical } from "../keys";
 import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
+import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
 
 /**
@@ -20,8 +21,7 @@ import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, typ
  * transition is keyed by the step number, so a late or duplicate report is ignored.
  */
 
-export const REPLY_SKIP = "REPLY_SKIP";
-export const ANNOUNCE_SKIP = "ANNOUNCE_SKIP";
+export { ANNOUNCE_SKIP, REPLY_SKIP };
 export const ANNOUNCE_STEP_MESSAGE = "Agent-to-agent announce step.";
 /** How long a step waits for its run before the flow moves on without it (reference: 60 s per step). */
 export const STEP_WAIT_MS = 60_000;
@@ -102,7 +102,7 @@ function flowLines(f: FlowState): string[] {
 export function replyStepPrompt(f: FlowState, turn: number): string {
   const requesterSpeaks = turn % 2 === 1;
   return [
-    "Agent-to-agent reply step:",
+    A2A_REPLY_STEP_HEADER,
     `Current agent: ${requesterSpeaks ? "Agent 1 (requester)" : "Agent 2 (target)"}.`,
     `Turn ${turn} of ${f.maxTurns}.`,
     ...flowLines(f),
@@ -112,7 +112,7 @@ export function replyStepPrompt(f: FlowState, turn: number): string {
 
 export function announceStepPrompt(f: FlowState): string {
   return [
-    "Agent-to-agent announce step:",
+    A2A_ANNOUNCE_STEP_HEADER,
     ...flowLines(f),
     `Original request: ${f.originalMessage}`,
     f.roundOneReply ? `Round 1 reply: ${f.roundOneReply}` : "Round 1 reply: (not available).",

@@ -1,9 +1,11 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3GenerateResult, LanguageModelV3Prompt } from "@ai-sdk/provider";
+import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../flows/control-tokens";
 
 /**
  * Offline models that plug into the AI SDK like any provider's model.
  * `builtin/echo` answers with the last user message: deterministic, no network — the default model,
- * so `npm start` and the test suite work on a machine with no model access.
+ * so `npm start` and the test suite work on a machine with no model access. In the follow-up steps it
+ * answers what a quiet agent would (see `echoStepAnswer`), so the default demo ends after one result.
  */
 export function echoModel(): LanguageModelV3 {
   return {
@@ -13,7 +15,7 @@ export function echoModel(): LanguageModelV3 {
     supportedUrls: {},
     async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
       options.abortSignal?.throwIfAborted();
-      const text = lastUserText(options.prompt);
+      const text = echoStepAnswer(systemText(options.prompt)) ?? lastUserText(options.prompt);
       return {
         content: [{ type: "text", text }],
         finishReason: { unified: "stop", raw: "stop" },
@@ -62,6 +64,26 @@ export function workersAiModel(ai: Ai, modelId: string): LanguageModelV3 {
       throw new Error("workers-ai models do not stream here");
     },
   };
+}
+
+/**
+ * The echo model's answer in a follow-up step, recognised by the first line of the step's system prompt:
+ * an agent-to-agent reply-back turn stops the ping-pong, the agent-to-agent announce stays silent, and a
+ * sub-agent announce adds no notes (empty: the requester still gets Status/Result/Stats, which
+ * `ANNOUNCE_SKIP` would silence). Undefined in any other run: echo the last user message.
+ */
+export function echoStepAnswer(system: string): string | undefined {
+  if (system.includes(A2A_REPLY_STEP_HEADER)) return REPLY_SKIP;
+  if (system.includes(A2A_ANNOUNCE_STEP_HEADER)) return ANNOUNCE_SKIP;
+  if (system.includes(SUBAGENT_ANNOUNCE_STEP_HEADER)) return "";
+  return undefined;
+}
+
+function systemText(prompt: LanguageModelV3Prompt): string {
+  return prompt
+    .filter((m) => m.role === "system")
+    .map((m) => m.content)
+    .join("\n");
 }
 
 function lastUserText(prompt: LanguageModelV3Prompt): string {

@@ -1,3 +1,5 @@
+import { ANNOUNCE_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../flows/control-tokens";
+
 /**
  * The texts a sub-agent sees (reference §4.2 "Task message" and "System prompt", §4.3 notes) and the
  * prompt of its announce step (DESIGN §4 "sessions_spawn": the announce step runs in the child).
@@ -67,7 +69,7 @@ export const ANNOUNCE_STEP_MESSAGE = "Sub-agent announce step.";
 /** System prompt of the announce step: the outcome is given, the model only adds notes or stays silent. */
 export function subagentAnnouncePrompt(c: { requesterKey: string; requesterChannel?: string; childKey: string; task: string; status: string; result: string; deferred?: boolean }): string {
   return [
-    "Sub-agent announce step:",
+    SUBAGENT_ANNOUNCE_STEP_HEADER,
     ...(c.deferred ? ["[Subagent Context] Your prior run ended while waiting for descendant subagent completions; their results are in Result below."] : []),
     `Requester session: ${c.requesterKey}.`,
     `Requester channel: ${c.requesterChannel ?? "unknown"}.`,
@@ -76,6 +78,6 @@ export function subagentAnnouncePrompt(c: { requesterKey: string; requesterChann
     `Status: ${c.status}`,
     `Result: ${c.result}`,
     "Status, result and stats are reported to the requester for you. Reply with short notes worth adding (caveats, follow-ups), or nothing.",
-    'If you want to remain silent, reply exactly "ANNOUNCE_SKIP".',
+    `If you want to remain silent, reply exactly "${ANNOUNCE_SKIP}".`,
   ].join("\n");
 }
