@@ -134,7 +134,7 @@ describe("sessions_send: enqueue vs wait", () => {
     const requester = `agent:main:discord:group:${uniq("req")}`;
     const target = `agent:main:${uniq("tgt")}`;
     const r = await invoke("sessions_send", { sessionKey: target, message: "do the thing", timeoutSeconds: 10 }, { sessionKey: requester });
-    expect(r.details).toEqual({ runId: expect.any(String), status: "ok", reply: "done", sessionKey: target, delivery: { status: "pending", mode: "announce" } });
+    expect(r.details).toEqual({ runId: expect.any(String), status: "ok", reply: "done", sessionKey: target, delivery: { status: "none", mode: "announce" } });
     expect(fakes.model[0].system).toContain(
       `Agent-to-agent message context:\nAgent 1 (requester) session: ${requester}.\nAgent 1 (requester) channel: discord.\nAgent 2 (target) session: ${target}.`,
     );
@@ -188,7 +188,7 @@ describe("sessions_send: enqueue vs wait", () => {
     const target = `agent:main:${uniq("tgt")}`;
     expect((await sendAndWait(target, "earlier question")).reply).toBe("old answer");
     const r = await invoke("sessions_send", { sessionKey: target, message: "new question", timeoutSeconds: 10 });
-    expect(r.details).toEqual({ runId: expect.any(String), status: "ok", sessionKey: target, delivery: { status: "pending", mode: "announce" } });
+    expect(r.details).toEqual({ runId: expect.any(String), status: "ok", sessionKey: target, delivery: { status: "none", mode: "announce" } });
     expect(r.details.reply).toBeUndefined();
     await settle(target);
   });
@@ -250,6 +250,29 @@ describe("sessions_send: enqueue vs wait", () => {
     expect(order.transcript).toEqual(order.accepted);
     expect(new Set(order.accepted)).toEqual(new Set(last));
     await settle(target);
+  });
+});
+
+describe("sessions_send: delivery.status says what happens to the announce", () => {
+  it("pending when the target has a route to a configured channel (and the announce is posted); none without a route or without a webhook (and nothing is posted)", async () => {
+    setConfigOverride(baseConfig({ session: { agentToAgent: { maxPingPongTurns: 0 } } }));
+    const fakes = installFakes((r) => (r.kind === "announce" ? `announce from ${r.session}` : "ok"));
+    const routed = `agent:main:${uniq("routed")}`;
+    await sendAndWait(routed, "hello", { channel: "discord", to: "channel:1" });
+    const byKey = `agent:main:discord:group:${uniq("g")}`; // the key names a configured channel
+    const noRoute = `agent:main:${uniq("noroute")}`;
+    const noWebhook = `agent:main:slack:group:${uniq("g")}`; // slack has no webhook configured
+    const results = await Promise.all(
+      [routed, byKey, noRoute, noWebhook].map((k, i) => invoke("sessions_send", { sessionKey: k, message: "m", timeoutSeconds: i % 2 === 0 ? 10 : 0 })),
+    );
+    expect(results.map((r) => r.details.delivery)).toEqual([
+      { status: "pending", mode: "announce" },
+      { status: "pending", mode: "announce" },
+      { status: "none", mode: "announce" },
+      { status: "none", mode: "announce" },
+    ]);
+    for (const k of [routed, byKey, noRoute, noWebhook]) await settle(k);
+    await until(async () => expect(fakes.hooks.map((h) => h.body.message).sort()).toEqual([`announce from ${routed}`, `announce from ${byKey}`].sort()));
   });
 });
 

@@ -1,10 +1,10 @@
-import { queueDelivery, recordedRoute } from "../channels/outbox";
-import { parseCanonical } from "../keys";
+import { queueDelivery, routeOf } from "../channels/outbox";
+import { parseCanonical, type ParsedKey } from "../keys";
 import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
-import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
+import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot, type SessionMeta } from "../session/types";
 
 /**
  * The agent-to-agent flow of `sessions_send` (reference §3.6, DESIGN §4): after the primary run,
@@ -131,9 +131,13 @@ export function announceStepPrompt(f: FlowState): string {
  * by scanning other sessions (reference §10 item 14).
  */
 export function announceRoute(host: SessionObject): DeliveryRoute | null {
-  const recorded = recordedRoute(host);
+  return announceRouteOf(host.meta, parseCanonical(host.key, host.cfg));
+}
+
+/** `announceRoute` from a session's metadata and parsed key (sessions_send reads these before the flow exists). */
+export function announceRouteOf(meta: SessionMeta | null | undefined, parsed: ParsedKey): DeliveryRoute | null {
+  const recorded = routeOf(meta);
   if (recorded) return recorded;
-  const parsed = parseCanonical(host.key, host.cfg);
   if (parsed.kind !== "group" || !parsed.channel || !parsed.chatType) return null;
   const parts = parsed.rest.split(":");
   const at = parts.indexOf(parsed.chatType, 1);

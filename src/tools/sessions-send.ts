@@ -1,7 +1,7 @@
 import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { z } from "zod";
 import { fromRpcError } from "../errors";
-import { type A2aStart, messageContextPrompt } from "../flows/a2a-flow";
+import { type A2aStart, announceRouteOf, messageContextPrompt } from "../flows/a2a-flow";
 import { deriveChannel, displayKey, parseCanonical, type ParsedKey } from "../keys";
 import { resolveSendPolicy } from "../policy/send-policy";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
@@ -27,9 +27,16 @@ export const sessionsSendSchema = z.object({
 });
 export type SessionsSendArgs = z.infer<typeof sessionsSendSchema>;
 
+/**
+ * What happens to the target's announce: `pending` — the announce step runs and a reply other than
+ * ANNOUNCE_SKIP is posted to the target's channel; `none` — the target has no route, or its channel no
+ * webhook, so nothing will be posted (the step's reply stays in the target's transcript).
+ */
+export type SendDelivery = { status: "pending" | "none"; mode: "announce" };
+
 export type SessionsSendResult =
-  | { runId: string; status: "accepted"; sessionKey: string; delivery: { status: "pending"; mode: "announce" } }
-  | { runId: string; status: "ok"; reply?: string; sessionKey: string; delivery: { status: "pending"; mode: "announce" } }
+  | { runId: string; status: "accepted"; sessionKey: string; delivery: SendDelivery }
+  | { runId: string; status: "ok"; reply?: string; sessionKey: string; delivery: SendDelivery }
   | { runId: string; status: "timeout" | "error"; error: string; sessionKey: string }
   | Refusal;
 
@@ -63,10 +70,10 @@ function maybeMeta(env: Env, key: string): Promise<SessionMeta | null> {
 }
 
 /** The tool-visible outcome of a waited run (reference §3.4): the reply is that run's own, never an older one. */
-function waitedResult(run: RunSnapshot, sessionKey: string, timeoutSeconds: number): SessionsSendResult {
+function waitedResult(run: RunSnapshot, sessionKey: string, timeoutSeconds: number, delivery: SendDelivery): SessionsSendResult {
   switch (run.status) {
     case "ok":
-      return { runId: run.runId, status: "ok", ...(run.reply ? { reply: run.reply } : {}), sessionKey, delivery: { status: "pending", mode: "announce" } };
+      return { runId: run.runId, status: "ok", ...(run.reply ? { reply: run.reply } : {}), sessionKey, delivery };
     case "error":
       return { runId: run.runId, status: "error", error: run.error || "agent error", sessionKey };
     case "timeout":
@@ -150,13 +157,15 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     return refuse("error", e instanceof Error ? e.message : String(e), { sessionKey: shownKey });
   }
 
+  const route = announceRouteOf(targetMeta, target);
+  const delivery: SendDelivery = { status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.webhookUrl ? "pending" : "none", mode: "announce" };
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
   if (timeoutSeconds === 0) {
-    return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery: { status: "pending", mode: "announce" } };
+    return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery };
   }
   // Server-side wait in the target's object; the flow does not depend on it (a timeout cancels nothing).
   const waited = (await ctx.env.SESSIONS.getByName(targetKey).waitRun(run.runId, timeoutSeconds * 1000)) ?? run;
-  return waitedResult(waited, shownKey, timeoutSeconds);
+  return waitedResult(waited, shownKey, timeoutSeconds, delivery);
 }
 
 registerTool({
