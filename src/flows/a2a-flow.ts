@@ -2,6 +2,7 @@ import { queueDelivery, routeOf } from "../channels/outbox";
 import { parseCanonical, type ParsedKey } from "../keys";
 import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot, type SessionMeta } from "../session/types";
@@ -41,7 +42,7 @@ export interface A2aStart {
   maxTurns: number;
 }
 
-export type FlowOutcome = "announced" | "announce_skipped" | "announce_no_reply" | "no_round_one_reply";
+export type FlowOutcome = "announced" | "announce_skipped" | "announce_no_reply" | "no_round_one_reply" | "failed";
 
 export interface FlowState {
   id: string;
@@ -67,6 +68,8 @@ export interface FlowState {
   guardChecks: number;
   turns: { turn: number; sessionKey: string; runId?: string; reply?: string; status: string }[];
   outcome?: FlowOutcome;
+  /** Outcome "failed": which step gave up and why (its timer is listed under GET /v1/sessions/{key}/timers/dead). */
+  error?: string;
   deliveryId?: string;
   deliveryStatus?: string;
 }
@@ -423,6 +426,22 @@ const a2aRpc = {
           .map((r) => JSON.parse(r.json) as FlowState)
       : [],
 };
+
+/**
+ * A step whose dispatch or guard kept failing (its session unreachable, storage errors) ends the flow
+ * with the error, in the transaction that records the timer as dead: never a flow stuck mid-step.
+ */
+function stepGaveUp(host: SessionObject, dead: DeadTimer): void {
+  const f = loadFlow(host, dead.ref);
+  if (!f || f.step === "done") return;
+  const step = f.step === "announce" ? "announce step" : `reply-back turn ${f.turn}`;
+  f.error = `The ${step} gave up after ${dead.attempts} attempts: ${dead.lastError}`;
+  finish(host, f, "failed");
+}
+
+defineTimerKind<SessionObject>(FLOW_TIMER, { policy: { maxAttempts: 6 }, onDead: stepGaveUp });
+// A report that never gets through needs no handler: the owner's guard re-checks the step's run by id.
+defineTimerKind(NOTIFY_TIMER, { policy: { maxAttempts: 8 } });
 
 registerSessionExtension({
   name: EXT,

@@ -8,6 +8,7 @@ import { runTokenWriteScope } from "./scopes";
 import { toolsInvokeRoutes } from "./tools-invoke";
 import { v1Routes } from "./routes-v1";
 import { deliveriesRoutes } from "./routes-deliveries";
+import { deadTimersRoutes } from "./routes-dead-timers";
 import { attachmentsRoutes } from "./routes-attachments";
 import { mcpRoutes } from "./mcp";
 import { runCompleteRoutes } from "./run-complete";
@@ -72,6 +73,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   toolsInvokeRoutes(app);
   v1Routes(app);
   deliveriesRoutes(app);
+  deadTimersRoutes(app);
   attachmentsRoutes(app);
   mcpRoutes(app);
   runCompleteRoutes(app);

@@ -103,6 +103,17 @@ const ROUTES: Record<string, OperationDoc> = {
     responses: { 200: ["Deliveries", { type: "object", properties: { sessionKey: { type: "string" }, count: { type: "integer" }, deliveries: { type: "array", items: { type: "object" } } } }] },
   },
   "POST /v1/sessions/:key/deliveries/:id/retry": { tag: "deliveries", summary: "Re-queue a dead or blocked delivery", responses: { 200: ["The delivery", { type: "object" }] } },
+  "GET /v1/sessions/:key/timers/dead": {
+    tag: "deliveries",
+    summary: "Timers that gave up after their attempts (kind, ref, attempts, lastError, firstFailedAt, diedAt, retryable), newest first",
+    query: [q("limit", "Rows (default 100)", int(1, 100))],
+    responses: { 200: ["Dead timers", { type: "object", properties: { sessionKey: { type: "string" }, count: { type: "integer" }, timers: { type: "array", items: { type: "object" } } } }] },
+  },
+  "POST /v1/sessions/:key/timers/dead/:kind/:ref/retry": {
+    tag: "deliveries",
+    summary: "Re-queue a dead timer with a fresh attempt budget (409 when its death ended a flow)",
+    responses: { 200: ["The timer, retried", { type: "object" }] },
+  },
   "GET /v1/sessions/:key/attachments": {
     tag: "sessions",
     summary: "Files attached to a sub-agent by sessions_spawn (name, mimeType, bytes, sha256)",

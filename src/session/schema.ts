@@ -92,6 +92,23 @@ const MIGRATIONS: string[] = [
   `DROP INDEX flows_kind_state; CREATE INDEX flows_kind_state_updated ON flows (kind, state, updated_at);`,
   // Delivered rows are pruned a week after delivery (retention.ts).
   `CREATE INDEX outbox_delivered ON outbox (status, delivered_at);`,
+  // Every timer gives up (timer-policy.ts): a failing timer carries its last error; after its last attempt
+  // it moves to dead_timers (bounded per session), listed over GET /v1/sessions/{key}/timers/dead.
+  `
+  ALTER TABLE timers ADD COLUMN last_error TEXT;
+  ALTER TABLE timers ADD COLUMN failing_since INTEGER;
+  CREATE TABLE dead_timers (
+    kind TEXT NOT NULL,
+    ref TEXT NOT NULL,
+    payload TEXT,
+    attempts INTEGER NOT NULL,
+    last_error TEXT NOT NULL,
+    first_failed_at INTEGER NOT NULL,
+    died_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, ref)
+  );
+  CREATE INDEX dead_timers_died ON dead_timers (died_at);
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

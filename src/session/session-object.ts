@@ -14,6 +14,7 @@ import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting
 import { newRunId } from "./run-id";
 import { migrate } from "./schema";
 import { syntheticMessage } from "./seed";
+import { runDueTimers } from "./timer-policy";
 import { Timers, type TimerRow } from "./timers";
 import { Transcript } from "./transcript";
 import {
@@ -674,19 +675,8 @@ export class SessionObject extends DurableObject<Env> {
 
   async alarm(): Promise<void> {
     if (!this.schemaReady) return;
-    const now = Date.now();
-    for (const t of this.timers.due(now)) {
-      // A timer may delete the session (sub-agent archive/cleanup): its storage is gone, stop here.
-      if (!this.schemaReady) return;
-      try {
-        await this.onTimer(t);
-      } catch (err) {
-        // One failing timer never blocks the others; it is retried with backoff.
-        console.error("timer failed", this.key, t.kind, t.ref, err);
-        const delay = Math.min(60_000, 1_000 * 2 ** Math.min(t.attempts, 6));
-        if (this.schemaReady && this.timers.get(t.kind, t.ref)) this.timers.bumpAttempts(t.kind, t.ref, Date.now() + delay);
-      }
-    }
+    // Failures are retried with backoff up to each kind's attempt limit, then the timer is dead (timer-policy.ts).
+    await runDueTimers(this, (t) => this.onTimer(t));
     if (!this.schemaReady) return;
     this.schedulePrune();
     await this.timers.arm();

@@ -8,7 +8,11 @@ export type TimerRow = {
   ref: string;
   due_at: number;
   payload: string | null;
+  /** Failed runs of its handler so far (reset when the timer is set anew); see timer-policy.ts. */
   attempts: number;
+  last_error: string | null;
+  /** When the current run of failures began. */
+  failing_since: number | null;
 };
 
 export class Timers {
@@ -29,7 +33,7 @@ export class Timers {
     } else {
       this.sql.exec(
         `INSERT INTO timers (kind, ref, due_at, payload) VALUES (?, ?, ?, ?)
-         ON CONFLICT (kind, ref) DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, attempts = 0`,
+         ON CONFLICT (kind, ref) DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, attempts = 0, last_error = NULL, failing_since = NULL`,
         kind, ref, dueAt, p,
       );
     }
@@ -46,10 +50,6 @@ export class Timers {
   /** Rows due at or before `now` (`<=`, so a row due exactly now is never missed). */
   due(now: number, limit = 100): TimerRow[] {
     return this.sql.exec<TimerRow>("SELECT * FROM timers WHERE due_at <= ? ORDER BY due_at LIMIT ?", now, limit).toArray();
-  }
-
-  bumpAttempts(kind: string, ref: string, dueAt: number): void {
-    this.sql.exec("UPDATE timers SET attempts = attempts + 1, due_at = ? WHERE kind = ? AND ref = ?", dueAt, kind, ref);
   }
 
   count(): number {

@@ -2,6 +2,7 @@ import { textOf } from "../runners/model-runner";
 import { splitModelRef } from "../runners/models";
 import { transcriptPathOf } from "../registry/row";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { SubagentInfo, TranscriptMessage } from "../session/types";
 import { announceResult, estimateCostUsd, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, partialProgress, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome } from "./announce-format";
@@ -62,6 +63,8 @@ interface AnnounceMaterial {
   costUsd: number | null;
   /** Set when the announce step ended: the text to hand off, or null for silence. */
   message?: string | null;
+  /** State "failed": the timer that gave up (listed under GET /v1/sessions/{key}/timers/dead) and why. */
+  failure?: { timer: string; attempts: number; error: string };
 }
 
 /** Status and Result of the announce, as the step's prompt and the hand-off to the requester see them. */
@@ -69,7 +72,7 @@ function announcedOutcome(m: AnnounceMaterial): ChildOutcome {
   return { status: statusLabel(m.outcome, m.error), result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }) };
 }
 
-type FlowState = "waiting" | "step" | "handoff" | "done";
+type FlowState = "waiting" | "step" | "handoff" | "done" | "failed";
 const flowId = (taskRunId: string) => `announce:${taskRunId}`;
 
 function readFlow(host: SessionObject, taskRunId: string): { state: FlowState; material: AnnounceMaterial } | null {
@@ -273,7 +276,8 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
 }
 
 function busy(host: SessionObject): boolean {
-  const pendingFlow = host.sql.exec("SELECT id FROM flows WHERE kind = ? AND state != 'done' LIMIT 1", ANNOUNCE_FLOW).toArray().length > 0;
+  // A failed announce is not "on its way": it waits for an operator retry, which archival must not block.
+  const pendingFlow = host.sql.exec("SELECT id FROM flows WHERE kind = ? AND state NOT IN ('done', 'failed') LIMIT 1", ANNOUNCE_FLOW).toArray().length > 0;
   const activeRun = host.sql.exec("SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1").toArray().length > 0;
   return pendingFlow || activeRun;
 }
@@ -316,6 +320,27 @@ function resumeDeferredAnnounces(host: SessionObject): void {
 
 onChildrenSettled(resumeDeferredAnnounces);
 
+/** The state each announce timer drives; its death leaves the flow "failed" and an operator retry puts it back. */
+const ANNOUNCE_TIMER_STATES: Record<string, FlowState> = { [ANNOUNCE_TIMER]: "step", [HANDOFF_TIMER]: "handoff" };
+
+function announceGaveUp(host: SessionObject, dead: DeadTimer): void {
+  const flow = readFlow(host, dead.ref);
+  if (!flow || flow.state !== ANNOUNCE_TIMER_STATES[dead.kind]) return;
+  writeFlow(host, "failed", { ...flow.material, failure: { timer: dead.kind, attempts: dead.attempts, error: dead.lastError } });
+}
+
+function reviveAnnounce(host: SessionObject, dead: DeadTimer): boolean {
+  const flow = readFlow(host, dead.ref);
+  if (!flow || flow.state !== "failed" || flow.material.failure?.timer !== dead.kind) return false;
+  const { failure: _failure, ...material } = flow.material;
+  writeFlow(host, ANNOUNCE_TIMER_STATES[dead.kind], material);
+  return true;
+}
+
+defineTimerKind<SessionObject>(ANNOUNCE_TIMER, { onDead: announceGaveUp, revive: reviveAnnounce });
+// The requester may be busy or restarting for a while: about an hour of attempts before the hand-off gives up.
+defineTimerKind<SessionObject>(HANDOFF_TIMER, { policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 }, onDead: announceGaveUp, revive: reviveAnnounce });
+
 /** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]). */
 const lifecycleRpc = {
   attachments: (host: SessionObject) => listAttachments(host),
@@ -330,7 +355,7 @@ declare module "../session/session-object" {
 
 registerSessionExtension({
   name: LIFECYCLE_EXTENSION,
-  finishedFlows: { [ANNOUNCE_FLOW]: ["done"] },
+  finishedFlows: { [ANNOUNCE_FLOW]: ["done", "failed"] },
   onRunEnded,
   rpc: lifecycleRpc,
   async onTimer(host, timer) {
