@@ -15,6 +15,8 @@ import { newRunId } from "./run-id";
 import { migrate } from "./schema";
 import { syntheticMessage } from "./seed";
 import { runDueTimers } from "./timer-policy";
+import { assertOpen, beginClosing } from "./closing";
+import { recordInboundRoute } from "./inbound-route";
 import { Timers, type TimerRow } from "./timers";
 import { Transcript } from "./transcript";
 import {
@@ -249,6 +251,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async patch(p: { label?: string | null; modelOverride?: string | null; thinkingLevel?: string | null; verboseLevel?: string | null; sendPolicy?: "allow" | "deny" | null }): Promise<SessionRow> {
+    assertOpen(this, this.key);
     await this.ensureSession();
     const m = this.meta!;
     for (const [k, v] of Object.entries(p) as [keyof typeof p, string | null | undefined][]) {
@@ -270,6 +273,16 @@ export class SessionObject extends DurableObject<Env> {
       throw toRpcError(new SwitchboardError("invalid_request", `Cannot delete the main session (${this.meta.key}).`));
     }
     const { agentId, key } = this.meta;
+    const release = beginClosing(this, "deleted");
+    try {
+      await this.clearAll(agentId, key);
+    } finally {
+      release();
+    }
+    return { deleted: true };
+  }
+
+  private async clearAll(agentId: string, key: string): Promise<void> {
     for (const ext of EXTENSIONS) await ext.beforeDelete?.(this);
     this.releaseAllWaiters("aborted", "session deleted");
     // From here on the object reads as deleted, before anything yields: the run aborted below then
@@ -280,7 +293,6 @@ export class SessionObject extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     await this.env.REGISTRY.getByName(`registry:${agentId}`).remove(key);
-    return { deleted: true };
   }
 
   // ---------------------------------------------------------------- runs
@@ -297,6 +309,8 @@ export class SessionObject extends DurableObject<Env> {
       const forwarded = check ? await check : null;
       if (forwarded) return forwarded;
     }
+    // No await from here to the transaction: a delete or archive that began is seen (closing.ts).
+    assertOpen(this, this.key);
     // Checked before the schema is created: a refused step leaves no storage behind.
     if (req.onlyIfExists && (!this.schemaReady || !this.meta)) throw toRpcError(new SwitchboardError("not_found", `Session not found: ${this.key}`));
     this.ensureSchema();
@@ -315,18 +329,7 @@ export class SessionObject extends DurableObject<Env> {
         created = true;
       }
       const m = this.meta!;
-      const route = req.input.route;
-      // Only real inbound channel traffic sets the delivery route; inter-session turns never
-      // overwrite it (reference §3.3, OpenClaw #54441).
-      if (route && (req.input.kind === "inbound" || req.input.kind === "command") && req.input.provenance?.kind !== "inter_session") {
-        m.lastChannel = route.channel;
-        if (route.to != null) m.lastTo = route.to;
-        if (route.accountId != null) m.lastAccountId = route.accountId;
-        if (route.threadId != null) m.lastThreadId = String(route.threadId);
-        if (route.displayName) m.displayName = route.displayName;
-        if (m.kind === "group" && !m.channel) m.channel = route.channel;
-        if (route.chatType) m.chatType = route.chatType;
-      }
+      recordInboundRoute(m, req.input);
       m.updatedAt = now;
       this.saveMeta();
       const id = newRunId(m.key);

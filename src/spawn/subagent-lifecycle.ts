@@ -6,6 +6,7 @@ import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { SubagentInfo, TranscriptMessage } from "../session/types";
 import { announceResult, estimateCostUsd, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, partialProgress, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome } from "./announce-format";
+import { beginClosing } from "../session/closing";
 import { exportToArchive } from "./archive";
 import { listAttachments, readAttachment } from "./child-spawn";
 import { announceIdempotencyKey, countActiveChildren, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
@@ -296,12 +297,19 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
     host.timers.set(timer.kind, timer.ref, Date.now() + ARCHIVE_RETRY_MS);
     return;
   }
-  if (archive) {
-    // Only kept children are archived (deleted ones take the DELETE_TIMER path).
-    await exportToArchive(host, { retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep });
+  // Closed synchronously after the busy check: a message arriving during the export is refused (409),
+  // never accepted and then cleared with the storage (session/closing.ts). A failed export reopens it.
+  const release = beginClosing(host, archive ? "archived" : "deleted");
+  try {
+    if (archive) {
+      // Only kept children are archived (deleted ones take the DELETE_TIMER path).
+      await exportToArchive(host, { retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep });
+    }
+    // deleteSession clears every table (attachments included), the alarm and the registry row.
+    await host.deleteSession();
+  } finally {
+    release();
   }
-  // deleteSession clears every table (attachments included), the alarm and the registry row.
-  await host.deleteSession();
 }
 
 /**
