@@ -13,7 +13,7 @@ const RUNTIME_SECRET = "runtime-secret";
 
 /** A fake agent runtime living "outside": it sees every run POST and answers with `respond`. */
 let received: { req: WebhookRunRequest; headers: Headers; raw: string }[] = [];
-let respond: (run: WebhookRunRequest) => Promise<Response> | Response = () => new Response(null, { status: 202 });
+let respond: (run: WebhookRunRequest, init?: RequestInit) => Promise<Response> | Response = () => new Response(null, { status: 202 });
 let posted: Promise<void>;
 let markPosted: () => void;
 
@@ -35,7 +35,7 @@ beforeEach(() => {
     const req = JSON.parse(raw) as WebhookRunRequest;
     received.push({ req, headers: new Headers(init?.headers), raw });
     markPosted();
-    return respond(req);
+    return respond(req, init);
   });
 });
 afterEach(() => {
@@ -236,5 +236,49 @@ describe("webhook agent runtimes", () => {
     const first = received[0].req;
     expect(first).toMatchObject({ sessionKey: target, message: "question from main", provenance: { kind: "inter_session", sourceTool: "sessions_send" } });
     expect(first.extraSystemPrompt).toBeTruthy();
+  });
+
+  it("outbound safety: a redirect is a failure (never followed), a slow runtime times out, a huge answer is not buffered", async () => {
+    let init: RequestInit | undefined;
+    respond = (_req, i) => {
+      init = i;
+      return new Response(null, { status: 302, headers: { Location: "https://elsewhere.test/steal" } });
+    };
+    const redirected = await send(newKey(), "x");
+    expect((await call("GET", `/v1/runs/${redirected}/wait?timeoutMs=10000`)).json).toMatchObject({ status: "error", error: "webhook runtime answered HTTP 302 (redirects are not followed)" });
+    expect(init?.redirect).toBe("manual");
+    expect(received).toHaveLength(1);
+
+    // Never answering: the request is cut at the run's deadline (at most 15 min), here shortened to 20 ms.
+    const realTimeout = AbortSignal.timeout.bind(AbortSignal);
+    const asked: number[] = [];
+    vi.spyOn(AbortSignal, "timeout").mockImplementation((ms: number) => {
+      asked.push(ms);
+      return realTimeout(20);
+    });
+    respond = (_req, i) => new Promise((_, reject) => i?.signal?.addEventListener("abort", () => reject(i.signal!.reason)));
+    const slow = await send(newKey(), "x");
+    const slowRun = (await call("GET", `/v1/runs/${slow}/wait?timeoutMs=10000`)).json;
+    expect(slowRun.status).toBe("error");
+    expect(slowRun.error).toMatch(/^webhook runtime did not answer within \d+ms \(answer 202 and complete later for long runs\)$/);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(Math.max(...asked)).toBeLessThanOrEqual(120_000); // the run's deadline (timeoutSeconds 120)
+    vi.mocked(AbortSignal.timeout).mockRestore();
+
+    // An endless 200 body: reading stops at the cap.
+    let pulled = 0;
+    respond = () =>
+      new Response(
+        new ReadableStream({
+          pull(ctrl) {
+            pulled += 65_536;
+            ctrl.enqueue(new Uint8Array(65_536).fill(32));
+          },
+        }),
+        { status: 200 },
+      );
+    const huge = await send(newKey(), "x");
+    expect((await call("GET", `/v1/runs/${huge}/wait?timeoutMs=10000`)).json).toMatchObject({ status: "error", error: "webhook runtime answered more than 4194304 bytes" });
+    expect(pulled).toBeLessThan(4_194_304 + 5 * 65_536);
   });
 });

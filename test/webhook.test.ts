@@ -151,6 +151,20 @@ describe("postWebhook", () => {
     expect(r.error).toBe(`HTTP 500: ${"x".repeat(200)}`);
   });
 
+  it("an endless error body is read only up to a few KB (bounded)", async () => {
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        pulled += 1024;
+        ctrl.enqueue(new Uint8Array(1024).fill(121));
+      },
+    });
+    const f = fakeFetch(new Response(endless, { status: 503 }));
+    const r = await postWebhook({ url: "https://h.example/", payload, fetchImpl: f.impl });
+    expect(r).toEqual({ outcome: "retry", status: 503, error: `HTTP 503: ${"y".repeat(200)}` });
+    expect(pulled).toBeLessThanOrEqual(4096 + 2 * 1024);
+  });
+
   it("a thrown network error → retry, never a throw", async () => {
     const f = fakeFetch(new TypeError("connection refused"));
     const r = await postWebhook({ url: "https://h.example/", payload, fetchImpl: f.impl });

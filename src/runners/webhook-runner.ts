@@ -7,6 +7,7 @@ import { registerSessionExtension, type RunOutcome, type RunRow, type SessionObj
 import type { RunInput, RunSnapshot } from "../session/types";
 import type { RunnerResult } from "./model-runner";
 import { toUsage } from "./model-runner";
+import { readBoundedText } from "./bounded-response";
 import { mintRunToken } from "./run-token";
 
 /**
@@ -23,6 +24,11 @@ import { mintRunToken } from "./run-token";
  */
 
 type WebhookRuntime = { type: "webhook"; url: string; secret?: string };
+
+/** Longest a runtime may hold the run's POST before answering (docs/limits.md); long work answers 202. */
+export const MAX_SYNC_REPLY_MS = 15 * 60_000;
+/** Bytes of a runtime's synchronous answer read at most (docs/limits.md): room for the largest reply, JSON-escaped. */
+export const MAX_RUNTIME_RESPONSE_BYTES = 4 * 1024 * 1024;
 
 /** Flow row marking a run accepted (202) by its runtime: its executor lives outside this object. */
 const AWAITING_KIND = "webhook_run";
@@ -160,10 +166,14 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
   let accepted = false;
   try {
     let res: Response;
+    // Bounded even for a run without a deadline: a synchronous answer that takes longer should be a 202.
+    const waitMs = Math.max(1, Math.min(deadline - Date.now(), MAX_SYNC_REPLY_MS));
     try {
-      res = await fetch(runtime.url, { method: "POST", headers, body, signal });
+      // A 3xx is a failure, never followed: the signed run (and its run token) must not go where a redirect points.
+      res = await fetch(runtime.url, { method: "POST", headers, body, signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs)]), redirect: "manual" });
     } catch (err) {
       if (signal.aborted) throw err;
+      if (err instanceof Error && err.name === "TimeoutError") throw new Error(`webhook runtime did not answer within ${waitMs}ms (answer 202 and complete later for long runs)`);
       throw new Error(`webhook runtime unreachable: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (res.status === 202) {
@@ -174,10 +184,15 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
       // The run was ended by its completion (or deadline/abort) through finishRun; this result is ignored.
       return outcomeOf({ reply: "" }, meta.agentId).result!;
     }
-    if (!res.ok) throw new Error(`webhook runtime answered HTTP ${res.status}`);
+    if (!res.ok) {
+      void res.body?.cancel();
+      throw new Error(`webhook runtime answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? " (redirects are not followed)" : ""}`);
+    }
+    const text = await readBoundedText(res, MAX_RUNTIME_RESPONSE_BYTES);
+    if (text === null) throw new Error(`webhook runtime answered more than ${MAX_RUNTIME_RESPONSE_BYTES} bytes`);
     let json: unknown;
     try {
-      json = await res.json();
+      json = JSON.parse(text);
     } catch {
       throw new Error("webhook runtime answered 200 without a JSON body: expected {reply} or {error}, or 202 to complete later");
     }
