@@ -247,7 +247,7 @@ describe("webhook agent runtimes", () => {
     const redirected = await send(newKey(), "x");
     expect((await call("GET", `/v1/runs/${redirected}/wait?timeoutMs=10000`)).json).toMatchObject({ status: "error", error: "webhook runtime answered HTTP 302 (redirects are not followed)" });
     expect(init?.redirect).toBe("manual");
-    expect(received.filter((r) => r.runId === redirected)).toHaveLength(1);
+    expect(received.filter((r) => r.req.runId === redirected)).toHaveLength(1);
 
     // Never answering: the request is cut at the run's deadline (at most 15 min), here shortened to 20 ms.
     const realTimeout = AbortSignal.timeout.bind(AbortSignal);
