@@ -63,7 +63,7 @@ describe("CONFIG schema (DESIGN §3.1, reference Appendix A)", () => {
       expect(c).toBeInstanceOf(SwitchboardError);
       return (c as SwitchboardError).message;
     };
-    expect(bad({ session: { agentToAgent: { maxPingPongTurns: 9 } } })).toContain("session.agentToAgent.maxPingPongTurns");
+    expect(bad({ session: { agentToAgent: { maxPingPongTurns: "9" } } })).toContain("session.agentToAgent.maxPingPongTurns");
     expect(bad({ agents: { list: [{ id: "main" }, { id: "Bad Id!" }] } })).toContain("agents.list.1.id");
     expect(bad({ agents: { list: [{ id: "a" }, { id: "A" }] } })).toContain('agents.list.1.id: duplicate agent id "a"');
     expect(bad({ agents: { list: [] } })).toContain("agents.list");
@@ -95,7 +95,7 @@ describe("an invalid CONFIG at runtime", () => {
     setConfigOverride(JSON.stringify({ agents: { list: [{ id: "main", default: true }] } }));
     const fixed = await call("GET", "/healthz");
     expect(fixed.status).toBe(200);
-    expect(fixed.json).toEqual({ ok: true, agents: ["main"] });
+    expect(fixed.json).toEqual({ ok: true, agents: ["main"], warnings: [] });
   });
 
   it("a CONFIG given as a JSON string serves requests", async () => {

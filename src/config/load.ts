@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { SwitchboardError } from "../errors";
+import { carryOverOpenClaw } from "./carry-over";
 import { ConfigSchema, type AgentConfig, type Config } from "./schema";
+import { unusedKeys } from "./unused-keys";
 
 /**
  * Parse CONFIG once per isolate per raw value. An invalid config never crashes the Worker:
@@ -19,7 +21,12 @@ export function setConfigOverride(raw: unknown | null): void {
 
 export function loadConfig(env: Pick<Env, "CONFIG">): Config {
   const raw = override ? override.raw : env.CONFIG;
-  if (!cache || cache.raw !== raw) cache = { raw, result: parseConfig(raw) };
+  if (!cache || cache.raw !== raw) {
+    cache = { raw, result: parseConfig(raw) };
+    // Logged once per isolate and CONFIG value: at first use, not on every request.
+    const warnings = cache.result instanceof SwitchboardError ? [] : configWarnings(cache.result);
+    if (warnings.length > 0) console.warn(`CONFIG: ${warnings.length} value(s) mapped or ignored:\n  ${warnings.join("\n  ")}`);
+  }
   if (cache.result instanceof SwitchboardError) throw cache.result;
   return cache.result;
 }
@@ -36,7 +43,8 @@ export function parseConfig(raw: unknown): Config | SwitchboardError {
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) {
     return new SwitchboardError("config_error", "Invalid CONFIG: expected a JSON object");
   }
-  const parsed = ConfigSchema.safeParse(doc);
+  const carried = carryOverOpenClaw(doc as Record<string, unknown>);
+  const parsed = ConfigSchema.safeParse(carried.doc);
   if (!parsed.success) return new SwitchboardError("config_error", `Invalid CONFIG: ${describeIssues(parsed.error)}`);
   const cfg = parsed.data;
   const ids = new Set<string>();
@@ -45,7 +53,15 @@ export function parseConfig(raw: unknown): Config | SwitchboardError {
     ids.add(a.id);
   }
   if (cfg.agents.list.length === 0) return new SwitchboardError("config_error", "Invalid CONFIG: agents.list: at least one agent is required");
+  WARNINGS.set(cfg, [...carried.warnings, ...unusedKeys(carried.doc, ConfigSchema)]);
   return cfg;
+}
+
+const WARNINGS = new WeakMap<Config, string[]>();
+
+/** What carried over from an OpenClaw config only by mapping, clamping or ignoring (GET /healthz, operator). */
+export function configWarnings(cfg: Config): string[] {
+  return WARNINGS.get(cfg) ?? [];
 }
 
 export function describeIssues(err: z.ZodError): string {

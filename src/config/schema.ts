@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { PROVIDER_APIS } from "./carry-over";
 
 /**
  * The CONFIG document (DESIGN §3.1). Key names and defaults follow OpenClaw (reference Appendix A)
@@ -13,8 +14,9 @@ const sendPolicy = z.object({
     .array(
       z.object({
         action,
+        // Strict: an unknown matcher dropped in silence would widen the rule (src/config/carry-over.ts maps legacy `provider`).
         match: z
-          .object({
+          .strictObject({
             channel: z.string().optional(),
             chatType: z.enum(["direct", "group", "channel"]).optional(),
             keyPrefix: z.string().optional(),
@@ -75,12 +77,17 @@ const providerModel = z.object({
   contextWindow: z.number().int().min(1).optional(),
 });
 
-const provider = z.object({
-  baseUrl: z.string().url(),
-  apiKey: z.string().optional(),
-  api: z.literal("openai-completions").default("openai-completions"),
-  models: z.array(providerModel).optional(),
-});
+const provider = z
+  .object({
+    // Optional for the first-party APIs (their SDKs know the vendor's URL); required for openai-completions.
+    baseUrl: z.string().url().optional(),
+    apiKey: z.string().optional(),
+    api: z.enum(PROVIDER_APIS).default("openai-completions"),
+    models: z.array(providerModel).optional(),
+  })
+  .superRefine((p, ctx) => {
+    if (p.api === "openai-completions" && !p.baseUrl) ctx.addIssue({ code: "custom", path: ["baseUrl"], message: "required for api openai-completions" });
+  });
 
 const channel = z.object({
   webhookUrl: z.string().url().optional(),

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { loadConfig } from "../config/load";
+import { configWarnings, loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { authenticate, type Principal } from "./auth";
@@ -48,7 +48,12 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     await next();
   });
 
-  app.get("/healthz", (c) => c.json({ ok: true, agents: c.get("cfg").agents.list.map((a) => a.id) }));
+  app.get("/healthz", async (c) => {
+    const cfg = c.get("cfg");
+    // Public liveness; the operator token also sees what of CONFIG was mapped or ignored (src/config/carry-over.ts).
+    const operator = c.req.header("Authorization") ? (await authenticate(c, cfg)).role === "operator" : false;
+    return c.json({ ok: true, agents: cfg.agents.list.map((a) => a.id), ...(operator ? { warnings: configWarnings(cfg) } : {}) });
+  });
 
   app.use(
     "*",
