@@ -4,6 +4,7 @@ import { defaultAgentId, findAgent, isAgentSandboxed } from "../config/load";
 import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
 import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import { parseSendPolicyPatch } from "../policy/send-policy";
+import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
 import { checkModelRef } from "../runners/models";
 import { sessionKeyOfRun } from "../session/run-id";
 import { MAX_WAIT_MS } from "../session/session-object";
@@ -140,7 +141,12 @@ export function v1Routes(app: Hono<AppEnv>): void {
       }
       patch.modelOverride = body.model === null ? null : body.model.trim();
     }
-    if (body.thinkingLevel !== undefined) patch.thinkingLevel = body.thinkingLevel;
+    if (body.thinkingLevel !== undefined) {
+      // Refused by name rather than stored and ignored: the level reaches the model (src/runners/thinking.ts).
+      const level = body.thinkingLevel === null ? null : parseThinkingLevel(body.thinkingLevel);
+      if (level === undefined) throw invalid(`thinkingLevel: ${INVALID_THINKING(String(body.thinkingLevel))}`);
+      patch.thinkingLevel = level;
+    }
     if (body.verboseLevel !== undefined) patch.verboseLevel = body.verboseLevel;
     if (body.sendPolicy !== undefined) patch.sendPolicy = parseSendPolicyPatch(body.sendPolicy);
     if (Object.keys(patch).length === 0) throw invalid("body: nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)");

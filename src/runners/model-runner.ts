@@ -1,4 +1,6 @@
+import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
 import { generateText, stepCountIs, type ModelMessage, type StepResult, type ToolSet } from "ai";
+import type { AttachmentPart } from "../spawn/attachment-parts";
 import type { ResolvedModel } from "./models";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
 import { redactAttachmentArgs } from "../spawn/attachments";
@@ -25,6 +27,10 @@ export interface ModelRunRequest {
   history: TranscriptMessage[];
   tools?: ToolSet;
   signal: AbortSignal;
+  /** Per-call provider options (the thinking level, src/runners/thinking.ts). */
+  providerOptions?: SharedV3ProviderOptions;
+  /** Extra content parts of a sub-agent's task message (its spawn attachments). */
+  taskParts?: AttachmentPart[];
   /** Called with each step's messages as soon as the step finishes. */
   onStep: (messages: TranscriptMessage[]) => void;
 }
@@ -34,8 +40,9 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
   const result = await generateText({
     model: req.model.model,
     system: req.system,
-    messages: toModelMessages(req.history),
+    messages: toModelMessages(req.history, req.taskParts),
     tools: hasTools ? req.tools : undefined,
+    ...(req.providerOptions ? { providerOptions: req.providerOptions } : {}),
     stopWhen: stepCountIs(hasTools ? 8 : 1),
     abortSignal: req.signal,
     maxRetries: 1,
@@ -92,16 +99,23 @@ export function toUsage(u: { inputTokens?: number; outputTokens?: number; totalT
   return usage;
 }
 
-/** Transcript → model messages. Inter-session input is marked at replay time so the model can tell it from user input. */
-export function toModelMessages(history: TranscriptMessage[]): ModelMessage[] {
+/**
+ * Transcript → model messages. Inter-session input is marked at replay time so the model can tell it
+ * from user input. `taskParts` join the sub-agent's task message (the one sessions_spawn queued).
+ */
+export function toModelMessages(history: TranscriptMessage[], taskParts?: AttachmentPart[]): ModelMessage[] {
   const out: ModelMessage[] = [];
+  let partsPlaced = !taskParts || taskParts.length === 0;
   for (const m of history) {
     if (m.role === "user") {
       let text = typeof m.content === "string" ? m.content : textOf(m.content);
       if (m.provenance?.kind === "inter_session") {
         text = `[Inter-session message] sourceSession=${m.provenance.sourceSessionKey ?? "unknown"} sourceChannel=${m.provenance.sourceChannel ?? "unknown"} sourceTool=${m.provenance.sourceTool ?? "unknown"}\n${text}`;
       }
-      out.push({ role: "user", content: text });
+      if (!partsPlaced && m.provenance?.sourceTool === "sessions_spawn") {
+        partsPlaced = true;
+        out.push({ role: "user", content: [{ type: "text", text }, ...taskParts!] });
+      } else out.push({ role: "user", content: text });
     } else if (m.role === "assistant") {
       const text = textOf(m.content);
       if (text) out.push({ role: "assistant", content: text });

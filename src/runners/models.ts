@@ -1,12 +1,18 @@
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogleGenerativeAI } from "@ai-sdk/google";
+import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { LanguageModelV3, SharedV3ProviderOptions } from "@ai-sdk/provider";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { echoModel, workersAiModel } from "./builtin-models";
+import { thinkingProviderOptions, type ThinkingLevel } from "./thinking";
 
 /**
  * Model references are `<provider>/<model>`: `builtin/echo` (offline), `workers-ai/<model>` (the AI
- * binding), or a provider from `models.providers` (OpenAI-compatible HTTP through the AI SDK).
+ * binding), or a provider from `models.providers`, spoken to through the AI SDK provider of its
+ * `api`: openai-completions (any OpenAI-compatible chat endpoint), openai-responses, anthropic-messages,
+ * google-generative-ai.
  */
 export interface ResolvedModel {
   ref: string;
@@ -15,6 +21,8 @@ export interface ResolvedModel {
   api: string;
   cost?: { input?: number; output?: number };
   model: LanguageModelV3;
+  /** Provider options that carry a thinking level to this model (undefined: none to send). */
+  thinkingOptions(level: ThinkingLevel | undefined): SharedV3ProviderOptions | undefined;
 }
 
 export function splitModelRef(ref: string): { provider: string; modelId: string } | null {
@@ -41,19 +49,35 @@ export function resolveModel(cfg: Config, env: Env, ref: string): ResolvedModel 
   const problem = checkModelRef(cfg, env, ref);
   if (problem) throw new SwitchboardError("invalid_request", problem);
   const { provider, modelId } = splitModelRef(ref.trim())!;
-  if (provider === "builtin") return { ref, provider, modelId, api: "builtin", model: echoModel() };
-  if (provider === "workers-ai") return { ref, provider, modelId, api: "workers-ai", model: workersAiModel(env.AI!, modelId) };
+  const noThinking = () => undefined;
+  if (provider === "builtin") return { ref, provider, modelId, api: "builtin", model: echoModel(), thinkingOptions: noThinking };
+  if (provider === "workers-ai") return { ref, provider, modelId, api: "workers-ai", model: workersAiModel(env.AI!, modelId), thinkingOptions: noThinking };
   const p = cfg.models.providers[provider];
-  const apiKey = resolveSecret(env, p.apiKey);
-  const client = createOpenAICompatible({ name: provider, baseURL: p.baseUrl, apiKey });
   return {
     ref,
     provider,
     modelId,
     api: p.api,
     cost: p.models?.find((m) => m.id === modelId)?.cost,
-    model: client.chatModel(modelId) as unknown as LanguageModelV3,
+    model: providerModel(provider, p, resolveSecret(env, p.apiKey), modelId),
+    thinkingOptions: (level) => thinkingProviderOptions(p.api, provider, level),
   };
+}
+
+type ProviderConfig = Config["models"]["providers"][string];
+
+function providerModel(name: string, p: ProviderConfig, apiKey: string | undefined, modelId: string): LanguageModelV3 {
+  switch (p.api) {
+    case "openai-responses":
+      return createOpenAI({ name, baseURL: p.baseUrl, apiKey }).responses(modelId);
+    case "anthropic-messages":
+      return createAnthropic({ baseURL: p.baseUrl, apiKey }).messages(modelId);
+    case "google-generative-ai":
+      return createGoogleGenerativeAI({ baseURL: p.baseUrl, apiKey }).chat(modelId);
+    case "openai-completions":
+      // baseUrl is required for this API (src/config/schema.ts).
+      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey }).chatModel(modelId) as unknown as LanguageModelV3;
+  }
 }
 
 /** `env:NAME` reads the Worker secret NAME, so keys never sit in CONFIG itself. */

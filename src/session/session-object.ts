@@ -1,15 +1,14 @@
 import { nextPruneDue, PRUNE_REF, PRUNE_TIMER, pruneFinished, type FinishedFlowStates } from "./retention";
 import { DurableObject } from "cloudflare:workers";
-import { agentModel, findAgent, loadConfig } from "../config/load";
+import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
 import { parseCanonical } from "../keys";
 import { parseSendCommand } from "../policy/send-policy";
 import { indexEntryOf, type SessionRow } from "../registry/row";
-import { runModel, type RunnerResult } from "../runners/model-runner";
-import { resolveModel } from "../runners/models";
+import { runBuiltinModel } from "../runners/builtin-run";
+import type { RunnerResult } from "../runners/model-runner";
 import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
-import { buildRunTools } from "../tools/run-tools";
 import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
 import { newRunId } from "./run-id";
 import { migrate } from "./schema";
@@ -34,8 +33,6 @@ import {
 export const LEASE_MS = 60_000;
 /** Registry writes of one session are coalesced to at most one per this interval. */
 export const INDEX_COALESCE_MS = 1_000;
-/** Messages of context given to the model (bounded: never the whole transcript). */
-const CONTEXT_MESSAGES = 40;
 /** Longest server-side wait one call may hold. Clients re-call `wait` to wait longer. */
 export const MAX_WAIT_MS = 15 * 60_000;
 
@@ -499,21 +496,7 @@ export class SessionObject extends DurableObject<Env> {
       const r = ext.produceReply?.(this, run, input, signal);
       if (r) return r;
     }
-    const cfg = this.cfg;
-    const meta = this.meta!;
-    const modelRef = meta.modelOverride ?? agentModel(cfg, meta.agentId);
-    const model = resolveModel(cfg, this.env, modelRef);
-    const agent = findAgent(cfg, meta.agentId);
-    const system = [
-      agent?.systemPrompt ?? `You are ${agent?.name ?? meta.agentId}, an agent reached through Switchboard.`,
-      `Your session: ${meta.key}.`,
-      input.extraSystemPrompt,
-    ]
-      .filter(Boolean)
-      .join("\n\n");
-    const history = this.transcript.recent(CONTEXT_MESSAGES);
-    const tools = buildRunTools(this.env, meta);
-    return runModel({ model, system, history, tools, signal, onStep: (messages) => this.recordStep(run.id, messages) });
+    return runBuiltinModel(this, input, signal, (messages) => this.recordStep(run.id, messages));
   }
 
   /**

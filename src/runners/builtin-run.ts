@@ -1,0 +1,41 @@
+import { agentModel, findAgent } from "../config/load";
+import type { SessionObject } from "../session/session-object";
+import type { RunInput, TranscriptMessage } from "../session/types";
+import { attachmentParts } from "../spawn/attachment-parts";
+import { buildRunTools } from "../tools/run-tools";
+import { runModel, type RunnerResult } from "./model-runner";
+import { resolveModel } from "./models";
+import { parseThinkingLevel } from "./thinking";
+
+/** Messages of context given to the model (bounded: never the whole transcript). */
+const CONTEXT_MESSAGES = 40;
+
+/**
+ * A run on the built-in model runner: the session's model (override → agent → defaults), its thinking
+ * level (session → agent → defaults), the recent transcript, the session tools it may use, and — for a
+ * sub-agent — its spawn attachments as parts of the task message.
+ */
+export function runBuiltinModel(host: SessionObject, input: RunInput, signal: AbortSignal, onStep: (messages: TranscriptMessage[]) => void): Promise<RunnerResult> {
+  const cfg = host.cfg;
+  const meta = host.meta!;
+  const model = resolveModel(cfg, host.bindings, meta.modelOverride ?? agentModel(cfg, meta.agentId));
+  const agent = findAgent(cfg, meta.agentId);
+  const system = [
+    agent?.systemPrompt ?? `You are ${agent?.name ?? meta.agentId}, an agent reached through Switchboard.`,
+    `Your session: ${meta.key}.`,
+    input.extraSystemPrompt,
+  ]
+    .filter(Boolean)
+    .join("\n\n");
+  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agent?.thinking ?? cfg.agents.defaults.thinking);
+  return runModel({
+    model,
+    system,
+    history: host.transcript.recent(CONTEXT_MESSAGES),
+    tools: buildRunTools(host.bindings, meta),
+    signal,
+    providerOptions: model.thinkingOptions(thinking),
+    ...(meta.subagent ? { taskParts: attachmentParts(host) } : {}),
+    onStep,
+  });
+}
