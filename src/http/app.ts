@@ -21,6 +21,17 @@ export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Princ
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
+/**
+ * Tool calls (`/tools/invoke`, `/mcp`) may carry sessions_spawn attachments: with attachments enabled
+ * their limit grows so the configured `maxTotalBytes` fits once base64-encoded (4 bytes per 3) next to
+ * the rest of a 2 MB call. Everything else keeps the 2 MB limit (README "Limits").
+ */
+export function bodyLimitFor(cfg: Config, path: string): number {
+  const a = cfg.tools.sessions_spawn.attachments;
+  if (!a.enabled || !(path === "/tools/invoke" || path === "/mcp")) return MAX_BODY_BYTES;
+  return MAX_BODY_BYTES + Math.ceil(a.maxTotalBytes / 3) * 4;
+}
+
 /** The Worker's HTTP surface: one error envelope, config validated before anything else. */
 export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -55,15 +66,15 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     return c.json({ ok: true, agents: cfg.agents.list.map((a) => a.id), ...(operator ? { warnings: configWarnings(cfg) } : {}) });
   });
 
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
+  app.use("*", (c, next) => {
+    const maxSize = bodyLimitFor(c.get("cfg"), new URL(c.req.url).pathname);
+    return bodyLimit({
+      maxSize,
       onError: () => {
-        throw new SwitchboardError("payload_too_large", `Request body exceeds ${MAX_BODY_BYTES} bytes`);
+        throw new SwitchboardError("payload_too_large", `Request body exceeds ${maxSize} bytes`);
       },
-    }),
-  );
+    })(c, next);
+  });
 
   /** Everything below needs a bearer token. */
   const authed = async (c: import("hono").Context<AppEnv>, next: () => Promise<void>) => {

@@ -9,6 +9,7 @@ import type { RunnerResult } from "./model-runner";
 import { toUsage } from "./model-runner";
 import { readBoundedText } from "./bounded-response";
 import { mintRunToken } from "./run-token";
+import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
 
 /**
  * Webhook agent runtimes (issue 5): an agent with `runtime: {type: "webhook", url, secret}` lives
@@ -58,6 +59,10 @@ export interface WebhookRunRequest {
   kind: RunInput["kind"];
   message: string;
   provenance?: RunInput["provenance"];
+  /** The session's model (PATCH model, sessions_spawn model, else the agent's configured model), when one is set. */
+  model?: string;
+  /** The session's thinking level (off|minimal|low|medium|high|xhigh), when one is set. */
+  thinking?: ThinkingLevel;
   /** Agent-to-agent or sub-agent context for this run only: add it to the system prompt. */
   extraSystemPrompt?: string;
   /** Bearer token acting as this run's session until the run ends or `deadline` passes. */
@@ -133,6 +138,9 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
   const cfg = host.cfg;
   const deadline = host.timers.get("deadline", run.id)?.due_at ?? Date.now() + cfg.agents.defaults.timeoutSeconds * 1000;
   const isSubagent = parseCanonical(meta.key, cfg).isSubagent;
+  const agent = findAgent(cfg, meta.agentId);
+  const model = meta.modelOverride ?? agent?.model;
+  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agent?.thinking ?? cfg.agents.defaults.thinking);
   const runToken = await mintRunToken(secret, { runId: run.id, sessionKey: meta.key, agentId: meta.agentId, isSubagent, expiresAt: deadline });
   const request: WebhookRunRequest = {
     type: "switchboard.run",
@@ -145,6 +153,8 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
     kind: input.kind,
     message: input.message,
     ...(input.provenance ? { provenance: input.provenance } : {}),
+    ...(model ? { model } : {}),
+    ...(thinking ? { thinking } : {}),
     ...(input.extraSystemPrompt ? { extraSystemPrompt: input.extraSystemPrompt } : {}),
     runToken,
     deadline,

@@ -15,6 +15,8 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   description: string;
   schema: S;
   handler: (ctx: ToolContext, args: z.infer<S>) => Promise<unknown>;
+  /** Refuse arguments that need their own message before the schema sees them (throws a 400). */
+  rejectArgs?: (args: Record<string, unknown>) => void;
 }
 
 function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): ToolDefinition {
@@ -95,9 +97,12 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
     if (value === "") continue;
     if (!(camel in args)) args[camel] = value;
   }
+  tool.rejectArgs?.(args);
   const parsed = tool.schema.safeParse(args);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
+    // Strict schemas (sessions_spawn): an unknown parameter is named, never dropped in silence.
+    if (issue.code === "unrecognized_keys") throw invalid(`${issue.keys[0]}: unknown parameter for ${tool.name}`);
     const field = issue.path.length ? issue.path.join(".") : "args";
     // zod 4 issues omit `input` unless asked, so "missing" is read from the args themselves.
     const missing = issue.code === "invalid_type" && issue.path.length === 1 && args[String(issue.path[0])] === undefined;

@@ -5,6 +5,7 @@ import { AGENT_ID_RE, type Config } from "../config/schema";
 import { fromRpcError, invalid } from "../errors";
 import { parseCanonical } from "../keys";
 import { checkModelRef } from "../runners/models";
+import { INVALID_THINKING, parseThinkingLevel, THINKING_LEVELS } from "../runners/thinking";
 import type { DeliveryRoute, SubagentInfo } from "../session/types";
 import { attachmentsReceipt, validateAttachments } from "../spawn/attachments";
 import type { SpawnChildRequest } from "../spawn/child-spawn";
@@ -22,9 +23,10 @@ import { registerTool, type ToolDefinition } from "./registry";
  * (src/spawn/subagent-lifecycle.ts).
  */
 
-export const THINKING_LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh"] as const;
 /** Channel-delivery keys the reference refuses with a pointer to the right tool (reference §4.1). */
 const CHANNEL_DELIVERY_KEYS = ["target", "transport", "channel", "to", "threadId", "replyTo"];
+/** Parameters of OpenClaw's external-harness runtime (runtime="acp"), which Switchboard does not run. */
+const ACP_ONLY_KEYS = ["resumeSessionId", "cwd", "streamTo"] as const;
 const MOUNT_PATH_RE = /^[A-Za-z0-9._\-/:]+$/;
 
 const attachmentSchema = z.object({
@@ -34,13 +36,18 @@ const attachmentSchema = z.object({
   mimeType: z.string().optional(),
 });
 
-// Loose on purpose: the handler must see unsupported channel-delivery keys to refuse them by name.
-export const sessionsSpawnSchema = z.looseObject({
+// Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently dropped.
+export const sessionsSpawnSchema = z.strictObject({
   task: z.string().describe("What the sub-agent should do (required)."),
   label: z.string().max(512).optional().describe("Short label for logs/UI."),
   agentId: z.string().optional().describe("Spawn under another agent id (see agents_list)."),
   model: z.string().optional().describe("Model override for the sub-agent (<provider>/<model>); invalid values are an error."),
   thinking: z.string().optional().describe(`Thinking level: ${THINKING_LEVELS.join(", ")}.`),
+  runtime: z.enum(["subagent", "acp"]).optional().describe('"subagent" (default). "acp" (external coding harnesses) is not supported here.'),
+  lightContext: z.boolean().optional().describe("Accepted for OpenClaw compatibility: sub-agents here get no bootstrap files, so their context is always light."),
+  resumeSessionId: z.string().optional().describe('runtime="acp" only (not supported).'),
+  cwd: z.string().optional().describe('runtime="acp" only (not supported).'),
+  streamTo: z.literal("parent").optional().describe('runtime="acp" only (not supported).'),
   runTimeoutSeconds: z.number().min(0).optional().describe(
       "Seconds until the sub-agent's run is aborted (it then announces timed out). Omitted: agents.defaults.subagents.runTimeoutSeconds when set, otherwise 0. 0 = no timeout: the run is not cut by the general run deadline either.",
     ),
@@ -81,10 +88,12 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   const { cfg, caller, env } = ctx;
   const sub = cfg.agents.defaults.subagents;
 
-  for (const key of CHANNEL_DELIVERY_KEYS) {
-    if ((args as Record<string, unknown>)[key] !== undefined) {
-      throw invalid(`sessions_spawn does not support "${key}". Use "message" or "sessions_send" for channel delivery.`);
-    }
+  // 0. runtime: only sub-agents run here; ACP parameters are refused with the reference's texts.
+  if (args.runtime === "acp") {
+    return refusal("error", 'runtime="acp" is not supported by Switchboard: sub-agents run with runtime="subagent" (omit runtime). Use agents_list to find agents to spawn.');
+  }
+  for (const key of ACP_ONLY_KEYS) {
+    if (args[key] !== undefined) return refusal("error", `${key} is only supported for runtime=acp; got runtime=subagent`);
   }
 
   // 1. agentId syntax (before any object is touched).
@@ -143,10 +152,9 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   }
 
   // 9. thinking level.
-  if (args.thinking !== undefined && !(THINKING_LEVELS as readonly string[]).includes(args.thinking.toLowerCase())) {
-    return refusal("error", `Invalid thinking level "${args.thinking}". Use one of: ${THINKING_LEVELS.join(", ")}.`);
-  }
-  const thinking = resolveChildThinking(cfg, targetAgentId, args.thinking?.toLowerCase());
+  const explicitThinking = parseThinkingLevel(args.thinking);
+  if (args.thinking !== undefined && !explicitThinking) return refusal("error", INVALID_THINKING(args.thinking));
+  const thinking = parseThinkingLevel(resolveChildThinking(cfg, targetAgentId, explicitThinking));
 
   // 10. model: an invalid model is an error and no run starts — never a silently ignored override (reference §9).
   const model = resolveChildModel(cfg, targetAgentId, args.model);
@@ -263,7 +271,8 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     runId,
     mode,
     ...(note ? { note } : {}),
-    modelApplied: true,
+    // The built-in runner runs the child on this model; a webhook runtime receives it as `model` and decides.
+    modelApplied: findAgent(cfg, targetAgentId)?.runtime?.type !== "webhook",
     ...(receipt ? { attachments: receipt } : {}),
     ...(binding && !bindFailure ? { threadKey: binding.threadKey } : {}),
   };
@@ -279,4 +288,9 @@ registerTool({
     'Spawn a sub-agent in an isolated session (agent:<agentId>:subagent:<uuid>) to work on a task. Returns {status:"accepted", runId, childSessionKey} immediately; the result is announced back to this session when the sub-agent finishes (do not poll). Use agents_list to see which agent ids you may target.',
   schema: sessionsSpawnSchema,
   handler: sessionsSpawn,
+  rejectArgs: (args: Record<string, unknown>) => {
+    for (const key of CHANNEL_DELIVERY_KEYS) {
+      if (args[key] !== undefined) throw invalid(`sessions_spawn does not support "${key}". Use "message" or "sessions_send" for channel delivery.`);
+    }
+  },
 } as unknown as ToolDefinition);
