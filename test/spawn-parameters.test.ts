@@ -90,7 +90,11 @@ describe("thinking and model reach the child", () => {
 
 describe("attachments reach a built-in model sub-agent", () => {
   const PNG = Uint8Array.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]);
-  const b64 = (u: Uint8Array) => btoa(String.fromCharCode(...u));
+  const b64 = (u: Uint8Array) => {
+    let bin = "";
+    for (let i = 0; i < u.length; i += 0x8000) bin += String.fromCharCode(...u.subarray(i, i + 0x8000));
+    return btoa(bin);
+  };
 
   it("text files as text parts, images as image parts, other binaries named with their path", async () => {
     const fake = useFakeProvider({ auto: (c) => c.reply("seen"), extraConfig: { tools: { sessions_spawn: { attachments: { enabled: true } } } } });
