@@ -133,9 +133,18 @@ function classify(canonicalKey: string, agentId: string, rest: string, ctx: KeyC
   return out;
 }
 
-/** Key as shown to tool callers: under global scope the `global` bucket is shown as `main` (spec). */
+/**
+ * Key as shown to anyone outside the session objects: under global scope the `global` bucket is shown
+ * as `main` (spec), which every surface resolves back to it. Object names, run ids and index columns
+ * keep `global`; every key a user, model or runtime reads goes through here (test/global-scope.test.ts).
+ */
 export function displayKey(canonicalKey: string): string {
   return canonicalKey === "global" ? "main" : canonicalKey;
+}
+
+/** Provenance as stored in a transcript and shown to runtimes: its source key in displayed form. */
+export function shownProvenance<P extends { sourceSessionKey?: string }>(p: P): P {
+  return p.sourceSessionKey === "global" ? { ...p, sourceSessionKey: "main" } : p;
 }
 
 /**

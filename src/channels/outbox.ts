@@ -1,3 +1,4 @@
+import { displayKey } from "../keys";
 import { resolveSendPolicy } from "../policy/send-policy";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
@@ -117,7 +118,7 @@ export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id:
     ...(d.route.accountId != null ? { accountId: d.route.accountId } : {}),
     ...(d.route.threadId != null ? { threadId: String(d.route.threadId) } : {}),
     message: d.message,
-    sessionKey: host.key,
+    sessionKey: displayKey(host.key),
     kind: d.kind,
     idempotencyKey: d.idempotencyKey,
   };

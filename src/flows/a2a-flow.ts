@@ -1,5 +1,5 @@
 import { queueDelivery, routeOf } from "../channels/outbox";
-import { parseCanonical, type ParsedKey } from "../keys";
+import { displayKey, parseCanonical, type ParsedKey } from "../keys";
 import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
@@ -85,7 +85,7 @@ interface StepResult {
 export function messageContextPrompt(p: { requesterKey?: string; requesterChannel?: string; targetDisplayKey: string }): string {
   return [
     "Agent-to-agent message context:",
-    p.requesterKey ? `Agent 1 (requester) session: ${p.requesterKey}.` : null,
+    p.requesterKey ? `Agent 1 (requester) session: ${displayKey(p.requesterKey)}.` : null,
     p.requesterChannel ? `Agent 1 (requester) channel: ${p.requesterChannel}.` : null,
     `Agent 2 (target) session: ${p.targetDisplayKey}.`,
   ]
@@ -95,7 +95,7 @@ export function messageContextPrompt(p: { requesterKey?: string; requesterChanne
 
 function flowLines(f: FlowState): string[] {
   return [
-    f.requesterKey ? `Agent 1 (requester) session: ${f.requesterKey}.` : null,
+    f.requesterKey ? `Agent 1 (requester) session: ${displayKey(f.requesterKey)}.` : null,
     f.requesterChannel ? `Agent 1 (requester) channel: ${f.requesterChannel}.` : null,
     `Agent 2 (target) session: ${f.targetDisplayKey}.`,
     `Agent 2 (target) channel: ${f.targetChannel}.`,

@@ -2,7 +2,7 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { defaultAgentId, findAgent, isAgentSandboxed } from "../config/load";
 import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
-import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
+import { displayKey, keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import { parseSendPolicyPatch } from "../policy/send-policy";
 import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
 import { checkModelRef } from "../runners/models";
@@ -185,7 +185,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
       async pull(ctrl) {
         if (!headerSent) {
           headerSent = true;
-          ctrl.enqueue(enc.encode(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: meta.key, timestamp: new Date(meta.createdAt).toISOString() }) + "\n"));
+          ctrl.enqueue(enc.encode(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: displayKey(meta.key), timestamp: new Date(meta.createdAt).toISOString() }) + "\n"));
           return;
         }
         const page = await stub.transcriptPage(after, 500);

@@ -85,8 +85,8 @@ export function buildRow(meta: SessionMeta, parsed: ParsedKey): SessionRow {
     lastChannel: meta.lastChannel,
     lastTo: meta.lastTo,
     deliveryContext,
-    transcriptPath: transcriptPathOf(meta.key),
-    spawnedBy: meta.spawnedBy,
+    transcriptPath: transcriptPathOf(displayKey(meta.key)),
+    spawnedBy: meta.spawnedBy === undefined ? undefined : displayKey(meta.spawnedBy),
     spawnDepth: meta.spawnDepth,
   };
   if (sub?.status) {

@@ -1,4 +1,5 @@
 import { agentModel, findAgent } from "../config/load";
+import { displayKey } from "../keys";
 import type { SessionObject } from "../session/session-object";
 import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
@@ -22,7 +23,7 @@ export function runBuiltinModel(host: SessionObject, input: RunInput, signal: Ab
   const agent = findAgent(cfg, meta.agentId);
   const system = [
     agent?.systemPrompt ?? `You are ${agent?.name ?? meta.agentId}, an agent reached through Switchboard.`,
-    `Your session: ${meta.key}.`,
+    `Your session: ${displayKey(meta.key)}.`,
     input.extraSystemPrompt,
   ]
     .filter(Boolean)

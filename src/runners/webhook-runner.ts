@@ -2,7 +2,7 @@ import { z } from "zod";
 import { findAgent } from "../config/load";
 import { signWebhookBody } from "../channels/webhook";
 import { invalid } from "../errors";
-import { parseCanonical } from "../keys";
+import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { registerSessionExtension, type RunOutcome, type RunRow, type SessionObject } from "../session/session-object";
 import type { RunInput, RunSnapshot } from "../session/types";
 import type { RunnerResult } from "./model-runner";
@@ -146,13 +146,13 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
     type: "switchboard.run",
     runId: run.id,
     attempt: run.attempts,
-    sessionKey: meta.key,
+    sessionKey: displayKey(meta.key),
     sessionId: meta.sessionId,
     agentId: meta.agentId,
     isSubagent,
     kind: input.kind,
     message: input.message,
-    ...(input.provenance ? { provenance: input.provenance } : {}),
+    ...(input.provenance ? { provenance: shownProvenance(input.provenance) } : {}),
     ...(model ? { model } : {}),
     ...(thinking ? { thinking } : {}),
     ...(input.extraSystemPrompt ? { extraSystemPrompt: input.extraSystemPrompt } : {}),

@@ -3,7 +3,7 @@ import { DurableObject } from "cloudflare:workers";
 import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
-import { parseCanonical } from "../keys";
+import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { parseSendCommand } from "../policy/send-policy";
 import { indexEntryOf, type SessionRow } from "../registry/row";
 import { runBuiltinModel } from "../runners/builtin-run";
@@ -396,7 +396,7 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   snapshot(r: RunRow): RunSnapshot {
-    const s: RunSnapshot = { runId: r.id, sessionKey: this.key, status: r.status, kind: r.kind as RunSnapshot["kind"], createdAt: r.created_at };
+    const s: RunSnapshot = { runId: r.id, sessionKey: displayKey(this.key), status: r.status, kind: r.kind as RunSnapshot["kind"], createdAt: r.created_at };
     if (r.reply !== null) s.reply = r.reply;
     if (r.error !== null) s.error = r.error;
     if (r.started_at !== null) s.startedAt = r.started_at;
@@ -483,7 +483,7 @@ export class SessionObject extends DurableObject<Env> {
         role: "user",
         content: [{ type: "text", text: input.message }],
         timestamp: Date.now(),
-        ...(input.provenance ? { provenance: input.provenance } : {}),
+        ...(input.provenance ? { provenance: shownProvenance(input.provenance) } : {}),
       };
       const seq = this.transcript.append(msg, run.id);
       this.sql.exec("UPDATE runs SET user_seq = ? WHERE id = ?", seq, run.id);
@@ -592,7 +592,7 @@ export class SessionObject extends DurableObject<Env> {
   private releaseAllWaiters(status: RunStatus, error: string): void {
     for (const [runId, set] of this.waiters) {
       const row = this.runRow(runId);
-      const s = row ? { ...this.snapshot(row), status, error } : ({ runId, sessionKey: this.key, status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
+      const s = row ? { ...this.snapshot(row), status, error } : ({ runId, sessionKey: displayKey(this.key), status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
       for (const w of [...set]) w(s);
     }
     this.waiters.clear();

@@ -1,4 +1,5 @@
 import { ANNOUNCE_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../flows/control-tokens";
+import { displayKey } from "../keys";
 
 /**
  * The texts a sub-agent sees (reference §4.2 "Task message" and "System prompt", §4.3 notes) and the
@@ -48,7 +49,7 @@ export function subagentSystemPrompt(c: SubagentPromptContext): string {
     "",
     "## Session Context",
     ...(c.label ? [`- Label: ${c.label}`] : []),
-    `- Requester session: ${c.requesterKey}.`,
+    `- Requester session: ${displayKey(c.requesterKey)}.`,
     `- Requester channel: ${c.requesterChannel ?? "unknown"}.`,
     `- Your session: ${c.childKey}.`,
   ];
@@ -71,7 +72,7 @@ export function subagentAnnouncePrompt(c: { requesterKey: string; requesterChann
   return [
     SUBAGENT_ANNOUNCE_STEP_HEADER,
     ...(c.deferred ? ["[Subagent Context] Your prior run ended while waiting for descendant subagent completions; their results are in Result below."] : []),
-    `Requester session: ${c.requesterKey}.`,
+    `Requester session: ${displayKey(c.requesterKey)}.`,
     `Requester channel: ${c.requesterChannel ?? "unknown"}.`,
     `Your session: ${c.childKey}.`,
     `Task: ${c.task}`,
