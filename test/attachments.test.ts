@@ -1,14 +1,17 @@
 import { describe, it, expect } from "vitest";
+import { parseConfig } from "../src/config/load";
+import type { Config } from "../src/config/schema";
 import {
   validateAttachments,
   attachmentsReceipt,
   redactAttachmentArgs,
-  DEFAULT_ATTACHMENTS_CONFIG,
   type AttachmentInput,
   type AttachmentsConfig,
 } from "../src/spawn/attachments";
 
-const ON: AttachmentsConfig = { ...DEFAULT_ATTACHMENTS_CONFIG, enabled: true };
+/** The defaults a config without `tools.sessions_spawn.attachments` gets: what sessions_spawn really uses. */
+const DEFAULTS: AttachmentsConfig = (parseConfig({}) as Config).tools.sessions_spawn.attachments;
+const ON: AttachmentsConfig = { ...DEFAULTS, enabled: true };
 // Small limits make boundaries cheap to hit. 10 is not a multiple of 3, so ceil(10/3)*4 = 16
 // encoded chars can carry 10, 11 or 12 bytes — exactly the case the decoded-length check exists for.
 const SMALL: AttachmentsConfig = { ...ON, maxFileBytes: 10, maxTotalBytes: 15 };
@@ -23,8 +26,8 @@ async function errorOf(inputs: AttachmentInput[], config = ON) {
 }
 
 describe("config defaults", () => {
-  it("match the reference defaults", () => {
-    expect(DEFAULT_ATTACHMENTS_CONFIG).toEqual({
+  it("the config schema's defaults match the reference defaults", () => {
+    expect(DEFAULTS).toEqual({
       enabled: false,
       maxFiles: 50,
       maxFileBytes: 1048576,
@@ -36,7 +39,7 @@ describe("config defaults", () => {
 
 describe("validateAttachments — gate and counts", () => {
   it("disabled → forbidden with the reference's message", async () => {
-    const r = await errorOf([{ name: "a.txt", content: "x" }], DEFAULT_ATTACHMENTS_CONFIG);
+    const r = await errorOf([{ name: "a.txt", content: "x" }], DEFAULTS);
     expect(r).toEqual({
       ok: false,
       status: "forbidden",
@@ -45,7 +48,7 @@ describe("validateAttachments — gate and counts", () => {
   });
 
   it("an empty list is accepted even when disabled (nothing to refuse)", async () => {
-    expect(await validateAttachments([], DEFAULT_ATTACHMENTS_CONFIG)).toEqual({ ok: true, files: [], totalBytes: 0 });
+    expect(await validateAttachments([], DEFAULTS)).toEqual({ ok: true, files: [], totalBytes: 0 });
   });
 
   it("too many files → file_count_exceeded, checked before any name", async () => {

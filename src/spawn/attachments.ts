@@ -15,13 +15,6 @@ export interface AttachmentsConfig {
   retainOnSessionKeep: boolean;
 }
 
-export const DEFAULT_ATTACHMENTS_CONFIG: AttachmentsConfig = Object.freeze({
-  enabled: false,
-  maxFiles: 50,
-  maxFileBytes: 1_048_576,
-  maxTotalBytes: 5_242_880,
-  retainOnSessionKeep: false,
-});
 
 export interface AttachmentInput {
   name: string;
