@@ -219,16 +219,29 @@ describe("sessions_list rows", () => {
     expect((await list({ messageLimit: 2.7, limit: 200 }, key)).details.sessions.find((s: any) => s.key === key).messages).toHaveLength(2);
   });
 
-  it("global and unknown are never listed; a list right after a message shows it first", async () => {
+  it("global and unknown are never listed: refused as keys at every entry point; under scope global the DM bucket is listed as main", async () => {
+    const agents = { list: [{ id: "main", default: true }, { id: "research" }] };
+    setConfigOverride({ tools: { sessions: { visibility: "agent" } }, agents });
+    const reserved = ["global", "unknown", "agent:main:global", "agent:main:unknown", "agent:research:unknown", "Unknown"];
+    for (const k of reserved) {
+      expect((await call("POST", `/v1/sessions/${enc(k)}/messages`, { message: "x" })).status, `POST ${k}`).toBe(400);
+      expect((await call("PATCH", `/v1/sessions/${enc(k)}`, { label: "x" })).status, `PATCH ${k}`).toBe(400);
+      expect((await invoke("sessions_send", { sessionKey: k, message: "x", timeoutSeconds: 0 })).status, `send ${k}`).toBe(400);
+      expect((await invoke("sessions_list", {}, { sessionKey: k })).status, `requester ${k}`).toBe(400);
+    }
     await sendAndWait("agent:main:list-latest", "newest");
-    const r = await list({ limit: 200 }, "agent:main:main");
-    expect(keysOf(r)).not.toContain("global");
-    expect(keysOf(r)).not.toContain("unknown");
-    expect(keysOf(r).some((k: string) => k.endsWith(":unknown") || k.endsWith(":global"))).toBe(false);
-    // Visibility defaults to tree, but the operator acts as agent:main:main; use agent visibility to see others.
-    setConfigOverride({ tools: { sessions: { visibility: "agent" } }, agents: { list: [{ id: "main", default: true }, { id: "research" }] } });
-    const agentWide = await list({ limit: 1 }, "agent:main:main");
-    expect(keysOf(agentWide)).toEqual(["agent:main:list-latest"]);
+    const perSender = keysOf(await list({ limit: 200 }, "agent:main:main"));
+    expect(perSender[0]).toBe("agent:main:list-latest"); // a list right after a message shows it first
+    expect(perSender.filter((k: string) => /(^|:)(global|unknown)$/.test(k))).toEqual([]);
+
+    // Under session.scope = "global" DMs live in the `global` object, listed (and addressed) as `main`.
+    setConfigOverride({ session: { scope: "global" }, tools: { sessions: { visibility: "agent" } }, agents });
+    const dm = await sendAndWait("global", "a DM in the global bucket");
+    expect(dm.sessionKey).toBe("global");
+    const global = (await list({ limit: 200 }, "main")).details.sessions;
+    expect(global[0]).toMatchObject({ key: "main", kind: "main" });
+    expect(global.filter((s: any) => /(^|:)(global|unknown)$/.test(s.key))).toEqual([]);
+    expect((await call("POST", `/v1/sessions/unknown/messages`, { message: "x" })).status).toBe(400);
   });
 });
 
