@@ -147,7 +147,8 @@ describe("sessions_list parameters", () => {
 describe("sessions_list rows", () => {
   it("the full row shape (spec Row shape, §8 items 4–7), with a real transcriptPath", async () => {
     const key = "agent:main:discord:channel:shape:thread:t-1";
-    await sendAndWait(key, "hello", { channel: "discord", to: "channel:shape", accountId: "acct-1", threadId: "thread-1", displayName: "discord:#shape" });
+    const route = { channel: "discord", to: "channel:shape", accountId: "acct-1", threadId: "thread-1", displayName: "discord:#shape" };
+    const runs = [await sendAndWait(key, "hello", route), await sendAndWait(key, "hello again!", route)];
     await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "Shape", thinkingLevel: "high", verboseLevel: "on", sendPolicy: "deny" });
     const r = await list({ limit: 200 }, key);
     const row = r.details.sessions.find((s: any) => s.key === key);
@@ -162,9 +163,11 @@ describe("sessions_list rows", () => {
       updatedAt: expect.any(Number),
       sessionId: meta.sessionId,
       model: "echo",
-      totalTokens: expect.any(Number),
-      inputTokens: expect.any(Number),
-      outputTokens: expect.any(Number),
+      // The session's counters are the sum of its runs' usage; builtin/echo counts ≈4 characters per
+      // token, so its two replies ("hello", "hello again!") are 2 + 3 output tokens.
+      inputTokens: runs[0].usage.input + runs[1].usage.input,
+      outputTokens: 5,
+      totalTokens: runs[0].usage.input + runs[1].usage.input + 5,
       thinkingLevel: "high",
       verboseLevel: "on",
       systemSent: true,
@@ -175,7 +178,8 @@ describe("sessions_list rows", () => {
       deliveryContext: { channel: "discord", to: "channel:shape", accountId: "acct-1", threadId: "thread-1" },
       transcriptPath: `/v1/sessions/${enc(key)}/transcript.jsonl`,
     });
-    expect(row.totalTokens).toBeGreaterThan(0);
+    expect(runs.map((r) => r.usage.output)).toEqual([2, 3]);
+    expect(runs[0].usage.input).toBeGreaterThan(0);
     // The transcriptPath is fetchable with the same token.
     const t = await call("GET", row.transcriptPath);
     expect(t.status).toBe(200);
