@@ -1,9 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { z } from "zod";
-import { sessionsHistorySchema } from "../src/tools/sessions-history";
-import { sessionsListSchema } from "../src/tools/sessions-list";
 import { RegistryObject } from "../src/registry/registry-object";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { loadConfig, setConfigOverride } from "../src/config/load";
@@ -68,13 +65,23 @@ async function walk(args: Record<string, unknown>, sessionKey: string) {
 }
 
 describe("tool schemas (§8 item 1)", () => {
-  it("numeric params are JSON-schema `number` (not integer), and there is no anyOf/oneOf", () => {
-    const list = z.toJSONSchema(sessionsListSchema) as any;
-    const hist = z.toJSONSchema(sessionsHistorySchema) as any;
-    for (const p of ["limit", "activeMinutes", "messageLimit"]) expect(list.properties[p].type, p).toBe("number");
-    expect(hist.properties.limit.type).toBe("number");
-    expect(hist.required).toEqual(["sessionKey"]);
-    expect(JSON.stringify([list, hist])).not.toMatch(/anyOf|oneOf/);
+  it("numeric params of list, history and send are JSON-schema `number` (not integer) in the served schemas, with no anyOf/oneOf", async () => {
+    const served = (await call("GET", "/v1/tools")).json.tools as { name: string; parameters: any }[];
+    const schemaOf = (name: string) => served.find((t) => t.name === name)!.parameters;
+    const numeric = (schema: any) =>
+      Object.entries(schema.properties as Record<string, any>)
+        .filter(([, p]) => p.type === "number" || p.type === "integer")
+        .map(([name, p]) => [name, p.type]);
+    // Every numeric parameter is `number`, and the ones the reference names are among them.
+    const expected: Record<string, string[]> = { sessions_list: ["limit", "activeMinutes", "messageLimit"], sessions_history: ["limit", "before"], sessions_send: ["timeoutSeconds"] };
+    for (const [tool, names] of Object.entries(expected)) {
+      const found = numeric(schemaOf(tool));
+      expect(found.filter(([, type]) => type !== "number"), tool).toEqual([]);
+      expect(found.map(([name]) => name), tool).toEqual(expect.arrayContaining(names));
+    }
+    expect(schemaOf("sessions_history").required).toEqual(["sessionKey"]);
+    expect(schemaOf("sessions_send").required).toEqual(["message"]);
+    expect(JSON.stringify(["sessions_list", "sessions_history", "sessions_send"].map(schemaOf))).not.toMatch(/anyOf|oneOf/);
   });
 });
 
