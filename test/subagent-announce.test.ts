@@ -96,23 +96,32 @@ describe("sub-agent announce: format", () => {
     expect(announces[0].text).toBe(["Status: completed successfully", "Result: (no output)", expectedStats(child, state.meta.sessionId, runtime)].join("\n"));
   });
 
-  it("timeout: the deadline alarm aborts the run (runTimeoutSeconds) and the announce says timed out", async () => {
-    const { announces, child, runId, state } = await spawnAndSettle(answers("hang", "ran out of time"), {
-      args: { runTimeoutSeconds: 5 },
-      beforeSettle: async (child) => {
-        // Not yet: 4.9 s in, the run is still going.
-        await advance(child, 4_900);
-        expect((await call("GET", `/v1/runs/${(await childState(child)).runs[0].id}`)).json.status).toBe("running");
-        await advance(child, 100);
+  it("timeout: the deadline alarm aborts the run (runTimeoutSeconds), the announce says timed out and counts the tokens of the step that finished", async () => {
+    // One finished step (a tool call: 1,200 in / 34 out), then the model hangs until the deadline.
+    const { announces, child, runId, state } = await spawnAndSettle(
+      (c) => (c.step === "task" ? (c.hasToolResult ? "hang" : { toolCall: { name: "agents_list", args: {} } }) : c.step === "announce" ? "ran out of time" : "hi"),
+      {
+        config: { tools: { subagents: { tools: { allow: ["agents_list"] } } } },
+        args: { runTimeoutSeconds: 5 },
+        beforeSettle: async (child) => {
+          // Not yet: 4.9 s in, the run is still going.
+          await advance(child, 4_900);
+          expect((await call("GET", `/v1/runs/${(await childState(child)).runs[0].id}`)).json.status).toBe("running");
+          await advance(child, 100);
+        },
       },
-    });
+    );
     const run = (await call("GET", `/v1/runs/${runId}`)).json;
     expect(run.status).toBe("timeout");
     expect(run.error).toMatch(/^Run timed out after /);
+    expect(run.usage).toEqual({ input: 1200, output: 34, totalTokens: 1234 });
     expect(state.meta.subagent.status).toBe("timeout");
     const lines = announces[0].text.split("\n");
-    expect(lines.slice(0, 3)).toEqual(["Status: timed out", "Result: (no output)", "Notes: ran out of time"]);
-    expect(lines[3]).toMatch(new RegExp(`^Stats: runtime \\S+ • tokens 0 \\(in 0 / out 0\\) • sessionKey ${child} • `));
+    expect(lines[0]).toBe("Status: timed out");
+    expect(lines[1]).toBe("Result: [Partial progress: 1 tool call(s) executed before timeout]");
+    expect(lines.slice(-2, -1)).toEqual(["Notes: ran out of time"]);
+    const runtime = /Stats: runtime (\S+) /.exec(announces[0].text)![1];
+    expect(lines[lines.length - 1]).toBe(expectedStats(child, state.meta.sessionId, runtime));
   });
 
   it("error: the announce says failed: <error>", async () => {
