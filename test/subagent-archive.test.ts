@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { ARCHIVE_PART_BYTES, archivePrefix } from "../src/spawn/archive";
-import type { SessionObject } from "../src/session/session-object";
+import { SessionObject as SessionObjectClass, type SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
 import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
 
@@ -55,6 +55,22 @@ describe("sub-agent archival (cleanup keep)", () => {
     expect(lines[0]).toMatchObject({ type: "session", id: state.meta.sessionId, key: child });
     expect(lines.slice(1).map((l) => l.message.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect(lines[1].message.content[0].text).toContain("[Subagent Task]: archive me");
+  });
+
+  it("without the ARCHIVE binding (wrangler.toml as shipped binds no bucket): archival completes on its timer — no R2 write, no retry, no dead timer", async () => {
+    // The test config binds a bucket; hide it from the session objects, as a deployment without R2 has none.
+    const real = Object.getOwnPropertyDescriptor(SessionObjectClass.prototype, "bindings")!.get!;
+    vi.spyOn(SessionObjectClass.prototype, "bindings", "get").mockImplementation(function (this: SessionObject) {
+      return new Proxy(real.call(this) as Env, { get: (target, prop) => (prop === "ARCHIVE" ? undefined : Reflect.get(target, prop)) });
+    });
+    const { req, child, state } = await spawnDone();
+    expect(state.timers.map((t) => t.kind)).toContain("subagent-archive");
+    await advance(child, 60 * MIN);
+    const after = await childState(child);
+    expect(after.timers.filter((t) => t.kind === "subagent-archive")).toEqual([]);
+    expect((await call("GET", `/v1/sessions/${enc(child)}/timers/dead`)).json.count).toBe(0);
+    expect(await env.ARCHIVE!.get(`${archivePrefix("main", state.meta.sessionId)}.jsonl`)).toBeNull();
+    expect(await announcesIn(req, child)).toHaveLength(1);
   });
 
   it("archiveAfterMinutes is configurable; 0 never archives", async () => {
