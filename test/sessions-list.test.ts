@@ -248,7 +248,7 @@ describe("sessions_list rows", () => {
     // Under session.scope = "global" DMs live in the `global` object, listed (and addressed) as `main`.
     setConfigOverride({ session: { scope: "global" }, tools: { sessions: { visibility: "agent" } }, agents });
     const dm = await sendAndWait("global", "a DM in the global bucket");
-    expect(dm.sessionKey).toBe("global");
+    expect(dm.sessionKey).toBe("main"); // the run of the global bucket is shown as main, too
     const global = (await list({ limit: 200 }, "main")).details.sessions;
     expect(global[0]).toMatchObject({ key: "main", kind: "main" });
     expect(global.filter((s: any) => /(^|:)(global|unknown)$/.test(s.key))).toEqual([]);
