@@ -115,6 +115,29 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     expect(bad({ models: { providers: { x: { api: "openai-completions" } } } })).toContain("models.providers.x.baseUrl");
   });
 
+  it('sandbox mode "non-main" maps to the safe side; send-policy values are read case-insensitively; model {primary} works for sub-agents', () => {
+    const c = ok({
+      agents: {
+        defaults: { sandbox: { mode: "non-main" }, subagents: { model: { primary: "builtin/echo", fallbacks: ["x/y"] } } },
+        list: [{ id: "main", sandbox: { mode: "non-main" }, subagents: { model: { primary: "builtin/echo" } } }],
+      },
+      session: { sendPolicy: { default: "Allow", rules: [{ action: "DENY", match: { channel: "discord", chatType: "dm" } }] } },
+    });
+    expect(c.cfg.agents.defaults.sandbox.mode).toBe("all");
+    expect(c.cfg.agents.list[0].sandbox).toEqual({ mode: "all" });
+    expect(c.cfg.agents.defaults.subagents.model).toBe("builtin/echo");
+    expect(c.cfg.agents.list[0].subagents?.model).toBe("builtin/echo");
+    expect(c.cfg.session.sendPolicy).toEqual({ default: "allow", rules: [{ action: "deny", match: { channel: "discord", chatType: "direct" } }] });
+    expect(c.warnings).toEqual([
+      'session.sendPolicy.default: "Allow" mapped to "allow"',
+      'session.sendPolicy.rules.0.action: "DENY" mapped to "deny"',
+      'session.sendPolicy.rules.0.match.chatType: "dm" mapped to "direct"',
+      'agents.defaults.sandbox.mode: "non-main" mapped to "all" (sandboxing is per agent here, so main is sandboxed too)',
+      'agents.list.0.sandbox.mode: "non-main" mapped to "all" (sandboxing is per agent here, so main is sandboxed too)',
+      "agents.defaults.subagents.model.fallbacks: ignored (not used by Switchboard)",
+    ]);
+  });
+
   it("keys Switchboard does not use are listed (bounded), known keys are not", () => {
     const c = ok({
       gateway: { port: 18789 },

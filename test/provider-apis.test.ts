@@ -97,3 +97,18 @@ describe("thinking levels", () => {
     expect(r.json.error.message).toContain('Invalid thinking level "extreme". Use one of: off, minimal, low, medium, high, xhigh.');
   });
 });
+
+describe("provider secrets", () => {
+  it("apiKey env:NAME and OpenClaw's ${NAME} read the Worker secret NAME", async () => {
+    for (const [i, apiKey] of ["env:SIGNING_SECRET", "${SIGNING_SECRET}"].entries()) {
+      setConfigOverride({
+        agents: { list: [{ id: `sec${i}`, default: true, model: "p/m1" }] },
+        models: { providers: { p: { api: "openai-completions", baseUrl: WIRE_BASE["openai-completions"], apiKey } } },
+      });
+      const calls = fakeWire("openai-completions", () => ({ text: "ok" }));
+      await sendAndWait("main", "hi");
+      expect(calls[0].headers.authorization).toBe("Bearer test-signing-secret");
+      vi.restoreAllMocks();
+    }
+  });
+});

@@ -38,6 +38,8 @@ export function carryOverOpenClaw(raw: Doc): CarriedOver {
   mapLegacyAgent(doc, warnings);
   clampNumbers(doc, warnings);
   mapSendPolicyProvider(doc, warnings);
+  normaliseSendPolicyValues(doc, warnings);
+  mapSandboxModes(doc, warnings);
   mapThreadBindings(doc, warnings);
   mapProviderApis(doc, warnings);
   return { doc, warnings };
@@ -152,6 +154,44 @@ function mapSendPolicyProvider(doc: Doc, warnings: string[]): void {
     }
     delete match.provider;
   });
+}
+
+/** OpenClaw reads rule actions and chat types case-insensitively, with `dm` meaning `direct` (src/policy/send-policy.ts). */
+function normaliseSendPolicyValues(doc: Doc, warnings: string[]): void {
+  const policy = objectAt(doc, ["session", "sendPolicy"], false);
+  if (!policy) return;
+  const lower = (holder: Doc, key: string, path: string, alias?: Record<string, string>) => {
+    const v = holder[key];
+    if (typeof v !== "string") return;
+    const s = v.trim().toLowerCase();
+    const mapped = alias?.[s] ?? s;
+    if (mapped !== v) {
+      holder[key] = mapped;
+      warnings.push(`${path}: "${v}" mapped to "${mapped}"`);
+    }
+  };
+  lower(policy, "default", "session.sendPolicy.default");
+  if (!Array.isArray(policy.rules)) return;
+  policy.rules.forEach((rule, i) => {
+    if (!isObject(rule)) return;
+    lower(rule, "action", `session.sendPolicy.rules.${i}.action`);
+    if (isObject(rule.match)) lower(rule.match, "chatType", `session.sendPolicy.rules.${i}.match.chatType`, { dm: "direct" });
+  });
+}
+
+/**
+ * OpenClaw's sandbox mode `non-main` sandboxes every session but the main one; sandboxing here is per
+ * agent, so it maps to the safe side, `all` (the main session is then sandboxed too).
+ */
+function mapSandboxModes(doc: Doc, warnings: string[]): void {
+  const targets: [Doc | undefined, string][] = [[objectAt(doc, ["agents", "defaults", "sandbox"], false), "agents.defaults.sandbox.mode"]];
+  const list = objectAt(doc, ["agents"], false)?.list;
+  if (Array.isArray(list)) list.forEach((a, i) => targets.push([isObject(a) && isObject(a.sandbox) ? a.sandbox : undefined, `agents.list.${i}.sandbox.mode`]));
+  for (const [sandbox, path] of targets) {
+    if (sandbox?.mode !== "non-main") continue;
+    sandbox.mode = "all";
+    warnings.push(`${path}: "non-main" mapped to "all" (sandboxing is per agent here, so main is sandboxed too)`);
+  }
 }
 
 /**

@@ -28,6 +28,9 @@ const sendPolicy = z.object({
     .optional(),
 });
 
+/** A model reference: `<provider>/<model>`, or OpenClaw's `{primary, fallbacks?}` (fallbacks are reported unused). */
+const modelRef = z.union([z.string(), z.object({ primary: z.string() }).transform((m) => m.primary)]);
+
 const subagentDefaults = z.object({
   archiveAfterMinutes: z.number().min(0).default(60),
   runTimeoutSeconds: z.number().min(0).default(0),
@@ -37,7 +40,7 @@ const subagentDefaults = z.object({
   maxConcurrent: z.number().int().min(1).default(8),
   allowAgents: z.array(z.string()).optional(),
   requireAgentId: z.boolean().default(false),
-  model: z.string().optional(),
+  model: modelRef.optional(),
   thinking: z.string().optional(),
   announceTimeoutMs: z.number().int().min(1).max(2_147_000_000).default(120_000),
 });
@@ -45,11 +48,10 @@ const subagentDefaults = z.object({
 const agentSubagents = z.object({
   allowAgents: z.array(z.string()).optional(),
   requireAgentId: z.boolean().optional(),
-  model: z.string().optional(),
+  model: modelRef.optional(),
   thinking: z.string().optional(),
 });
 
-const modelRef = z.union([z.string(), z.object({ primary: z.string() }).transform((m) => m.primary)]);
 
 export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 

@@ -80,12 +80,11 @@ function providerModel(name: string, p: ProviderConfig, apiKey: string | undefin
   }
 }
 
-/** `env:NAME` reads the Worker secret NAME, so keys never sit in CONFIG itself. */
+/** `env:NAME` (or OpenClaw's `${NAME}`) reads the Worker secret NAME, so keys never sit in CONFIG itself. */
 function resolveSecret(env: Env, value: string | undefined): string | undefined {
   if (!value) return undefined;
-  if (value.startsWith("env:")) {
-    const v = env[value.slice(4)];
-    return typeof v === "string" ? v : undefined;
-  }
-  return value;
+  const name = value.startsWith("env:") ? value.slice(4) : /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value)?.[1];
+  if (name === undefined) return value;
+  const v = (env as unknown as Record<string, unknown>)[name];
+  return typeof v === "string" ? v : undefined;
 }
