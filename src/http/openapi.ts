@@ -42,7 +42,12 @@ const SESSION_HEADER: ParamDoc = {
 
 /** Documentation of every public route, keyed `METHOD path` in Hono's path syntax. */
 const ROUTES: Record<string, OperationDoc> = {
-  "GET /healthz": { tag: "meta", summary: "Liveness and configured agent ids", public: true, responses: { 200: ["Healthy", { type: "object", properties: { ok: { const: true }, agents: { type: "array", items: { type: "string" } } } }] } },
+  "GET /healthz": {
+    tag: "meta",
+    summary: "Liveness and configured agent ids; with the operator token also `warnings`: what of CONFIG was mapped, clamped or ignored",
+    public: true,
+    responses: { 200: ["Healthy", { type: "object", properties: { ok: { const: true }, agents: { type: "array", items: { type: "string" } }, warnings: { type: "array", items: { type: "string" } } } }] },
+  },
   "GET /openapi.json": { tag: "meta", summary: "This document", public: true, responses: { 200: ["OpenAPI 3.1 document", { type: "object" }] } },
   "GET /docs": { tag: "meta", summary: "Human-readable API reference (self-contained HTML)", public: true, responses: { 200: ["HTML page", { type: "string" }, "text/html"] } },
   "POST /tools/invoke": {
