@@ -3,6 +3,7 @@ import { resolveSendPolicy } from "../policy/send-policy";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
+import { DELIVERY_LIST_BYTES, jsonBytes, takeWithinBudget } from "../session/byte-budget";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, postWebhook, type OutboundPayload } from "./webhook";
 
 /**
@@ -124,10 +125,11 @@ export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id:
   };
 
   const { status, error } = deliveryDecision(host, channel);
+  const payloadJson = JSON.stringify(payload);
   host.sql.exec(
-    `INSERT INTO outbox (id, idempotency_key, kind, channel, payload_json, status, attempts, last_error, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?)`,
-    id, d.idempotencyKey, d.kind, channel, JSON.stringify(payload), status, error, now, now,
+    `INSERT INTO outbox (id, idempotency_key, kind, channel, payload_json, status, attempts, last_error, created_at, updated_at, bytes)
+     VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+    id, d.idempotencyKey, d.kind, channel, payloadJson, status, error, now, now, jsonBytes(payloadJson),
   );
   if (status === "pending") host.timers.set(OUTBOX_TIMER, id, now);
   // Dead handlers may do I/O (tell a requester), so they run from a timer, never inside this transaction.
@@ -156,13 +158,21 @@ function deliveryById(host: SessionObject, id: string): DeliveryView | null {
   return r ? view(r) : null;
 }
 
-/** Deliveries of a session, newest first (GET /v1/sessions/{key}/deliveries). */
-export function listDeliveries(host: SessionObject, opts: { status?: DeliveryStatus; limit: number }): DeliveryView[] {
-  if (!host.hasStorage) return [];
-  const rows = opts.status
-    ? host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE status = ? ORDER BY created_at DESC, id LIMIT ?", opts.status, opts.limit).toArray()
-    : host.sql.exec<OutboxRow>("SELECT * FROM outbox ORDER BY created_at DESC, id LIMIT ?", opts.limit).toArray();
-  return rows.map(view);
+/**
+ * Deliveries of a session, newest first (GET /v1/sessions/{key}/deliveries), within DELIVERY_LIST_BYTES:
+ * the rows' sizes come from an index first and only the rows that fit are loaded (at least one).
+ * `truncated`: the byte budget, not `limit`, ended the listing.
+ */
+export function listDeliveries(host: SessionObject, opts: { status?: DeliveryStatus; limit: number }): { deliveries: DeliveryView[]; truncated: boolean } {
+  if (!host.hasStorage) return { deliveries: [], truncated: false };
+  const where = opts.status ? "WHERE status = ?" : "";
+  const index = opts.status ? "outbox_status_listing" : "outbox_listing";
+  const args = opts.status ? [opts.status] : [];
+  const sizes = host.sql.exec<{ bytes: number }>(`SELECT bytes FROM outbox INDEXED BY ${index} ${where} ORDER BY created_at DESC, id LIMIT ?`, ...args, opts.limit).toArray();
+  const { count } = takeWithinBudget(sizes.map((r) => r.bytes + 300), DELIVERY_LIST_BYTES);
+  // The same order with LIMIT count: the rows just sized, in one synchronous pass (nothing can interleave).
+  const rows = count > 0 ? host.sql.exec<OutboxRow>(`SELECT * FROM outbox ${where} ORDER BY created_at DESC, id LIMIT ?`, ...args, count).toArray() : [];
+  return { deliveries: rows.map(view), truncated: count < sizes.length };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { PROVIDER_APIS } from "./carry-over";
+import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
 
 /**
  * The CONFIG document (DESIGN §3.1). Key names and defaults follow OpenClaw (reference Appendix A)
@@ -164,6 +165,10 @@ export const ConfigSchema = z.object({
     .object({
       /** Failed auth attempts per client per minute before 429. */
       authFailuresPerMinute: z.number().int().min(1).default(10),
+      /** Largest inbound message / spawn task, and largest generated text kept (docs/limits.md). Only lower than 512 KiB. */
+      maxMessageBytes: z.number().int().min(1024).max(MESSAGE_MAX_BYTES).default(MESSAGE_MAX_BYTES),
+      /** Byte budget of a run's model context: the newest messages that fit (docs/limits.md). */
+      maxContextBytes: z.number().int().min(16 * 1024).max(16 * 1024 * 1024).default(CONTEXT_DEFAULT_BYTES),
     })
     .prefault({}),
 });

@@ -1,6 +1,7 @@
 import { queueDelivery, routeOf } from "../channels/outbox";
 import { displayKey, parseCanonical, type ParsedKey } from "../keys";
 import { fromRpcError, SwitchboardError } from "../errors";
+import { capText } from "../session/byte-budget";
 import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
@@ -52,6 +53,7 @@ export interface FlowState {
   targetKey: string;
   targetDisplayKey: string;
   targetChannel: string;
+  /** Quoted in the announce prompt: cut at FLOW_QUOTE_BYTES, like the two replies below (the row stays bounded). */
   originalMessage: string;
   primaryRunId: string;
   roundOneReply?: string;
@@ -62,10 +64,12 @@ export interface FlowState {
   step: "turn" | "announce" | "done";
   turn?: number;
   stepSession?: string;
+  /** The one whole text the flow holds: what the current step's run receives (a run reply, so within the message cap). */
   stepMessage?: string;
   stepRunId?: string;
   /** Guard re-checks made for the current step (the first extension gives a lost executor its lease). */
   guardChecks: number;
+  /** Each turn's reply is kept as an excerpt (TURN_EXCERPT_BYTES); the whole text is in the run (`runId`). */
   turns: { turn: number; sessionKey: string; runId?: string; reply?: string; status: string }[];
   outcome?: FlowOutcome;
   /** Outcome "failed": which step gave up and why (its timer is listed under GET /v1/sessions/{key}/timers/dead). */
@@ -169,8 +173,19 @@ function saveFlow(host: SessionObject, f: FlowState): void {
   if (f.step === "done") host.timers.clear(FLOW_TIMER, f.id);
 }
 
-/** Move the flow to its next step and schedule its dispatch (due now), all in the caller's transaction. */
-function enterStep(host: SessionObject, f: FlowState, step: "turn" | "announce", turn?: number): void {
+/**
+ * A flow row holds references and cut copies, never unbounded text (docs/limits.md): five 512 KiB turns
+ * copied whole would pass SQLite's 2 MB row limit. Quotes for the announce prompt and turn excerpts are cut here.
+ */
+export const FLOW_QUOTE_BYTES = 16 * 1024;
+export const TURN_EXCERPT_BYTES = 4 * 1024;
+const FLOW_LIST_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Move the flow to its next step and schedule its dispatch (due now), all in the caller's transaction.
+ * `message`: the whole text a turn's run receives (the other side's last reply).
+ */
+function enterStep(host: SessionObject, f: FlowState, step: "turn" | "announce", turn?: number, message?: string): void {
   f.stepNo += 1;
   f.step = step;
   f.turn = turn;
@@ -182,7 +197,7 @@ function enterStep(host: SessionObject, f: FlowState, step: "turn" | "announce",
   } else {
     // The requester speaks first (turn 1), then the sides alternate; each hears the other's last reply.
     f.stepSession = turn! % 2 === 1 ? f.requesterKey! : f.targetKey;
-    f.stepMessage = turn === 1 ? f.roundOneReply! : f.latestReply!;
+    f.stepMessage = message ?? "";
   }
   saveFlow(host, f);
   host.timers.set(FLOW_TIMER, f.id, Date.now());
@@ -209,7 +224,7 @@ function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput, start
     targetKey: host.key,
     targetDisplayKey: start.targetDisplayKey,
     targetChannel: route?.channel ?? "unknown",
-    originalMessage: input.message,
+    originalMessage: capText(input.message, FLOW_QUOTE_BYTES),
     primaryRunId: run.runId,
     maxTurns: Math.max(0, Math.min(5, Math.floor(start.maxTurns))),
     stepNo: 0,
@@ -220,9 +235,9 @@ function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput, start
   const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
   // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (reference step 0).
   if (!roundOne) return finish(host, f, "no_round_one_reply");
-  f.roundOneReply = roundOne;
+  f.roundOneReply = capText(roundOne, FLOW_QUOTE_BYTES);
   const canPingPong = f.maxTurns > 0 && !!f.requesterKey && f.requesterKey !== f.targetKey && roundOne !== REPLY_SKIP;
-  if (canPingPong) enterStep(host, f, "turn", 1);
+  if (canPingPong) enterStep(host, f, "turn", 1, roundOne);
   else enterStep(host, f, "announce");
 }
 
@@ -235,15 +250,15 @@ function stepEnded(host: SessionObject, flowId: string, stepNo: number, result: 
   if (!f || f.step === "done" || f.stepNo !== stepNo) return false;
   const text = result.status === "ok" ? (result.reply ?? "").trim() : "";
   if (f.step === "turn") {
-    f.turns.push({ turn: f.turn!, sessionKey: f.stepSession!, runId: result.runId ?? f.stepRunId, reply: text || undefined, status: result.status });
+    f.turns.push({ turn: f.turn!, sessionKey: f.stepSession!, runId: result.runId ?? f.stepRunId, reply: text ? capText(text, TURN_EXCERPT_BYTES) : undefined, status: result.status });
     // An empty or failed turn, or exactly REPLY_SKIP, ends the ping-pong; the announce still runs.
     if (!text || text === REPLY_SKIP) {
       enterStep(host, f, "announce");
       return true;
     }
-    f.latestReply = text;
+    f.latestReply = capText(text, FLOW_QUOTE_BYTES);
     if (f.turn! >= f.maxTurns) enterStep(host, f, "announce");
-    else enterStep(host, f, "turn", f.turn! + 1);
+    else enterStep(host, f, "turn", f.turn! + 1, text);
     return true;
   }
   // Announce step: exactly ANNOUNCE_SKIP (or nothing) is silence; anything else goes to the target's channel.
@@ -365,8 +380,11 @@ async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
 /** The `a2a_notify` timer in the session that ran a step: report the run's end to the flow's owner until it acknowledges. */
 async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
   if (!claimTimer(host, NOTIFY_TIMER, t.ref, CALL_LEASE_MS)) return;
-  const p = JSON.parse(t.payload ?? "{}") as { owner: string; flowId: string; stepNo: number; result: StepResult };
-  await callExtension(stubFor(host, p.owner), EXT, "stepEnded", { flowId: p.flowId, stepNo: p.stepNo, result: p.result });
+  const p = JSON.parse(t.payload ?? "{}") as { owner: string; flowId: string; stepNo: number; result?: StepResult };
+  // The payload names the run (the timer's ref); its reply is read from the run row now, never copied into the timer.
+  const run = host.runRow(t.ref);
+  const result: StepResult = p.result ?? (run ? { status: run.status, ...(run.reply !== null ? { reply: run.reply } : {}), runId: run.id } : { status: "error", runId: t.ref });
+  await callExtension(stubFor(host, p.owner), EXT, "stepEnded", { flowId: p.flowId, stepNo: p.stepNo, result });
   host.timers.clear(NOTIFY_TIMER, t.ref);
   await host.timers.arm();
 }
@@ -402,7 +420,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     return;
   }
   // The report to the flow's owner is a durable timer written with the run's end: it is retried until acknowledged.
-  host.timers.set(NOTIFY_TIMER, run.runId, Date.now(), { owner, flowId: input.flowId, stepNo, result });
+  host.timers.set(NOTIFY_TIMER, run.runId, Date.now(), { owner, flowId: input.flowId, stepNo });
 }
 
 const a2aRpc = {
@@ -418,13 +436,18 @@ const a2aRpc = {
     }
     return { ok: true };
   },
-  list: (host: SessionObject) =>
-    host.hasStorage
-      ? host.sql
-          .exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")
-          .toArray()
-          .map((r) => JSON.parse(r.json) as FlowState)
-      : [],
+  /** Oldest first, up to 500 flows and FLOW_LIST_BYTES (rows are read one by one and the read stops there). */
+  list: (host: SessionObject) => {
+    const out: FlowState[] = [];
+    if (!host.hasStorage) return out;
+    let bytes = 0;
+    for (const r of host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")) {
+      bytes += r.json.length;
+      if (out.length > 0 && bytes > FLOW_LIST_BYTES) break;
+      out.push(JSON.parse(r.json) as FlowState);
+    }
+    return out;
+  },
 };
 
 /**

@@ -19,8 +19,9 @@ export function deliveriesRoutes(app: Hono<AppEnv>): void {
     const status = c.req.query("status");
     if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) throw invalid(`status: expected one of ${STATUSES.join(", ")}`);
     const limit = intParam(c, "limit", { min: 1, max: 500, def: 100 })!;
-    const deliveries = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit }));
-    return c.json({ sessionKey: key, count: deliveries.length, deliveries });
+    const { deliveries, truncated } = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit }));
+    // `truncated`: the listing reached its byte budget (docs/limits.md) before `limit` rows.
+    return c.json({ sessionKey: key, count: deliveries.length, deliveries, ...(truncated ? { truncated: true } : {}) });
   });
 
   app.post("/v1/sessions/:key/deliveries/:id/retry", async (c) => {

@@ -7,16 +7,18 @@ import { parseSendPolicyPatch } from "../policy/send-policy";
 import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
 import { checkModelRef } from "../runners/models";
 import { sessionKeyOfRun } from "../session/run-id";
+import { checkTextSize } from "../session/byte-budget";
 import { MAX_WAIT_MS } from "../session/session-object";
 import { readHistory } from "../tools/sessions-history";
-import { decodeCursor, encodeCursor, SESSION_KINDS } from "../tools/sessions-list";
+import { decodeCursor, encodeCursor, normalizeKinds } from "../tools/sessions-list";
 import { type AppEnv, jsonBody } from "./app";
 import { intParam, parseBody, rpc, targetOf } from "./route-helpers";
 import { authorizeKey } from "./auth";
 import { assertOperator } from "./scopes";
 
 export const inboundMessage = z.object({
-  message: z.string().min(1, "message required").max(1_000_000),
+  // Its size cap (limits.maxMessageBytes, a 413) is checked after parsing; the 2 MB body limit bounds the parse.
+  message: z.string().min(1, "message required"),
   channel: z.string().min(1).max(64).regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+").optional(),
   to: z.string().max(512).optional(),
   accountId: z.string().max(256).optional(),
@@ -68,6 +70,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
   app.post("/v1/sessions/:key/messages", async (c) => {
     const target = targetOf(c);
     const body = parseBody(inboundMessage, await jsonBody(c));
+    checkTextSize("message", body.message, c.get("cfg").limits.maxMessageBytes);
     // Refused rather than ignored: a channel gateway holding an agent token learns its claim had no effect.
     if (body.senderIsOwner === true) assertOperator(c.get("principal"), "senderIsOwner: true");
     const stub = c.env.SESSIONS.getByName(target.canonicalKey);
@@ -102,7 +105,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
     // Only configured agents have shards; an arbitrary id must not address (and create) a registry object.
     if (!findAgent(cfg, agentId)) throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
     const limit = intParam(c, "limit", { min: 1, max: 1000, def: 50 })!;
-    const kinds = (c.req.query("kinds") ?? "").split(",").map((k) => k.trim().toLowerCase()).filter((k) => (SESSION_KINDS as readonly string[]).includes(k));
+    const kinds = normalizeKinds((c.req.query("kinds") ?? "").split(","));
     const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
     const rawCursor = c.req.query("cursor");
     const cursor = rawCursor ? decodeCursor(rawCursor) : undefined;
@@ -164,7 +167,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.get("/v1/sessions/:key/history", async (c) => {
     const target = targetOf(c);
-    const { result } = await readHistory(c.env, target.canonicalKey, {
+    const result = await readHistory(c.env, target.canonicalKey, {
       limit: intParam(c, "limit", { min: 1, max: 1000 }),
       before: intParam(c, "before", { min: 1, max: Number.MAX_SAFE_INTEGER }),
       includeTools: c.req.query("includeTools") === "true",
@@ -180,7 +183,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
     const enc = new TextEncoder();
     let after = 0;
     let headerSent = false;
-    // Streamed page by page: the export never holds the whole transcript in memory.
+    // Streamed chunk by chunk: each is at most TRANSCRIPT_CHUNK_BYTES (or one larger message), so
+    // neither the object nor the Worker ever holds more than one chunk of the transcript.
     const stream = new ReadableStream<Uint8Array>({
       async pull(ctrl) {
         if (!headerSent) {
@@ -188,17 +192,13 @@ export function v1Routes(app: Hono<AppEnv>): void {
           ctrl.enqueue(enc.encode(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: displayKey(meta.key), timestamp: new Date(meta.createdAt).toISOString() }) + "\n"));
           return;
         }
-        const page = await stub.transcriptPage(after, 500);
-        if (page.messages.length === 0 || page.lastSeq === null) {
+        const next = await stub.transcriptChunk(after);
+        if (next.lastSeq === null) {
           ctrl.close();
           return;
         }
-        after = page.lastSeq;
-        const lines = page.messages.map((m) => {
-          const { __switchboard, ...message } = m;
-          return JSON.stringify({ type: "message", id: String(__switchboard.seq), seq: __switchboard.seq, timestamp: new Date(m.timestamp).toISOString(), message });
-        });
-        ctrl.enqueue(enc.encode(lines.join("\n") + "\n"));
+        after = next.lastSeq;
+        ctrl.enqueue(enc.encode(next.chunk));
       },
     });
     return new Response(stream, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { forbidden, notFound, SwitchboardError } from "../errors";
 import { completeRun, parseRunCompletion } from "../runners/webhook-runner";
+import { capText } from "../session/byte-budget";
 import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
 
 /**
@@ -18,7 +19,9 @@ export function runCompleteRoutes(app: Hono<AppEnv>): void {
     if (!run) throw notFound(`Run not found: ${runId}`);
     // The run may have ended another way (deadline, abort) between the token check and now.
     const wanted = completion.error !== undefined ? "error" : "ok";
-    if (run.status !== wanted || (wanted === "ok" && run.reply !== completion.reply)) {
+    // The stored reply is the completion's, cut to the message cap when larger (docs/limits.md).
+    const stored = capText(completion.reply ?? "", c.get("cfg").limits.maxMessageBytes);
+    if (run.status !== wanted || (wanted === "ok" && (run.reply ?? "") !== stored)) {
       throw new SwitchboardError("conflict", `Run ${runId} already ended (${run.status})`);
     }
     return c.json(run);

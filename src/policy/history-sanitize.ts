@@ -63,13 +63,18 @@ export function estimateBase64Bytes(data: string): number {
 interface Flags {
   contentTruncated: boolean;
   contentRedacted: boolean;
+  /** A stored head stood in for a message too large to show (it counts as a dropped message). */
+  oversized?: boolean;
 }
 
 function sanitizeText(text: string, flags: Flags): string {
   const r = redactSensitiveText(text);
   if (r.redacted) flags.contentRedacted = true;
   let out = r.text;
-  if (out.length > HISTORY_TEXT_CAP) {
+  // A text this module already cut (a stored history head, transcript.ts) stays as it is: cut again it would lose its marker.
+  const alreadyCut = out.endsWith(TRUNCATION_MARKER) && out.length <= HISTORY_TEXT_CAP + TRUNCATION_MARKER.length;
+  if (alreadyCut) flags.contentTruncated = true;
+  else if (out.length > HISTORY_TEXT_CAP) {
     // Step back one unit rather than leave half a surrogate pair at the cut.
     const last = out.charCodeAt(HISTORY_TEXT_CAP - 1);
     const cut = last >= 0xd800 && last <= 0xdbff ? HISTORY_TEXT_CAP - 1 : HISTORY_TEXT_CAP;
@@ -101,8 +106,21 @@ function sanitizeBlock(block: Obj, flags: Flags): void {
   }
 }
 
+/**
+ * Flags a stored history head carries from its sanitising at write time (transcript.ts): what was
+ * removed then is gone from the head, so the page's flags come from here.
+ */
+export const HEAD_FLAGS_FIELD = "__sanitized";
+
 /** Sanitizes `m` in place; callers pass a private copy. */
 function sanitizeMessage(m: Obj, flags: Flags): void {
+  const pre = m[HEAD_FLAGS_FIELD];
+  if (isObj(pre)) {
+    if (pre.truncated === true) flags.contentTruncated = true;
+    if (pre.redacted === true) flags.contentRedacted = true;
+    if (pre.oversized === true) flags.oversized = true;
+    delete m[HEAD_FLAGS_FIELD];
+  }
   deleteField(m, "details", flags);
   deleteField(m, "usage", flags);
   deleteField(m, "cost", flags);
@@ -124,7 +142,16 @@ function jsonBytes(v: unknown): number {
   return utf8ByteLength(JSON.stringify(v) ?? "null");
 }
 
-export function sanitizeHistoryMessages(messages: unknown[]): SanitizedHistory {
+/** One message as history shows it (redacted, texts capped, bulky fields removed), with what that removed. */
+export function sanitizeOneMessage(raw: unknown): { message: unknown; contentTruncated: boolean; contentRedacted: boolean } {
+  const flags: Flags = { contentTruncated: false, contentRedacted: false };
+  const m = copyJson(raw);
+  if (isObj(m)) sanitizeMessage(m, flags);
+  return { message: m, ...flags };
+}
+
+/** `byteCap`: the page's JSON size limit (history: HISTORY_BYTE_CAP; a list preview gets its share of the list's budget). */
+export function sanitizeHistoryMessages(messages: unknown[], byteCap: number = HISTORY_BYTE_CAP): SanitizedHistory {
   const flags: Flags = { contentTruncated: false, contentRedacted: false };
   const sanitized = messages.map((raw) => {
     const m = copyJson(raw);
@@ -137,14 +164,14 @@ export function sanitizeHistoryMessages(messages: unknown[]): SanitizedHistory {
   let total = 2 + sizes.reduce((a, b) => a + b, 0) + Math.max(0, sizes.length - 1);
   let start = 0;
   // Oldest go first, the newest is always kept so the reader sees where the session stands.
-  while (total > HISTORY_BYTE_CAP && sanitized.length - start > 1) {
+  while (total > byteCap && sanitized.length - start > 1) {
     total -= sizes[start] + 1;
     start++;
   }
   let kept = start > 0 ? sanitized.slice(start) : sanitized;
 
   let hardCapped = false;
-  if (total > HISTORY_BYTE_CAP) {
+  if (total > byteCap) {
     // A single message is still too big: return a placeholder that keeps its position (`seq`).
     const last = kept[kept.length - 1];
     const placeholder: Obj = { role: "assistant", content: OVERSIZED_PLACEHOLDER };
@@ -154,7 +181,7 @@ export function sanitizeHistoryMessages(messages: unknown[]): SanitizedHistory {
     hardCapped = true;
   }
 
-  const droppedMessages = start > 0 || hardCapped;
+  const droppedMessages = start > 0 || hardCapped || flags.oversized === true;
   return {
     messages: kept,
     truncated: droppedMessages || flags.contentTruncated,

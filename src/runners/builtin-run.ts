@@ -8,7 +8,7 @@ import { runModel, type RunnerResult } from "./model-runner";
 import { resolveModel } from "./models";
 import { parseThinkingLevel } from "./thinking";
 
-/** Messages of context given to the model (bounded: never the whole transcript). */
+/** Messages of context given to the model, within `limits.maxContextBytes` (never the whole transcript; docs/limits.md). */
 const CONTEXT_MESSAGES = 40;
 
 /**
@@ -32,7 +32,7 @@ export function runBuiltinModel(host: SessionObject, input: RunInput, signal: Ab
   return runModel({
     model,
     system,
-    history: host.transcript.recent(CONTEXT_MESSAGES),
+    history: host.transcript.recent(CONTEXT_MESSAGES, cfg.limits.maxContextBytes),
     tools: buildRunTools(host.bindings, meta),
     signal,
     providerOptions: model.thinkingOptions(thinking),

@@ -37,7 +37,8 @@ const awaitingId = (runId: string) => `${AWAITING_KIND}:${runId}`;
 
 /** Body of a synchronous reply and of `POST /v1/runs/{id}/complete`. */
 export const runCompletionSchema = z.object({
-  reply: z.string().max(1_000_000).optional().describe("The assistant's reply (may be empty). Send either reply or error."),
+  // Never refused for its size once the work is done: a reply over limits.maxMessageBytes is stored truncated with a marker.
+  reply: z.string().optional().describe("The assistant's reply (may be empty; over limits.maxMessageBytes it is kept truncated with a marker). Send either reply or error."),
   error: z.string().min(1).max(10_000).optional().describe("Why the run failed. Send either reply or error."),
   usage: z
     .object({ input: z.number().int().min(0).optional(), output: z.number().int().min(0).optional() })

@@ -1,8 +1,12 @@
+import { jsonBytes } from "./byte-budget";
+import { historyHeadOf } from "./history-head";
+import type { TranscriptMessage } from "./types";
+
 /**
  * SQLite schema of a session object. Versions live in a table because `PRAGMA user_version`
  * is not available in Durable Object SQLite; each migration runs once, in order.
  */
-const MIGRATIONS: string[] = [
+const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
   `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
 
@@ -109,6 +113,35 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX dead_timers_died ON dead_timers (died_at);
   `,
+  // Byte budgets read inside the object (docs/limits.md): each message's stored size and its history
+  // head's size sit in covering indexes, so a budgeted read picks its rows from the index alone and
+  // loads only those; the added columns come after the json column in the row and are never read from it.
+  // Heads live in their own table: small rows a history page reads without touching the full message.
+  `
+  ALTER TABLE messages ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE messages ADD COLUMN head_bytes INTEGER NOT NULL DEFAULT 0;
+  DROP INDEX messages_visible;
+  CREATE INDEX messages_visible ON messages (is_tool, seq, head_bytes);
+  CREATE INDEX messages_sizes ON messages (seq, bytes, head_bytes);
+  CREATE TABLE message_heads (seq INTEGER PRIMARY KEY, is_tool INTEGER NOT NULL, flags INTEGER NOT NULL, json TEXT NOT NULL);
+  ALTER TABLE outbox ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+  CREATE INDEX outbox_listing ON outbox (created_at, id, bytes);
+  CREATE INDEX outbox_status_listing ON outbox (status, created_at, id, bytes);
+  UPDATE outbox SET bytes = length(CAST(payload_json AS BLOB));
+  `,
+  // Messages written before the heads existed get theirs once (one pass; new messages get theirs on append).
+  (sql) => {
+    for (let after = 0; ; ) {
+      const rows = sql.exec<{ seq: number; is_tool: number; json: string }>("SELECT seq, is_tool, json FROM messages WHERE seq > ? ORDER BY seq LIMIT 200", after).toArray();
+      if (rows.length === 0) return;
+      for (const r of rows) {
+        const head = historyHeadOf(JSON.parse(r.json) as TranscriptMessage);
+        sql.exec("INSERT OR REPLACE INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)", r.seq, r.is_tool, head.flags, head.json);
+        sql.exec("UPDATE messages SET bytes = ?, head_bytes = ? WHERE seq = ?", jsonBytes(r.json), head.bytes, r.seq);
+      }
+      after = rows[rows.length - 1].seq;
+    }
+  },
 ];
 
 export function migrate(sql: SqlStorage): void {
@@ -117,7 +150,9 @@ export function migrate(sql: SqlStorage): void {
   let version = row?.version ?? 0;
   if (!row) sql.exec("INSERT INTO schema_version (version) VALUES (0)");
   while (version < MIGRATIONS.length) {
-    sql.exec(MIGRATIONS[version]);
+    const step = MIGRATIONS[version];
+    if (typeof step === "string") sql.exec(step);
+    else step(sql);
     version++;
     sql.exec("UPDATE schema_version SET version = ?", version);
   }

@@ -17,11 +17,11 @@ import { runDueTimers } from "./timer-policy";
 import { assertOpen, beginClosing } from "./closing";
 import { recordInboundRoute } from "./inbound-route";
 import { Timers, type TimerRow } from "./timers";
-import { Transcript } from "./transcript";
+import { capReplyAndError, TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
+import { runEndedWithoutReply, Transcript, userMessageOf, type BudgetedPage } from "./transcript";
 import {
   FINAL_STATUSES,
   type EnqueueRequest,
-  type HistoryPage,
   type RunInput,
   type RunSnapshot,
   type RunStatus,
@@ -154,7 +154,7 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.timers = new Timers(this.sql, ctx.storage);
-    this.transcript = new Transcript(this.sql);
+    this.transcript = new Transcript(this.sql, () => this.cfg.limits.maxMessageBytes);
     // Reads of a session that was never written must not create storage, so the schema is only
     // created by the first write; an existing schema is migrated before any call is served.
     ctx.blockConcurrencyWhile(async () => {
@@ -479,13 +479,7 @@ export class SessionObject extends DurableObject<Env> {
   private writeUserMessage(run: RunRow, input: RunInput): void {
     if (run.user_seq !== null || input.kind === "command") return;
     this.ctx.storage.transactionSync(() => {
-      const msg: TranscriptMessage = {
-        role: "user",
-        content: [{ type: "text", text: input.message }],
-        timestamp: Date.now(),
-        ...(input.provenance ? { provenance: shownProvenance(input.provenance) } : {}),
-      };
-      const seq = this.transcript.append(msg, run.id);
+      const seq = this.transcript.append(userMessageOf(input, shownProvenance), run.id);
       this.sql.exec("UPDATE runs SET user_seq = ? WHERE id = ?", seq, run.id);
     });
   }
@@ -521,6 +515,7 @@ export class SessionObject extends DurableObject<Env> {
   async finishRun(runId: string, outcome: RunOutcome): Promise<void> {
     // The session was deleted while this run was in flight: there is nothing left to record.
     if (!this.schemaReady) return;
+    outcome = capReplyAndError(outcome, this.cfg.limits.maxMessageBytes);
     const ended = this.ctx.storage.transactionSync((): RunEndedEvent | null => {
       const row = this.runRow(runId);
       if (!row || FINAL_STATUSES.has(row.status)) return null;
@@ -534,19 +529,7 @@ export class SessionObject extends DurableObject<Env> {
         m.systemSent = true;
       } else if (row.status === "running") {
         // The transcript records failed and cut-short runs too, as the reference does (stopReason error/aborted).
-        this.transcript.append(
-          {
-            role: "assistant",
-            content: [],
-            api: "switchboard",
-            provider: "switchboard",
-            model: m.model ?? "unknown",
-            stopReason: outcome.status === "error" ? "error" : "aborted",
-            errorMessage: outcome.error,
-            timestamp: now,
-          },
-          runId,
-        );
+        this.transcript.append(runEndedWithoutReply(m.model, outcome, now), runId);
       }
       const spent = endedRunUsage(this.sql, runId, res, ok);
       if (spent) addRunUsage(m, this.cfg, spent.usage, ok ? res : undefined);
@@ -600,16 +583,22 @@ export class SessionObject extends DurableObject<Env> {
 
   // ---------------------------------------------------------------- transcript reads
 
-  /** One page of the transcript, with the facts a visibility check needs (one round trip per read). */
-  async history(opts: { limit: number; before?: number; includeTools: boolean }): Promise<HistoryPage & { sessionId?: string; spawnedBy?: string }> {
-    if (!this.schemaReady || !this.meta) return { messages: [], hasMore: false, nextBefore: null };
+  /**
+   * One byte-budgeted page of history heads (transcript.ts) with the target's lineage, in one round trip.
+   * `onlyIfSpawnedBy`: the caller may read this session only as its parent — checked before anything
+   * of the transcript is read; otherwise the answer is `denied` and carries nothing of the session.
+   */
+  async history(opts: { limit: number; before?: number; includeTools: boolean; maxBytes: number; onlyIfSpawnedBy?: string }): Promise<BudgetedPage & { sessionId?: string; spawnedBy?: string; denied?: true }> {
+    const empty: BudgetedPage = { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
+    if (opts.onlyIfSpawnedBy !== undefined && this.meta?.spawnedBy !== opts.onlyIfSpawnedBy) return { ...empty, denied: true };
+    if (!this.schemaReady || !this.meta) return empty;
     return { ...this.transcript.page(opts), sessionId: this.meta.sessionId, spawnedBy: this.meta.spawnedBy };
   }
 
-  /** Transcript rows after `afterSeq`, oldest first, for the JSONL export (streamed page by page). */
-  async transcriptPage(afterSeq: number, limit: number): Promise<{ messages: HistoryPage["messages"]; lastSeq: number | null }> {
-    if (!this.schemaReady) return { messages: [], lastSeq: null };
-    return this.transcript.after(afterSeq, limit);
+  /** The next chunk of the JSONL export after `afterSeq` (at most TRANSCRIPT_CHUNK_BYTES, or one larger message). */
+  async transcriptChunk(afterSeq: number): Promise<{ chunk: string; lastSeq: number | null }> {
+    if (!this.schemaReady) return { chunk: "", lastSeq: null };
+    return this.transcript.exportChunk(afterSeq, TRANSCRIPT_CHUNK_BYTES);
   }
 
   /**
@@ -789,11 +778,5 @@ export class SessionObject extends DurableObject<Env> {
       this.timers.clear("index", "sync");
       await this.timers.arm();
     }
-  }
-
-  /** Recent messages for list previews (tool results excluded). */
-  async previewMessages(limit: number): Promise<HistoryPage["messages"]> {
-    if (!this.schemaReady || limit <= 0) return [];
-    return (await this.history({ limit, includeTools: false })).messages;
   }
 }

@@ -1,48 +1,103 @@
-import type { HistoryPage, TranscriptMessage } from "./types";
+import { capMessage, jsonBytes, STORED_MESSAGE_MAX_BYTES, takeWithinBudget } from "./byte-budget";
+import { historyHeadOf, parseHead } from "./history-head";
+import type { HistoryPage, RunInput, RunStatus, TranscriptMessage } from "./types";
 
-type Annotated = HistoryPage["messages"][number];
+/** A history page, and whether its byte budget (not its `limit`) ended it. */
+export type BudgetedPage = HistoryPage & { cutByBytes: boolean };
+
+/** Largest number of rows one export chunk looks at (its byte budget usually ends it first). */
+const EXPORT_CHUNK_ROWS = 1000;
 
 /**
  * The seq-indexed transcript of one session. Every read is "one page before/after a seq" through an
- * index, so its cost depends on the page size, never on the transcript's length.
+ * index, so its cost depends on the page size, never on the transcript's length — and every read has
+ * a byte budget applied inside the object (docs/limits.md): the rows' sizes are read from a covering
+ * index first, then only the rows that fit are loaded. History pages read the small history heads
+ * (history-head.ts), never the full messages.
  */
 export class Transcript {
-  constructor(private readonly sql: SqlStorage) {}
+  /** `generatedMaxBytes`: the cap for model replies and tool results (`limits.maxMessageBytes`). */
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly generatedMaxBytes: () => number,
+  ) {}
 
   append(msg: TranscriptMessage, runId: string | null): number {
-    const isTool = msg.role === "toolResult" ? 1 : 0;
-    return this.sql
+    // Generated text over the cap is kept truncated with a marker; everything else is only held under the row guard.
+    const generated = msg.role === "assistant" || msg.role === "toolResult";
+    const stored = capMessage(msg, generated ? Math.min(this.generatedMaxBytes(), STORED_MESSAGE_MAX_BYTES) : STORED_MESSAGE_MAX_BYTES);
+    const json = JSON.stringify(stored);
+    const head = historyHeadOf(stored);
+    const isTool = stored.role === "toolResult" ? 1 : 0;
+    const seq = this.sql
       .exec<{ seq: number }>(
-        "INSERT INTO messages (role, is_tool, run_id, created_at, json) VALUES (?, ?, ?, ?, ?) RETURNING seq",
-        msg.role, isTool, runId, msg.timestamp, JSON.stringify(msg),
+        "INSERT INTO messages (role, is_tool, run_id, created_at, json, bytes, head_bytes) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
+        stored.role, isTool, runId, stored.timestamp, json, jsonBytes(json), head.bytes,
       )
       .one().seq;
+    this.sql.exec("INSERT INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)", seq, isTool, head.flags, head.json);
+    return seq;
   }
 
-  /** The newest `limit` messages (oldest first), tool results included: the model's context window. */
-  recent(limit: number): TranscriptMessage[] {
-    const rows = this.sql.exec<{ json: string }>("SELECT json FROM messages ORDER BY seq DESC LIMIT ?", limit).toArray();
-    return rows.reverse().map((r) => JSON.parse(r.json) as TranscriptMessage);
+  /**
+   * The model's context: the newest `limit` messages that fit in `maxBytes` (oldest first, tool results
+   * included), and always at least the newest one.
+   */
+  recent(limit: number, maxBytes: number): TranscriptMessage[] {
+    const sizes = this.sql.exec<{ seq: number; bytes: number }>("SELECT seq, bytes FROM messages INDEXED BY messages_sizes ORDER BY seq DESC LIMIT ?", limit).toArray();
+    if (sizes.length === 0) return [];
+    const { count } = takeWithinBudget(sizes.map((r) => r.bytes), maxBytes, 1);
+    const rows = this.sql.exec<{ json: string }>("SELECT json FROM messages WHERE seq >= ? ORDER BY seq", sizes[count - 1].seq).toArray();
+    return rows.map((r) => JSON.parse(r.json) as TranscriptMessage);
   }
 
-  /** A page of up to `limit` messages older than `before` (newest page by default), oldest first. */
-  page(opts: { limit: number; before?: number; includeTools: boolean }): HistoryPage {
+  /**
+   * A page of up to `limit` history heads older than `before` (newest page by default), oldest first,
+   * whose JSON (with the seq annotation) fits in `maxBytes`. The newest message is always included.
+   */
+  page(opts: { limit: number; before?: number; includeTools: boolean; maxBytes: number }): BudgetedPage {
     const before = opts.before ?? Number.MAX_SAFE_INTEGER;
-    // Fetch one extra row to learn whether an older page exists without counting the transcript.
-    const rows = opts.includeTools
-      ? this.sql.exec<{ seq: number; json: string }>("SELECT seq, json FROM messages WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, opts.limit + 1).toArray()
+    // One extra row tells whether an older page exists without counting the transcript.
+    const sizes = opts.includeTools
+      ? this.sql.exec<{ seq: number; head_bytes: number }>("SELECT seq, head_bytes FROM messages INDEXED BY messages_sizes WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, opts.limit + 1).toArray()
       : this.sql
-          .exec<{ seq: number; json: string }>("SELECT seq, json FROM messages WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?", before, opts.limit + 1)
+          .exec<{ seq: number; head_bytes: number }>("SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?", before, opts.limit + 1)
           .toArray();
-    const hasMore = rows.length > opts.limit;
-    const page = rows.slice(0, opts.limit).reverse().map(annotate);
-    return { messages: page, hasMore, nextBefore: hasMore && page.length > 0 ? page[0].__switchboard.seq : null };
+    if (sizes.length === 0) return { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
+    const within = Math.min(opts.limit, sizes.length);
+    // Each item adds its annotation `,"__switchboard":{"seq":N}` and a separating comma; the array adds `[]`.
+    const { count } = takeWithinBudget(sizes.slice(0, within).map((r) => r.head_bytes + 26 + String(r.seq).length), opts.maxBytes - 2);
+    const oldest = sizes[count - 1].seq;
+    const newest = sizes[0].seq;
+    const heads = this.sql
+      .exec<{ seq: number; flags: number; json: string }>(
+        opts.includeTools
+          ? "SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ? ORDER BY seq"
+          : "SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ? AND is_tool = 0 ORDER BY seq",
+        oldest, newest,
+      )
+      .toArray();
+    const messages = heads.map((h) => ({ ...parseHead(h.json, h.flags), __switchboard: { seq: h.seq } })) as unknown as HistoryPage["messages"];
+    const hasMore = sizes.length > count;
+    return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: count < within };
   }
 
-  /** Up to `limit` messages after `afterSeq`, oldest first (transcript export). */
-  after(afterSeq: number, limit: number): { messages: Annotated[]; lastSeq: number | null } {
-    const rows = this.sql.exec<{ seq: number; json: string }>("SELECT seq, json FROM messages WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, limit).toArray();
-    return { messages: rows.map(annotate), lastSeq: rows.length ? rows[rows.length - 1].seq : null };
+  /**
+   * The next chunk of the JSONL export after `afterSeq`: lines built from the stored JSON as it is (no
+   * parse and re-encode), at most `maxBytes` of messages — or one message when a single one is larger.
+   */
+  exportChunk(afterSeq: number, maxBytes: number): { chunk: string; lastSeq: number | null } {
+    const sizes = this.sql
+      .exec<{ seq: number; bytes: number }>("SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, EXPORT_CHUNK_ROWS)
+      .toArray();
+    if (sizes.length === 0) return { chunk: "", lastSeq: null };
+    const { count } = takeWithinBudget(sizes.map((r) => r.bytes), maxBytes, 96);
+    const last = sizes[count - 1].seq;
+    let chunk = "";
+    for (const r of this.sql.exec<{ seq: number; created_at: number; json: string }>("SELECT seq, created_at, json FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq", afterSeq, last)) {
+      chunk += `{"type":"message","id":"${r.seq}","seq":${r.seq},"timestamp":${JSON.stringify(new Date(r.created_at).toISOString())},"message":${r.json}}\n`;
+    }
+    return { chunk, lastSeq: last };
   }
 
   count(): number {
@@ -50,6 +105,21 @@ export class Transcript {
   }
 }
 
-function annotate(r: { seq: number; json: string }): Annotated {
-  return { ...(JSON.parse(r.json) as TranscriptMessage), __switchboard: { seq: r.seq } };
+/** The user message a run's input becomes when the run starts; `shown` maps its provenance to the keys readers see. */
+export function userMessageOf(input: RunInput, shown: <P extends { sourceSessionKey?: string }>(p: P) => P): TranscriptMessage {
+  return { role: "user", content: [{ type: "text", text: input.message }], timestamp: Date.now(), ...(input.provenance ? { provenance: shown(input.provenance) } : {}) };
+}
+
+/** The transcript records failed and cut-short runs too, as the reference does (stopReason error/aborted). */
+export function runEndedWithoutReply(model: string | undefined, outcome: { status: RunStatus; error?: string }, now: number): TranscriptMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api: "switchboard",
+    provider: "switchboard",
+    model: model ?? "unknown",
+    stopReason: outcome.status === "error" ? "error" : "aborted",
+    errorMessage: outcome.error,
+    timestamp: now,
+  };
 }

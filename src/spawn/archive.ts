@@ -1,14 +1,13 @@
+import { TRANSCRIPT_CHUNK_BYTES } from "../session/byte-budget";
 import type { SessionObject } from "../session/session-object";
 
 /**
  * Cold storage for archived sub-agents (reference §10 item 11): before a child's storage is cleared,
  * its transcript (the same JSONL as `GET /v1/sessions/{key}/transcript.jsonl`) goes to the optional
  * R2 bucket `ARCHIVE`, and its attachments too when `retainOnSessionKeep` asks to keep them.
- * Without the binding, archival only clears the child. The transcript is streamed page by page into
+ * Without the binding, archival only clears the child. The transcript is streamed in byte-budgeted chunks into
  * a bounded buffer (one R2 part), so a long-lived thread-bound child archives in constant memory.
  */
-
-const PAGE = 500;
 
 export function archivePrefix(agentId: string, sessionId: string): string {
   return `subagents/${agentId}/${sessionId}`;
@@ -24,15 +23,10 @@ export async function exportToArchive(host: SessionObject, opts: { retainAttachm
   try {
     await out.write(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: meta.key, timestamp: new Date(meta.createdAt).toISOString() }) + "\n");
     for (let after = 0; ; ) {
-      const page = host.transcript.after(after, PAGE);
-      if (page.messages.length === 0 || page.lastSeq === null) break;
-      let chunk = "";
-      for (const m of page.messages) {
-        const { __switchboard, ...message } = m;
-        chunk += JSON.stringify({ type: "message", id: String(__switchboard.seq), seq: __switchboard.seq, timestamp: new Date(m.timestamp).toISOString(), message }) + "\n";
-      }
-      await out.write(chunk);
-      after = page.lastSeq;
+      const next = host.transcript.exportChunk(after, TRANSCRIPT_CHUNK_BYTES);
+      if (next.lastSeq === null) break;
+      await out.write(next.chunk);
+      after = next.lastSeq;
     }
     await out.close();
   } catch (err) {

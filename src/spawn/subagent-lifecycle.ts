@@ -8,6 +8,7 @@ import type { SubagentInfo, TranscriptMessage } from "../session/types";
 import { announceResult, estimateCostUsd, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, partialProgress, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome } from "./announce-format";
 import { beginClosing } from "../session/closing";
 import { exportToArchive } from "./archive";
+import { capText } from "../session/byte-budget";
 import { listAttachments, readAttachment } from "./child-spawn";
 import { announceIdempotencyKey, countActiveChildren, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
@@ -42,6 +43,8 @@ export const DESCENDANTS_TIMER = "subagent-descendants";
  * only guarantees that nothing waits forever on a child that never reports.
  */
 export const DESCENDANT_WAIT_MAX_MS = 6 * 60 * 60_000;
+/** What all direct children's results together may take in the announce material. */
+const CHILD_RESULTS_MAX_BYTES = 100 * 1024;
 /** Archival waits this long again while an announce is still on its way or a run is active. */
 const ARCHIVE_RETRY_MS = 60_000;
 
@@ -212,6 +215,15 @@ function flowAt(host: SessionObject, taskRunId: string, state: FlowState, timerK
   return { material: flow.material, sub };
 }
 
+/**
+ * The children as the flow row keeps them: their results share one frozen Result's size (each child's
+ * alone may be 100 KB), so an orchestrator of many children still fits one row (docs/limits.md).
+ */
+function shareChildResults(children: ChildFinding[]): ChildFinding[] {
+  const share = Math.max(256, Math.floor(CHILD_RESULTS_MAX_BYTES / children.length));
+  return children.map((c) => (c.outcome ? { ...c, outcome: { ...c.outcome, result: capText(c.outcome.result, share) } } : c));
+}
+
 /** Queue the announce step. Idempotent on the task run, so a timer re-run after an eviction finds the same run. */
 async function startAnnounceStep(host: SessionObject, taskRunId: string): Promise<void> {
   const at = flowAt(host, taskRunId, "step", ANNOUNCE_TIMER);
@@ -222,7 +234,7 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
   if (!m.children) {
     const children = directChildResults(host, m.taskStartedAt, m.taskEndedAt);
     if (children.length > 0) {
-      m.children = children;
+      m.children = shareChildResults(children);
       writeFlow(host, "step", m);
     }
   }

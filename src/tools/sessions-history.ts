@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { displayKey } from "../keys";
-import { sanitizeHistoryMessages } from "../policy/history-sanitize";
+import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
 import { isRefusal, type Refusal, type ToolContext } from "./context";
 import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
 
@@ -33,41 +33,52 @@ export async function sessionsHistory(ctx: ToolContext, args: SessionsHistoryArg
   const vis = callerVisibility(ctx);
   const target = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
   if (isRefusal(target)) return target;
-  const { result, spawnedBy } = await readHistory(ctx.env, target.parsed.canonicalKey, args);
-  // The page and the target's lineage arrive together; nothing is returned unless the guard allows it.
-  const denied = guardTarget(ctx, "history", target.parsed, spawnedBy, vis, args.sessionKey);
-  return denied ?? result;
+  // The visibility check runs before anything of the target is read. Its only fact from the target is
+  // whether the caller spawned it; when the answer turns on that, the object checks it first (history()).
+  const asParent = guardTarget(ctx, "history", target.parsed, ctx.caller.sessionKey, vis, args.sessionKey);
+  const asStranger = guardTarget(ctx, "history", target.parsed, null, vis, args.sessionKey);
+  if (asParent) return asStranger ?? asParent;
+  const read = await readHistory(ctx.env, target.parsed.canonicalKey, args, asStranger ? ctx.caller.sessionKey : undefined);
+  return read ?? asStranger!;
 }
 
-/** Read one sanitized page of a session's history (shared by the tool and `GET /v1/sessions/{key}/history`). */
+/**
+ * Read one sanitized page of a session's history (shared by the tool and `GET /v1/sessions/{key}/history`).
+ * The object returns history heads within HISTORY_BYTE_CAP (transcript.ts), so what crosses the RPC is
+ * already about the size of the result. null when `onlyIfSpawnedBy` was given and the session is not that caller's child.
+ */
 export async function readHistory(
   env: Env,
   canonicalKey: string,
   args: { limit?: number; before?: number; includeTools?: boolean },
-): Promise<{ result: SessionsHistoryResult; spawnedBy?: string }> {
+  onlyIfSpawnedBy?: string,
+): Promise<SessionsHistoryResult | null> {
   const limit = Math.min(HISTORY_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? HISTORY_DEFAULT_LIMIT)));
   const page = await env.SESSIONS.getByName(canonicalKey).history({
     limit,
     before: args.before !== undefined ? Math.floor(args.before) : undefined,
     includeTools: args.includeTools === true,
+    maxBytes: HISTORY_BYTE_CAP,
+    ...(onlyIfSpawnedBy !== undefined ? { onlyIfSpawnedBy } : {}),
   });
+  if (page.denied) return null;
   const s = sanitizeHistoryMessages(page.messages);
   const kept = s.messages as { __switchboard?: { seq: number } }[];
   // Messages dropped by the byte cap stay reachable: the cursor points at the oldest message returned.
   const dropped = kept.length < page.messages.length;
   const oldestSeq = kept[0]?.__switchboard?.seq;
   const hasMore = page.hasMore || (dropped && oldestSeq !== undefined && oldestSeq > 1);
-  const result: SessionsHistoryResult = {
+  return {
     sessionKey: displayKey(canonicalKey),
     ...(page.sessionId ? { sessionId: page.sessionId } : {}),
     messages: s.messages,
-    truncated: s.truncated,
-    droppedMessages: s.droppedMessages,
+    // A page the object ended at its byte budget held fewer messages than asked: that is a drop too.
+    truncated: s.truncated || page.cutByBytes,
+    droppedMessages: s.droppedMessages || page.cutByBytes,
     contentTruncated: s.contentTruncated,
     contentRedacted: s.contentRedacted,
     bytes: s.bytes,
     hasMore,
     nextBefore: hasMore ? (dropped ? (oldestSeq ?? page.nextBefore) : page.nextBefore) : null,
   };
-  return { result, spawnedBy: page.spawnedBy };
 }

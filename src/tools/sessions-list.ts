@@ -6,6 +6,13 @@ import { invalid } from "../errors";
 import type { ToolContext } from "./context";
 import { callerVisibility } from "./resolve";
 import { mapPool } from "./pool";
+import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
+import { jsonBytes, LIST_RESULT_MAX_BYTES } from "../session/byte-budget";
+
+/** `,"messages":` added to a row that carries a preview. */
+const PREVIEW_FIELD_BYTES = 12;
+/** A preview always has room for one short message (or the oversize placeholder). */
+const MIN_PREVIEW_BYTES = 2048;
 
 export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] as const;
 export const LIST_DEFAULT_LIMIT = 50;
@@ -28,12 +35,29 @@ export interface SessionsListResult {
   nextCursor?: string;
   /** Which scope produced this page, so a scoped caller knows the listing is scoped. */
   visibility: string;
+  /**
+   * Present (true) when message previews were cut to keep the result within LIST_RESULT_MAX_BYTES:
+   * some rows' `messages` hold fewer than `messageLimit` messages (each row gets an equal share of the
+   * budget, at most one history page). The rows themselves are never cut.
+   */
+  truncated?: true;
+}
+
+/** Valid kinds, each once: the registry's query binds one variable per kind, so its size never grows with the input. */
+export function normalizeKinds(raw: readonly string[]): string[] {
+  const valid = new Set<string>();
+  for (const k of raw) {
+    const kind = k.trim().toLowerCase();
+    if ((SESSION_KINDS as readonly string[]).includes(kind)) valid.add(kind);
+    if (valid.size === SESSION_KINDS.length) break;
+  }
+  return [...valid];
 }
 
 export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Promise<SessionsListResult> {
   const limit = Math.min(LIST_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? LIST_DEFAULT_LIMIT)));
   const messageLimit = Math.min(MESSAGE_LIMIT_MAX, Math.max(0, Math.floor(args.messageLimit ?? 0)));
-  const kinds = (args.kinds ?? []).map((k) => k.trim().toLowerCase()).filter((k) => (SESSION_KINDS as readonly string[]).includes(k));
+  const kinds = normalizeKinds(args.kinds ?? []);
   const activeSince = args.activeMinutes !== undefined ? Date.now() - Math.max(1, Math.floor(args.activeMinutes)) * 60_000 : undefined;
   const cursor = args.cursor ? decodeCursor(args.cursor) : undefined;
 
@@ -63,10 +87,19 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
     result.nextCursor = encodeCursor({ updatedAt: last.updatedAt, key: canonicalOf(last) });
   }
 
-  if (messageLimit > 0) {
+  if (messageLimit > 0 && rows.length > 0) {
+    // Previews are history pages: the same heads, the same sanitiser (redaction, text cap, tool results
+    // hidden, oversize placeholder), each within its share of what the rows leave of the result budget.
+    const left = LIST_RESULT_MAX_BYTES - jsonBytes(JSON.stringify(result));
+    const share = Math.max(MIN_PREVIEW_BYTES, Math.min(HISTORY_BYTE_CAP, Math.floor(left / rows.length) - PREVIEW_FIELD_BYTES));
+    let cut = false;
     await mapPool(rows, 4, async (row) => {
-      row.messages = await ctx.env.SESSIONS.getByName(canonicalOf(row)).previewMessages(messageLimit);
+      const page = await ctx.env.SESSIONS.getByName(canonicalOf(row)).history({ limit: messageLimit, includeTools: false, maxBytes: share });
+      const s = sanitizeHistoryMessages(page.messages, share);
+      if (page.cutByBytes || s.droppedMessages) cut = true;
+      row.messages = s.messages as Record<string, unknown>[];
     });
+    if (cut) result.truncated = true;
   }
   return result;
 }

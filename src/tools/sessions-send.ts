@@ -1,6 +1,7 @@
 import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { z } from "zod";
 import { fromRpcError } from "../errors";
+import { checkTextSize } from "../session/byte-budget";
 import { type A2aStart, announceRouteOf, messageContextPrompt } from "../flows/a2a-flow";
 import { deriveChannel, displayKey, parseCanonical, type ParsedKey } from "../keys";
 import { resolveSendPolicy } from "../policy/send-policy";
@@ -17,7 +18,7 @@ export const sessionsSendSchema = z.object({
   sessionKey: z.string().max(512).optional().describe("Target session key, `main`, `current`, or a sessionId from sessions_list."),
   label: z.string().max(512).optional().describe("Target a session by its label instead of its key (not both)."),
   agentId: z.string().max(64).optional().describe("Agent whose sessions the `label` lookup searches (default: yours)."),
-  message: z.string().max(1_000_000).describe("The message to send."),
+  message: z.string().describe("The message to send (at most limits.maxMessageBytes, 512 KiB by default; larger is a 413)."),
   timeoutSeconds: z
     .number()
     .min(0)
@@ -90,6 +91,7 @@ function waitedResult(run: RunSnapshot, sessionKey: string, timeoutSeconds: numb
 }
 
 export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Promise<SessionsSendResult> {
+  checkTextSize("message", args.message, ctx.cfg.limits.maxMessageBytes);
   if (args.sessionKey && args.label) return refuse("error", "Provide either sessionKey or label (not both).");
   const vis = callerVisibility(ctx);
 

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { findAgent, isAgentSandboxed } from "../config/load";
 import { AGENT_ID_RE, type Config } from "../config/schema";
 import { fromRpcError, invalid } from "../errors";
+import { checkTextSize } from "../session/byte-budget";
 import { parseCanonical } from "../keys";
 import { checkModelRef } from "../runners/models";
 import { INVALID_THINKING, parseThinkingLevel, THINKING_LEVELS } from "../runners/thinking";
@@ -38,7 +39,7 @@ const attachmentSchema = z.object({
 
 // Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently dropped.
 export const sessionsSpawnSchema = z.strictObject({
-  task: z.string().describe("What the sub-agent should do (required)."),
+  task: z.string().describe("What the sub-agent should do (required; at most limits.maxMessageBytes, 512 KiB by default; larger is a 413)."),
   label: z.string().max(512).optional().describe("Short label for logs/UI."),
   agentId: z.string().optional().describe("Spawn under another agent id (see agents_list)."),
   model: z.string().optional().describe("Model override for the sub-agent (<provider>/<model>); invalid values are an error."),
@@ -87,6 +88,7 @@ function resolveChildThinking(cfg: Config, targetAgentId: string, explicit?: str
 export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): Promise<SessionsSpawnAccepted | Refusal> {
   const { cfg, caller, env } = ctx;
   const sub = cfg.agents.defaults.subagents;
+  checkTextSize("task", args.task, cfg.limits.maxMessageBytes);
 
   // 0. runtime: only sub-agents run here; ACP parameters are refused with the reference's texts.
   if (args.runtime === "acp") {

@@ -98,7 +98,7 @@ export async function flowsOf(key: string): Promise<any[]> {
 }
 
 export async function deliveriesOf(key: string, status?: string): Promise<any[]> {
-  return callExtension(sessionStub(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit: 100 });
+  return (await callExtension(sessionStub(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit: 100 })).deliveries;
 }
 
 /** Wait until the (asynchronously advancing) work satisfies `check`. */
