@@ -7,6 +7,8 @@ import { mintRunToken } from "../src/runners/run-token";
 import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import { LEASE_MS } from "../src/session/session-object";
 import { advance, call, enc } from "./helpers/http";
+import { until } from "./helpers/scripted";
+import { capText, MESSAGE_MAX_BYTES, truncationMarker } from "../src/session/byte-budget";
 
 const RUNTIME_URL = "https://runtime.test/agent";
 const RUNTIME_SECRET = "runtime-secret";
@@ -96,6 +98,27 @@ describe("webhook agent runtimes", () => {
       other: [403, `This run token may only act as session ${key}`],
       list: 403,
     });
+  });
+
+  it("replies over limits.maxMessageBytes, sync or through /complete, are stored truncated with a marker, never refused (docs/limits.md)", async () => {
+    const big = "z".repeat(MESSAGE_MAX_BYTES + 50_000);
+    respond = () => Response.json({ reply: big });
+    const key = newKey();
+    const syncRun = await send(key, "sync please");
+    const sync = (await call("GET", `/v1/runs/${syncRun}/wait?timeoutMs=10000`)).json;
+    expect(sync.status).toBe("ok");
+    expect(sync.reply).toBe(capText(big, MESSAGE_MAX_BYTES));
+    expect(sync.reply.endsWith(truncationMarker(MESSAGE_MAX_BYTES))).toBe(true);
+
+    respond = () => new Response(null, { status: 202 });
+    const asyncRun = await send(key, "later please");
+    await until(async () => expect(received).toHaveLength(2));
+    const done = await call("POST", `/v1/runs/${asyncRun}/complete`, { reply: big }, { token: received[1].req.runToken });
+    expect(done.status).toBe(200);
+    expect(done.json).toMatchObject({ status: "ok", reply: capText(big, MESSAGE_MAX_BYTES) });
+    const history = (await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`)).json as string;
+    const texts = history.trim().split("\n").map((l) => JSON.parse(l)).filter((l) => l.message?.role === "assistant").map((l) => l.message.content[0].text);
+    expect(texts).toEqual([capText(big, MESSAGE_MAX_BYTES), capText(big, MESSAGE_MAX_BYTES)]);
   });
 
   it("async: 202, the run stays running, then POST /v1/runs/{id}/complete with the run token ends it", async () => {
