@@ -112,7 +112,8 @@ export function toModelMessages(history: TranscriptMessage[], taskParts?: Attach
       if (m.provenance?.kind === "inter_session") {
         text = `[Inter-session message] sourceSession=${m.provenance.sourceSessionKey ?? "unknown"} sourceChannel=${m.provenance.sourceChannel ?? "unknown"} sourceTool=${m.provenance.sourceTool ?? "unknown"}\n${text}`;
       }
-      if (!partsPlaced && m.provenance?.sourceTool === "sessions_spawn") {
+      // The task message itself (inter_session), not a grandchild's announce (internal_system, same tool).
+      if (!partsPlaced && m.provenance?.kind === "inter_session" && m.provenance.sourceTool === "sessions_spawn") {
         partsPlaced = true;
         out.push({ role: "user", content: [{ type: "text", text }, ...taskParts!] });
       } else out.push({ role: "user", content: text });

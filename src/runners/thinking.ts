@@ -41,8 +41,3 @@ export function thinkingProviderOptions(api: string, optionsKey: string, level: 
       return undefined;
   }
 }
-
-/** Whether a model of `api` receives a thinking level at all. */
-export function apiTakesThinking(api: string): boolean {
-  return thinkingProviderOptions(api, "x", "low") !== undefined;
-}
