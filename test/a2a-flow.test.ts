@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { LEASE_MS, SessionObject } from "../src/session/session-object";
 import { STEP_WAIT_MS } from "../src/flows/a2a-flow";
 import { setConfigOverride } from "../src/config/load";
-import { verifyWebhookSignature } from "../src/channels/webhook";
+import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { baseConfig, deferred, deliveriesOf, flowsOf, installFakes, until, type ModelRequest } from "./helpers/scripted";
 

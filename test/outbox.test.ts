@@ -1,7 +1,9 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { onDeliveryDead, queueDelivery } from "../src/channels/outbox";
-import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, verifyWebhookSignature } from "../src/channels/webhook";
+import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs } from "../src/channels/webhook";
+import { Webhook } from "standardwebhooks";
+import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, sendAndWait, sessionStub } from "./helpers/http";
@@ -16,6 +18,8 @@ const HOOK = "https://hooks.test/telegram";
 function config(channels: Record<string, unknown> = { telegram: { webhookUrl: HOOK, webhookSecret: "tg-secret" } }) {
   setConfigOverride({ agents: { list: [{ id: "main", default: true }] }, channels });
 }
+
+const standardReceiver = (secret: string) => new Webhook(new TextEncoder().encode(secret), { format: "raw" });
 
 let n = 0;
 const nextKey = () => `agent:main:telegram:direct:user-${++n}`;
@@ -56,6 +60,10 @@ describe("outbox", () => {
     // A tampered body or the wrong secret does not verify.
     expect(await verifyWebhookSignature("tg-secret", ts, hook.rawBody.replace("hello", "hullo"), hook.headers["x-switchboard-signature"])).toBe(false);
     expect(await verifyWebhookSignature("other", ts, hook.rawBody, hook.headers["x-switchboard-signature"])).toBe(false);
+    // Standard Webhooks: a receiver using the standardwebhooks library (raw key = the secret's UTF-8 bytes) gets the payload.
+    expect(hook.headers["webhook-id"]).toBe(`reply:${run.runId}`);
+    expect(standardReceiver("tg-secret").verify(hook.rawBody, hook.headers)).toEqual(hook.body);
+    expect(() => standardReceiver("other").verify(hook.rawBody, hook.headers)).toThrow();
 
     const list = await call("GET", `/v1/sessions/${enc(key)}/deliveries?status=delivered`);
     expect(list.status).toBe(200);
@@ -107,6 +115,9 @@ describe("outbox", () => {
     await advance(key, nextRetryDelayMs(2));
     expect(fakes.hooks).toHaveLength(3);
     expect(new Set(fakes.hooks.map((h) => h.headers["idempotency-key"])).size).toBe(1);
+    // webhook-id is the same delivery's id on every attempt; every attempt verifies on its own.
+    expect(fakes.hooks.map((h) => h.headers["webhook-id"])).toEqual(Array(3).fill(fakes.hooks[0].headers["idempotency-key"]));
+    for (const h of fakes.hooks) expect(standardReceiver("tg-secret").verify(h.rawBody, h.headers)).toEqual(h.body);
     const delivered = await deliveriesOf(key, "delivered");
     expect(delivered[0]).toMatchObject({ attempts: 3, lastError: null });
     // Delivered means done: later alarms never post it again.

@@ -1,7 +1,8 @@
 import { abortAllDurableObjects } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { verifyWebhookSignature } from "../src/channels/webhook";
+import { Webhook } from "standardwebhooks";
+import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { setConfigOverride } from "../src/config/load";
 import { mintRunToken } from "../src/runners/run-token";
 import type { WebhookRunRequest } from "../src/runners/webhook-runner";
@@ -70,6 +71,11 @@ describe("webhook agent runtimes", () => {
     expect(headers.get("Idempotency-Key")).toBe(runId);
     const ts = headers.get("X-Switchboard-Timestamp")!;
     expect(await verifyWebhookSignature(RUNTIME_SECRET, ts, raw, headers.get("X-Switchboard-Signature"))).toBe(true);
+    // Standard Webhooks: webhook-id is the run id (stable across a retried attempt); the standardwebhooks library verifies it.
+    const standard = { "webhook-id": headers.get("webhook-id")!, "webhook-timestamp": headers.get("webhook-timestamp")!, "webhook-signature": headers.get("webhook-signature")! };
+    expect(standard["webhook-id"]).toBe(runId);
+    expect(new Webhook(new TextEncoder().encode(RUNTIME_SECRET), { format: "raw" }).verify(raw, standard)).toEqual(req);
+    expect(() => new Webhook(new TextEncoder().encode("not-the-secret"), { format: "raw" }).verify(raw, standard)).toThrow();
 
     const history = (await call("GET", `/v1/sessions/${enc(key)}/history`)).json;
     expect(history.messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant"]);

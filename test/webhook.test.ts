@@ -1,7 +1,7 @@
 import { describe, it, expect } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { signWebhookBody, verifyWebhookSignature } from "../src/channels/signed-webhook";
 import {
-  signWebhookBody,
-  verifyWebhookSignature,
   postWebhook,
   nextRetryDelayMs,
   classifyHttpStatus,
@@ -213,5 +213,67 @@ describe("retry schedule", () => {
     expect(MAX_DELIVERY_ATTEMPTS).toBe(8);
     const waited = Array.from({ length: MAX_DELIVERY_ATTEMPTS - 1 }, (_, i) => nextRetryDelayMs(i + 1)).reduce((a, b) => a + b);
     expect(waited).toBe(635_000);
+  });
+});
+
+/** What a receiver using the `standardwebhooks` library sees: verify() returns the payload or throws. */
+function standardHeaders(h: Headers): Record<string, string> {
+  return { "webhook-id": h.get("webhook-id") ?? "", "webhook-timestamp": h.get("webhook-timestamp") ?? "", "webhook-signature": h.get("webhook-signature") ?? "" };
+}
+
+describe("Standard Webhooks headers (verified with the standardwebhooks package)", () => {
+  const utf8 = (s: string) => new TextEncoder().encode(s);
+
+  it("a plain secret signs with its UTF-8 bytes: the library's raw-key verifier accepts it, tampering and other keys are refused", async () => {
+    const secret = "plain-sécret";
+    const f = fakeFetch(new Response("ok"));
+    await postWebhook({ url: "https://h.example/", secret, payload, fetchImpl: f.impl });
+    const c = f.calls[0];
+    expect(c.headers.get("webhook-id")).toBe(payload.idempotencyKey);
+    expect(c.headers.get("webhook-timestamp")).toMatch(/^\d{10}$/);
+    expect(c.headers.get("webhook-signature")).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(new Webhook(utf8(secret), { format: "raw" }).verify(c.body, standardHeaders(c.headers))).toEqual(payload);
+    expect(() => new Webhook(utf8(secret), { format: "raw" }).verify(c.body.replace("hello", "hullo"), standardHeaders(c.headers))).toThrow();
+    expect(() => new Webhook(utf8("other"), { format: "raw" }).verify(c.body, standardHeaders(c.headers))).toThrow();
+    // The deprecated headers still travel alongside and still verify.
+    expect(await verifyWebhookSignature(secret, c.headers.get("x-switchboard-timestamp")!, c.body, c.headers.get("x-switchboard-signature"))).toBe(true);
+    expect(Number(c.headers.get("x-switchboard-timestamp")) / 1000).toBeCloseTo(Number(c.headers.get("webhook-timestamp")), -1);
+  });
+
+  it("a whsec_<base64> secret signs with its decoded bytes, as the spec's secret format says", async () => {
+    const keyBytes = crypto.getRandomValues(new Uint8Array(24));
+    const secret = `whsec_${btoa(String.fromCharCode(...keyBytes))}`;
+    const f = fakeFetch(new Response("ok"));
+    await postWebhook({ url: "https://h.example/", secret, payload, fetchImpl: f.impl });
+    const c = f.calls[0];
+    expect(new Webhook(secret).verify(c.body, standardHeaders(c.headers))).toEqual(payload);
+    // Not the UTF-8 bytes of the whole string.
+    expect(() => new Webhook(utf8(secret), { format: "raw" }).verify(c.body, standardHeaders(c.headers))).toThrow();
+  });
+
+  it("webhook-id is the idempotency key on every retry of one delivery; each attempt is signed at its own time", async () => {
+    const f = fakeFetch(new Response("down", { status: 503 }), new Response("ok"));
+    let t = 1_700_000_000_000;
+    await postWebhook({ url: "https://h.example/", secret: "k", payload, fetchImpl: f.impl, now: () => t });
+    t += 5_000;
+    await postWebhook({ url: "https://h.example/", secret: "k", payload, fetchImpl: f.impl, now: () => t });
+    expect(f.calls.map((c) => c.headers.get("webhook-id"))).toEqual([payload.idempotencyKey, payload.idempotencyKey]);
+    expect(f.calls.map((c) => c.headers.get("webhook-timestamp"))).toEqual(["1700000000", "1700000005"]);
+    expect(f.calls[0].headers.get("webhook-signature")).not.toBe(f.calls[1].headers.get("webhook-signature"));
+  });
+
+  it("without a secret the ids and timestamp go out unsigned", async () => {
+    const f = fakeFetch(new Response("ok"));
+    await postWebhook({ url: "https://h.example/", payload, fetchImpl: f.impl });
+    expect(f.calls[0].headers.get("webhook-id")).toBe(payload.idempotencyKey);
+    expect(f.calls[0].headers.get("webhook-timestamp")).toMatch(/^\d{10}$/);
+    expect(f.calls[0].headers.has("webhook-signature")).toBe(false);
+  });
+
+  it("a whsec_ secret that is not base64 is a configuration error: the delivery is dead, nothing is sent", async () => {
+    const f = fakeFetch(new Response("ok"));
+    const r = await postWebhook({ url: "https://h.example/", secret: "whsec_not base64!", payload, fetchImpl: f.impl });
+    expect(r).toEqual({ outcome: "dead", error: "cannot build request: webhook secret starts with whsec_ but the rest is not base64" });
+    expect(f.calls).toHaveLength(0);
   });
 });

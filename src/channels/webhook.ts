@@ -1,5 +1,7 @@
+import { signedWebhookHeaders } from "./signed-webhook";
+
 /**
- * Outbound channel webhook delivery (DESIGN §3.6 "Outbound webhook").
+ * Outbound channel webhook delivery (docs/webhooks.md).
  *
  * One POST per attempt; the durable outbox (elsewhere) decides when to call again using
  * `nextRetryDelayMs` and gives up after `MAX_DELIVERY_ATTEMPTS`. This module never throws:
@@ -32,60 +34,6 @@ const MAX_RETRY_DELAY_MS = 10 * 60_000;
 const ERROR_BODY_CHARS = 200;
 /** Bytes read from an error response at most: enough for 200 chars, bounded against huge pages. */
 const ERROR_BODY_READ_BYTES = 4_096;
-
-const encoder = new TextEncoder();
-
-function toHex(bytes: ArrayBuffer): string {
-  let hex = "";
-  for (const b of new Uint8Array(bytes)) hex += b.toString(16).padStart(2, "0");
-  return hex;
-}
-
-function hmacKey(secret: string, usage: "sign" | "verify"): Promise<CryptoKey> {
-  return crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [usage]);
-}
-
-/**
- * `sha256=<hex HMAC-SHA256(secret, timestamp + "." + rawBody)>`. The timestamp is inside the MAC so
- * a captured request cannot be replayed later with a fresh timestamp. Throws only for an empty
- * secret (Web Crypto refuses zero-length HMAC keys); callers treat "" as "no secret".
- */
-export async function signWebhookBody(secret: string, timestamp: string, rawBody: string): Promise<string> {
-  const key = await hmacKey(secret, "sign");
-  const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(`${timestamp}.${rawBody}`));
-  return `sha256=${toHex(mac)}`;
-}
-
-/**
- * Receiver-side check. Uses `crypto.subtle.verify`, which compares MACs in constant time, instead
- * of comparing hex strings with `===`. With `toleranceMs`, a timestamp further than that from
- * `now` (ms since epoch) is refused too, which is what makes replays useless. Never throws.
- */
-export async function verifyWebhookSignature(
-  secret: string,
-  timestamp: string,
-  rawBody: string,
-  signatureHeader: string | null | undefined,
-  opts: { toleranceMs?: number; now?: number } = {},
-): Promise<boolean> {
-  try {
-    if (!secret || typeof signatureHeader !== "string") return false;
-    const m = /^sha256=([0-9a-fA-F]{64})$/.exec(signatureHeader.trim());
-    if (!m) return false;
-    if (opts.toleranceMs !== undefined) {
-      if (!/^\d{1,16}$/.test(timestamp)) return false;
-      const skew = Math.abs((opts.now ?? Date.now()) - Number(timestamp));
-      if (skew > opts.toleranceMs) return false;
-    }
-    const hex = m[1];
-    const mac = new Uint8Array(32);
-    for (let i = 0; i < 32; i++) mac[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-    const key = await hmacKey(secret, "verify");
-    return await crypto.subtle.verify("HMAC", key, mac, encoder.encode(`${timestamp}.${rawBody}`));
-  } catch {
-    return false;
-  }
-}
 
 /**
  * Delay before the next attempt, where `attempt` is the number of attempts that have failed so far
@@ -145,9 +93,8 @@ function errorMessage(err: unknown): string {
 }
 
 /**
- * One delivery attempt. Headers: `Content-Type`, `Idempotency-Key` (the payload's key, identical on
- * every retry so receivers can de-duplicate), `X-Switchboard-Timestamp` (ms since epoch) and, with a
- * non-empty secret, `X-Switchboard-Signature`. Redirects are not followed: a signed body should not
+ * One delivery attempt, with the signed-webhook headers of src/channels/signed-webhook.ts keyed by the
+ * payload's idempotency key (identical on every retry so receivers can de-duplicate). Redirects are not followed: a signed body should not
  * be forwarded to wherever a 3xx points, and a moved endpoint is a configuration error (`dead`).
  */
 export async function postWebhook(input: {
@@ -173,13 +120,7 @@ export async function postWebhook(input: {
   let headers: Record<string, string>;
   try {
     rawBody = JSON.stringify(input.payload);
-    const timestamp = String(Math.floor((input.now ?? Date.now)()));
-    headers = {
-      "Content-Type": "application/json",
-      "Idempotency-Key": input.payload.idempotencyKey,
-      "X-Switchboard-Timestamp": timestamp,
-    };
-    if (input.secret) headers["X-Switchboard-Signature"] = await signWebhookBody(input.secret, timestamp, rawBody);
+    headers = await signedWebhookHeaders({ id: input.payload.idempotencyKey, rawBody, secret: input.secret, nowMs: (input.now ?? Date.now)() });
   } catch (err) {
     // Unserialisable payload or unusable secret: retrying cannot fix either.
     return { outcome: "dead", error: `cannot build request: ${errorMessage(err)}` };

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { findAgent } from "../config/load";
-import { signWebhookBody } from "../channels/webhook";
+import { signedWebhookHeaders } from "../channels/signed-webhook";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { registerSessionExtension, type RunOutcome, type RunRow, type SessionObject } from "../session/session-object";
@@ -162,14 +162,8 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
     completePath: `/v1/runs/${run.id}/complete`,
   };
   const body = JSON.stringify(request);
-  const timestamp = String(Date.now());
-  const headers: Record<string, string> = {
-    "Content-Type": "application/json",
-    // The run id is stable across a retried attempt, so a runtime can recognise a repeat.
-    "Idempotency-Key": run.id,
-    "X-Switchboard-Timestamp": timestamp,
-  };
-  if (runtime.secret) headers["X-Switchboard-Signature"] = await signWebhookBody(runtime.secret, timestamp, body);
+  // The run id is stable across a retried attempt, so a runtime can recognise a repeat (webhook-id).
+  const headers = await signedWebhookHeaders({ id: run.id, rawBody: body, secret: runtime.secret, nowMs: Date.now() });
 
   // Registered before the POST: a runtime may call /complete before its 202 reaches us.
   const ended = waitForRunEnd(host, run.id, signal);
