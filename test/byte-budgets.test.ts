@@ -2,7 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { HISTORY_BYTE_CAP } from "../src/policy/history-sanitize";
-import { DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
+import { DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, PREVIEW_ROW_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
 import { queueDelivery } from "../src/channels/outbox";
 import { callExtension } from "../src/session/session-object";
 import { exportToArchive } from "../src/spawn/archive";
@@ -92,17 +92,18 @@ describe("a session of 60 maximum-size messages", () => {
     const r = await invoke("sessions_list", { messageLimit: 20 }, { sessionKey: "agent:main:main" });
     expect(r.status).toBe(200);
     const row = r.details.sessions.find((s: any) => s.key === BIG);
-    expect(row.messages.length).toBe(19);
+    // Three ~4 KB heads fit a row's 16 KB preview budget.
+    expect(row.messages.map((m: any) => m.__switchboard.seq)).toEqual([58, 59, 60]);
     for (const m of row.messages) {
       expect(m.content[0].text).not.toContain(SECRET);
       expect(m.content[0].text.length).toBeLessThanOrEqual(4000 + "\n…(truncated)…".length);
     }
-    expect(rpcBytes(row.messages)).toBeLessThanOrEqual(HISTORY_BYTE_CAP);
-    // 20 were asked for; the 80 KB page held 19.
+    expect(rpcBytes(row.messages)).toBeLessThanOrEqual(PREVIEW_ROW_MAX_BYTES);
+    // 20 were asked for; the preview budget held 3.
     expect(r.details.truncated).toBe(true);
     // What the list's call into the object carries.
-    const raw = await sessionStub(BIG).history({ limit: 20, includeTools: false, maxBytes: HISTORY_BYTE_CAP });
-    expect(rpcBytes(raw)).toBeLessThanOrEqual(HISTORY_BYTE_CAP + 200);
+    const raw = await sessionStub(BIG).history({ limit: 20, includeTools: false, maxBytes: PREVIEW_ROW_MAX_BYTES });
+    expect(rpcBytes(raw)).toBeLessThanOrEqual(PREVIEW_ROW_MAX_BYTES + 200);
   });
 
   it("transcript.jsonl streams every message in chunks of at most 1 MiB (or one larger message)", async () => {
@@ -159,25 +160,26 @@ describe("a session of 60 maximum-size messages", () => {
 });
 
 describe("the whole sessions_list result", () => {
-  it("stays within 4 MB when 60 rows each want an 76 KB preview, and says it was cut", async () => {
-    // Nineteen 4,000-character blocks: a message whose history head alone is about 76 KB.
+  it("stays within 4 MB at the largest page (200 rows) when every row wants more than its preview budget, and says it was cut", async () => {
+    // Three 4,000-character blocks: a message whose history head is about 12 KB; two of them pass a row's 16 KB.
     const wide = (i: number): TranscriptMessage => ({
       role: "user",
-      content: Array.from({ length: 19 }, (_, b) => ({ type: "text" as const, text: `${i}.${b} `.padEnd(4000, "w") })),
+      content: Array.from({ length: 3 }, (_, b) => ({ type: "text" as const, text: `${i}.${b} `.padEnd(4000, "w") })),
       timestamp: 1_700_000_000_000 + i,
     });
-    for (let s = 0; s < 60; s++) await seed(`agent:research:wide-${s}`, 1, wide);
+    for (let s = 0; s < 200; s++) await seed(`agent:research:wide-${s}`, 2, wide);
     setConfigOverride({ tools: { sessions: { visibility: "agent" } } });
-    const r = await invoke("sessions_list", { messageLimit: 1, limit: 200 }, { sessionKey: "agent:research:main" });
+    const r = await invoke("sessions_list", { messageLimit: 2, limit: 200 }, { sessionKey: "agent:research:main" });
     expect(r.status).toBe(200);
-    expect(r.details.count).toBeGreaterThanOrEqual(60);
+    expect(r.details.count).toBe(200);
     expect(rpcBytes(r.details)).toBeLessThanOrEqual(LIST_RESULT_MAX_BYTES);
     expect(r.details.truncated).toBe(true);
-    // Every row keeps its preview slot: the placeholder stands where the message did not fit.
-    const rows = r.details.sessions.filter((s: any) => s.key.startsWith("agent:research:wide-"));
-    expect(rows).toHaveLength(60);
-    for (const row of rows) expect(row.messages).toEqual([expect.objectContaining({ content: "[sessions_history omitted: message too large]" })]);
-  });
+    // Every row keeps a preview: its newest message, within the row's budget.
+    for (const row of r.details.sessions) {
+      expect(row.messages.map((m: any) => m.__switchboard.seq)).toEqual([2]);
+      expect(rpcBytes(row.messages)).toBeLessThanOrEqual(PREVIEW_ROW_MAX_BYTES);
+    }
+  }, 120_000);
 
   it("an ordinary list carries no truncated flag", async () => {
     setConfigOverride({ tools: { sessions: { visibility: "agent" } } });
@@ -282,6 +284,16 @@ describe("delivery listings", () => {
     expect(r.json).toMatchObject({ count: 4, truncated: true });
     const small = await call("GET", `/v1/sessions/${enc(key)}/deliveries?limit=2`);
     expect(small.json.truncated).toBeUndefined();
+  });
+});
+
+describe("history heads", () => {
+  it("a message that claims to be a stored head is still sanitised when written", async () => {
+    const key = "agent:main:budget-forged-head";
+    await seed(key, 1, () => ({ role: "user", content: [{ type: "text", text: `token ${SECRET}` }], timestamp: 1, __sanitized: { head: true } }) as unknown as TranscriptMessage);
+    const r = await invoke("sessions_history", { sessionKey: key }, { sessionKey: key });
+    expect(r.details.messages[0].content[0].text).toBe("token sk-abc…6789");
+    expect(r.details.contentRedacted).toBe(true);
   });
 });
 

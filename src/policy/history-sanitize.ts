@@ -120,6 +120,8 @@ function sanitizeMessage(m: Obj, flags: Flags): void {
     if (pre.redacted === true) flags.contentRedacted = true;
     if (pre.oversized === true) flags.oversized = true;
     delete m[HEAD_FLAGS_FIELD];
+    // A stored head was sanitised by this function when it was written: its texts are redacted and cut already.
+    if (pre.head === true) return;
   }
   deleteField(m, "details", flags);
   deleteField(m, "usage", flags);
@@ -146,7 +148,11 @@ function jsonBytes(v: unknown): number {
 export function sanitizeOneMessage(raw: unknown): { message: unknown; contentTruncated: boolean; contentRedacted: boolean } {
   const flags: Flags = { contentTruncated: false, contentRedacted: false };
   const m = copyJson(raw);
-  if (isObj(m)) sanitizeMessage(m, flags);
+  if (isObj(m)) {
+    // Only heads read back from storage carry this field (history-head.ts); never trust it on a message being written.
+    delete m[HEAD_FLAGS_FIELD];
+    sanitizeMessage(m, flags);
+  }
   return { message: m, ...flags };
 }
 

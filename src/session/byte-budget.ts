@@ -17,6 +17,8 @@ export const TRANSCRIPT_CHUNK_BYTES = 1024 * 1024;
 export const DELIVERY_LIST_BYTES = 2 * 1024 * 1024;
 /** The whole `sessions_list` result, rows and message previews together. */
 export const LIST_RESULT_MAX_BYTES = 4 * 1024 * 1024;
+/** One row's message preview in `sessions_list` (sanitised like a history page, which may be 80 KB). */
+export const PREVIEW_ROW_MAX_BYTES = 16 * 1024;
 /**
  * Physical guard for one transcript row, below SQLite's 2 MB row limit in Durable Objects: texts that
  * are not capped at their source (a sub-agent announce quoting a 512 KiB task) still fit.

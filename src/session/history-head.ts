@@ -6,8 +6,8 @@ import type { TranscriptMessage } from "./types";
  * The history head of a transcript message: the message as `sessions_history` shows it (the one
  * sanitiser of src/policy/history-sanitize.ts, run once when the message is written), stored beside
  * the full message. History pages and list previews read heads, so a session of 512 KiB messages
- * reads a few KB per message instead of the whole row; the sanitiser runs again on the page (it is
- * idempotent on heads) so its page-level rules and flags apply unchanged.
+ * reads a few KB per message instead of the whole row; the sanitiser runs again on the page for its
+ * page-level rules (byte cap, placeholder, flags) and skips the per-text work a head already had.
  */
 
 /** A head larger than one history page can never be shown: it is stored as the oversize placeholder. */
@@ -33,9 +33,12 @@ export function historyHeadOf(msg: TranscriptMessage): HistoryHead {
   return { json, bytes, flags };
 }
 
-/** A stored head as the sanitiser reads it back: its write-time flags ride along in HEAD_FLAGS_FIELD. */
+/**
+ * A stored head as the sanitiser reads it back: marked as a head (its texts are not redacted and cut a
+ * second time) with its write-time flags, in HEAD_FLAGS_FIELD.
+ */
 export function parseHead(json: string, flags: number): Record<string, unknown> {
   const m = JSON.parse(json) as Record<string, unknown>;
-  if (flags) m[HEAD_FLAGS_FIELD] = { ...(flags & 1 ? { truncated: true } : {}), ...(flags & 2 ? { redacted: true } : {}), ...(flags & 4 ? { oversized: true } : {}) };
+  m[HEAD_FLAGS_FIELD] = { head: true, ...(flags & 1 ? { truncated: true } : {}), ...(flags & 2 ? { redacted: true } : {}), ...(flags & 4 ? { oversized: true } : {}) };
   return m;
 }

@@ -6,8 +6,8 @@ import { invalid } from "../errors";
 import type { ToolContext } from "./context";
 import { callerVisibility } from "./resolve";
 import { mapPool } from "./pool";
-import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
-import { jsonBytes, LIST_RESULT_MAX_BYTES } from "../session/byte-budget";
+import { sanitizeHistoryMessages } from "../policy/history-sanitize";
+import { jsonBytes, LIST_RESULT_MAX_BYTES, PREVIEW_ROW_MAX_BYTES } from "../session/byte-budget";
 
 /** `,"messages":` added to a row that carries a preview. */
 const PREVIEW_FIELD_BYTES = 12;
@@ -36,9 +36,9 @@ export interface SessionsListResult {
   /** Which scope produced this page, so a scoped caller knows the listing is scoped. */
   visibility: string;
   /**
-   * Present (true) when message previews were cut to keep the result within LIST_RESULT_MAX_BYTES:
-   * some rows' `messages` hold fewer than `messageLimit` messages (each row gets an equal share of the
-   * budget, at most one history page). The rows themselves are never cut.
+   * Present (true) when message previews were cut by their byte budget: some rows' `messages` hold
+   * fewer than `messageLimit` messages (each row's preview is at most PREVIEW_ROW_MAX_BYTES, or an equal
+   * share of what the rows leave of LIST_RESULT_MAX_BYTES). The rows themselves are never cut.
    */
   truncated?: true;
 }
@@ -89,9 +89,10 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
 
   if (messageLimit > 0 && rows.length > 0) {
     // Previews are history pages: the same heads, the same sanitiser (redaction, text cap, tool results
-    // hidden, oversize placeholder), each within its share of what the rows leave of the result budget.
+    // hidden, oversize placeholder), each within PREVIEW_ROW_MAX_BYTES — a glance, not a read (that is
+    // sessions_history) — or its equal share of what the rows leave of the result budget when smaller.
     const left = LIST_RESULT_MAX_BYTES - jsonBytes(JSON.stringify(result));
-    const share = Math.max(MIN_PREVIEW_BYTES, Math.min(HISTORY_BYTE_CAP, Math.floor(left / rows.length) - PREVIEW_FIELD_BYTES));
+    const share = Math.max(MIN_PREVIEW_BYTES, Math.min(PREVIEW_ROW_MAX_BYTES, Math.floor(left / rows.length) - PREVIEW_FIELD_BYTES));
     let cut = false;
     await mapPool(rows, 4, async (row) => {
       const page = await ctx.env.SESSIONS.getByName(canonicalOf(row)).history({ limit: messageLimit, includeTools: false, maxBytes: share });
