@@ -9,10 +9,11 @@ import { fileURLToPath } from "node:url";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { benchSends } from "./sends.mjs";
+import { benchSizes, seedSizes, SIZE_AGENTS } from "./sizes.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
-const PORT = 8799;
+const PORT = Number(process.env.BENCH_PORT ?? 8799);
 const TOKEN = "bench-token";
 /** The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. */
 const BENCH_DEADLINE_MS = 15 * 60_000;
@@ -30,7 +31,10 @@ const BAR = 1.25;
 const CONFIG = {
   agents: {
     defaults: { model: "builtin/echo" },
-    list: [{ id: "main", default: true }, { id: "small" }, { id: "big" }, { id: "hist" }, { id: "send" }, { id: "tree", sandbox: { mode: "all" } }],
+    list: [
+      { id: "main", default: true }, { id: "small" }, { id: "big" }, { id: "hist" }, { id: "send" }, { id: "tree", sandbox: { mode: "all" } },
+      { id: SIZE_AGENTS.max }, { id: SIZE_AGENTS.ordinary },
+    ],
   },
   tools: { sessions: { visibility: "agent" } },
   session: { agentToAgent: { maxPingPongTurns: 0 } },
@@ -204,14 +208,17 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  log("Seeding…");
-  await seed(request);
-  await sanityCheck(request);
-
-  // BENCH_ONLY=reads|sends runs one half (for development); the full bench runs both.
+  // BENCH_ONLY=reads|sends|sizes runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
-  let read = { lines: ["(skipped: BENCH_ONLY=sends)"] };
-  if (only !== "sends") {
+  log("Seeding…");
+  if (only !== "sizes") {
+    await seed(request);
+    await sanityCheck(request);
+  }
+  if (only === undefined || only === "sizes") await seedSizes(request, log);
+
+  let read = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "reads") {
   log(`Measuring read paths: ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, concurrency ${LOAD.concurrency}, ${LOAD.rounds} interleaved rounds…`);
   const scenarios = [
     { name: "bare route", call: ((k) => () => request("GET", `/v1/_bench/ping/${encodeURIComponent(k)}`))("agent:hist:ping") },
@@ -231,9 +238,15 @@ async function main() {
   log("", read.lines.join("\n"), "");
   }
 
+  let sizes = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "sizes") {
+    sizes = await benchSizes(request, log);
+    log("", sizes.lines.join("\n"), "");
+  }
+
   let sends = null;
-  let sendLines = ["(skipped: BENCH_ONLY=reads)"];
-  if (only !== "reads") {
+  let sendLines = [`(skipped: BENCH_ONLY=${only})`];
+  if (only === undefined || only === "sends") {
     log("Measuring sends (issue 3)…");
     sends = await benchSends({ request, base: gateway.base, token: TOKEN, count: Number(process.env.BENCH_SENDS ?? 1_000), log });
     sendLines = sendTable(sends);
@@ -251,6 +264,10 @@ async function main() {
     "Lists return a full page of 50 rows and history pages 50 messages (default limits), so both sides of the @100k/@100 ratios return the same amount of data; the `limit 1` rows repeat the @100k queries with a one-item page, to separate the query from the payload.",
     "",
     ...read.lines,
+    "",
+    "## Byte budgets (maximum-size messages beside ordinary ones)",
+    "",
+    ...sizes.lines,
     "",
     "## Sends (1,000 fire-and-forget sends)",
     "",

@@ -3,6 +3,7 @@ import { z } from "zod";
 import { forbidden, invalid, SwitchboardError } from "../errors";
 import { keyContextOf, parseCanonical, parseSessionKey } from "../keys";
 import { indexEntryOf, type IndexEntry } from "../registry/row";
+import { MESSAGE_MAX_BYTES } from "../session/byte-budget";
 import type { SessionMeta } from "../session/types";
 import { type AppEnv, jsonBody } from "./app";
 import { authorizeKey } from "./auth";
@@ -11,6 +12,8 @@ import { parseBody } from "./route-helpers";
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 const SEED_SESSIONS_MAX_BATCH = 5_000;
 const SEED_MESSAGES_MAX_BATCH = 20_000;
+/** …and at most this many bytes of text per seeding request (count × textBytes). */
+const SEED_MESSAGES_MAX_BATCH_BYTES = 32 * 1024 * 1024;
 
 const seedSessionsBody = z.object({
   agentId: z.string().min(1).max(64),
@@ -26,6 +29,8 @@ const seedTranscriptBody = z.object({
   sessionKey: z.string().min(1),
   count: z.number().int().min(1).max(SEED_MESSAGES_MAX_BATCH),
   startText: z.string().max(200).default("seeded message"),
+  /** Size of each message's text (default: a typical ~200-byte chat turn); at most one inbound message's cap. */
+  textBytes: z.number().int().min(1).max(MESSAGE_MAX_BYTES).optional(),
 });
 
 /**
@@ -78,8 +83,9 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   app.post("/v1/_bench/seed/transcript", async (c) => {
     requireOperator(c);
     const body = parseBody(seedTranscriptBody, await jsonBody(c));
+    if (body.textBytes && body.count * body.textBytes > SEED_MESSAGES_MAX_BATCH_BYTES) throw invalid(`count × textBytes: at most ${SEED_MESSAGES_MAX_BATCH_BYTES} bytes per request`);
     const parsed = parseSessionKey(body.sessionKey, keyContextOf(c.get("cfg")));
-    const res = await c.env.SESSIONS.getByName(parsed.canonicalKey).seedTranscript(body.count, body.startText);
+    const res = await c.env.SESSIONS.getByName(parsed.canonicalKey).seedTranscript(body.count, body.startText, body.textBytes);
     return c.json({ sessionKey: parsed.canonicalKey, seeded: body.count, total: res.total });
   });
 

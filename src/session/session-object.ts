@@ -625,11 +625,11 @@ export class SessionObject extends DurableObject<Env> {
    * Append `count` synthetic turns' messages (user/assistant alternating) in one transaction, so the
    * benchmark builds a 100,000-message transcript in seconds instead of running 50,000 real runs.
    */
-  async seedTranscript(count: number, startText: string): Promise<{ total: number }> {
+  async seedTranscript(count: number, startText: string, textBytes?: number): Promise<{ total: number }> {
     await this.ensureSession();
     const first = this.transcript.count() + 1;
     this.ctx.storage.transactionSync(() => {
-      for (let n = first; n < first + count; n++) this.transcript.append(syntheticMessage(n, startText), null);
+      for (let n = first; n < first + count; n++) this.transcript.append(syntheticMessage(n, startText, textBytes), null);
     });
     return { total: first + count - 1 };
   }
