@@ -7,6 +7,7 @@ import { queueDelivery } from "../src/channels/outbox";
 import { callExtension } from "../src/session/session-object";
 import { exportToArchive } from "../src/spawn/archive";
 import type { TranscriptMessage } from "../src/session/types";
+import { backfillHistoryHeads } from "../src/session/schema";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { baseConfig, flowsOf, installFakes, until, type ModelRequest } from "./helpers/scripted";
@@ -288,6 +289,23 @@ describe("delivery listings", () => {
 });
 
 describe("history heads", () => {
+  it("messages written before heads existed get their sizes and heads from the migration's backfill", async () => {
+    const key = "agent:main:budget-legacy";
+    await seed(key, 3, (i) => ({ role: "user", content: [{ type: "text", text: `${i} ${SECRET} `.padEnd(6000, "l") }], timestamp: i }));
+    await runInDurableObject(sessionStub(key), (obj) => {
+      // As the rows were before the byte-budget migration: no heads, no sizes.
+      obj.sql.exec("DELETE FROM message_heads WHERE seq IN (SELECT seq FROM messages WHERE seq > (SELECT MAX(seq) - 2 FROM messages))");
+      obj.sql.exec("UPDATE messages SET bytes = 0, head_bytes = 0");
+      backfillHistoryHeads(obj.sql);
+      const rows = obj.sql.exec<{ bytes: number; head_bytes: number; heads: number }>("SELECT bytes, head_bytes, (SELECT COUNT(*) FROM message_heads h WHERE h.seq = m.seq) AS heads FROM messages m").toArray();
+      for (const r of rows) expect(r.heads).toBe(1);
+      expect(rows.slice(-2).every((r) => r.bytes > 6000 && r.head_bytes > 4000 && r.head_bytes < 4200)).toBe(true);
+    });
+    const r = await invoke("sessions_history", { sessionKey: key }, { sessionKey: key });
+    expect(r.details.messages.map((m: any) => m.content[0].text.slice(0, 14))).toEqual(["1 sk-abc…6789 ", "2 sk-abc…6789 ", "3 sk-abc…6789 "]);
+    expect(r.details).toMatchObject({ contentRedacted: true, contentTruncated: true });
+  });
+
   it("a message that claims to be a stored head is still sanitised when written", async () => {
     const key = "agent:main:budget-forged-head";
     await seed(key, 1, () => ({ role: "user", content: [{ type: "text", text: `token ${SECRET}` }], timestamp: 1, __sanitized: { head: true } }) as unknown as TranscriptMessage);

@@ -130,18 +130,7 @@ const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
   UPDATE outbox SET bytes = length(CAST(payload_json AS BLOB));
   `,
   // Messages written before the heads existed get theirs once (one pass; new messages get theirs on append).
-  (sql) => {
-    for (let after = 0; ; ) {
-      const rows = sql.exec<{ seq: number; is_tool: number; json: string }>("SELECT seq, is_tool, json FROM messages WHERE seq > ? ORDER BY seq LIMIT 200", after).toArray();
-      if (rows.length === 0) return;
-      for (const r of rows) {
-        const head = historyHeadOf(JSON.parse(r.json) as TranscriptMessage);
-        sql.exec("INSERT OR REPLACE INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)", r.seq, r.is_tool, head.flags, head.json);
-        sql.exec("UPDATE messages SET bytes = ?, head_bytes = ? WHERE seq = ?", jsonBytes(r.json), head.bytes, r.seq);
-      }
-      after = rows[rows.length - 1].seq;
-    }
-  },
+  (sql) => backfillHistoryHeads(sql),
 ];
 
 export function migrate(sql: SqlStorage): void {
@@ -155,5 +144,21 @@ export function migrate(sql: SqlStorage): void {
     else step(sql);
     version++;
     sql.exec("UPDATE schema_version SET version = ?", version);
+  }
+}
+
+/** Sizes and history heads for messages that have none (written before the byte-budget migration). */
+export function backfillHistoryHeads(sql: SqlStorage): void {
+  for (let after = 0; ; ) {
+    const rows = sql
+      .exec<{ seq: number; is_tool: number; json: string }>("SELECT seq, is_tool, json FROM messages WHERE seq > ? AND seq NOT IN (SELECT seq FROM message_heads) ORDER BY seq LIMIT 200", after)
+      .toArray();
+    if (rows.length === 0) return;
+    for (const r of rows) {
+      const head = historyHeadOf(JSON.parse(r.json) as TranscriptMessage);
+      sql.exec("INSERT INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)", r.seq, r.is_tool, head.flags, head.json);
+      sql.exec("UPDATE messages SET bytes = ?, head_bytes = ? WHERE seq = ?", jsonBytes(r.json), head.bytes, r.seq);
+    }
+    after = rows[rows.length - 1].seq;
   }
 }
