@@ -203,10 +203,13 @@ describe("GET /healthz warnings", () => {
     expect((await call("GET", "/healthz", undefined, { token: null })).json).toEqual({ ok: true, agents: ["main"] });
     expect((await call("GET", "/healthz", undefined, { token: MAIN_TOKEN })).json).toEqual({ ok: true, agents: ["main"] });
     await call("GET", "/v1/agents");
-    const logged = warn.mock.calls.filter((c) => String(c[0]).startsWith("CONFIG:"));
+    const logged = warn.mock.calls.filter((c) => String(c[0]).includes('"event":"config_warnings"'));
     expect(logged).toHaveLength(1);
-    expect(logged[0][0]).toBe(
-      "CONFIG: 2 value(s) mapped or ignored:\n  session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)\n  gateway: ignored (not used by Switchboard)",
-    );
+    expect(JSON.parse(String(logged[0][0]))).toEqual({
+      level: "warn",
+      event: "config_warnings",
+      count: 2,
+      warnings: ["session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)", "gateway: ignored (not used by Switchboard)"],
+    });
   });
 });

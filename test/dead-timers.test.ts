@@ -87,7 +87,7 @@ describe("dead timers", () => {
     });
     expect(listed.json.timers[0].firstFailedAt).toBeLessThan(listed.json.timers[0].diedAt);
     expect(deadLogLines(logs)).toEqual([
-      { event: "timer_dead", sessionKey: target, kind: "a2a", ref: flow.id, attempts: 6, lastError: "requester storage unavailable", firstFailedAt: expect.any(Number), diedAt: expect.any(Number) },
+      { level: "error", event: "timer_dead", sessionKey: target, kind: "a2a", ref: flow.id, attempts: 6, lastError: "requester storage unavailable", firstFailedAt: expect.any(Number), diedAt: expect.any(Number) },
     ]);
     // Its death ended the flow, so an operator retry is refused rather than reviving a finished flow.
     const retry = await call("POST", `/v1/sessions/${enc(target)}/timers/dead/a2a/${flow.id}/retry`);

@@ -5,6 +5,7 @@ import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
 import { DELIVERY_LIST_BYTES, jsonBytes, takeWithinBudget } from "../session/byte-budget";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, postWebhook, type OutboundPayload } from "./webhook";
+import { log } from "../log";
 
 /**
  * The outbox: the one place where anything leaves the system for a channel (DESIGN §4 "Delivery").
@@ -230,6 +231,16 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
     const result = channelCfg?.webhookUrl
       ? await postWebhook({ url: channelCfg.webhookUrl, secret: channelCfg.webhookSecret, payload })
       : { outcome: "dead" as const, error: noWebhookError(claimed.row.channel) };
+    log[result.outcome === "delivered" ? "info" : "warn"]("delivery_attempt", {
+      sessionKey: host.key,
+      deliveryId: claimed.row.id,
+      webhookId: payload.idempotencyKey,
+      channel: claimed.row.channel,
+      attempt: claimed.attempts,
+      outcome: result.outcome === "retry" && claimed.attempts >= MAX_DELIVERY_ATTEMPTS ? "dead" : result.outcome,
+      ...(result.status !== undefined ? { status: result.status } : {}),
+      ...(result.error ? { error: result.error } : {}),
+    });
     host.storage.transactionSync(() => {
       const now = Date.now();
       if (result.outcome === "delivered") {

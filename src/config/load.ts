@@ -3,6 +3,7 @@ import { SwitchboardError } from "../errors";
 import { carryOverOpenClaw } from "./carry-over";
 import { ConfigSchema, type AgentConfig, type Config } from "./schema";
 import { unusedKeys } from "./unused-keys";
+import { log, rememberSecrets } from "../log";
 
 /**
  * Parse CONFIG once per isolate per raw value. An invalid config never crashes the Worker:
@@ -23,12 +24,22 @@ export function loadConfig(env: Pick<Env, "CONFIG">): Config {
   const raw = override ? override.raw : env.CONFIG;
   if (!cache || cache.raw !== raw) {
     cache = { raw, result: parseConfig(raw) };
+    if (!(cache.result instanceof SwitchboardError)) rememberSecrets(configSecrets(cache.result));
     // Logged once per isolate and CONFIG value: at first use, not on every request.
     const warnings = cache.result instanceof SwitchboardError ? [] : configWarnings(cache.result);
-    if (warnings.length > 0) console.warn(`CONFIG: ${warnings.length} value(s) mapped or ignored:\n  ${warnings.join("\n  ")}`);
+    if (warnings.length > 0) log.warn("config_warnings", { count: warnings.length, warnings });
   }
   if (cache.result instanceof SwitchboardError) throw cache.result;
   return cache.result;
+}
+
+/** Secret values written in CONFIG itself (webhook secrets, literal API keys): never printed in a log line (src/log.ts). */
+function configSecrets(cfg: Config): unknown[] {
+  return [
+    ...Object.values(cfg.channels ?? {}).map((ch) => ch?.webhookSecret),
+    ...cfg.agents.list.map((a) => (a.runtime?.type === "webhook" ? a.runtime.secret : undefined)),
+    ...Object.values(cfg.models?.providers ?? {}).map((p) => p?.apiKey),
+  ];
 }
 
 export function parseConfig(raw: unknown): Config | SwitchboardError {

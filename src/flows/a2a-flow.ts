@@ -7,6 +7,7 @@ import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, type RunSnapshot, type SessionMeta } from "../session/types";
+import { log } from "../log";
 
 /**
  * The agent-to-agent flow of `sessions_send` (reference §3.6, DESIGN §4): after the primary run,
@@ -400,7 +401,7 @@ async function runDueNow(host: SessionObject): Promise<void> {
       else await onNotifyTimer(host, t);
     } catch (err) {
       // The timer row is still there: the alarm retries it.
-      console.error("a2a flow step failed", host.key, t.kind, t.ref, err);
+      log.error("a2a_flow_step_failed", { sessionKey: host.key, kind: t.kind, ref: t.ref, error: err });
     }
   }
 }
@@ -432,7 +433,7 @@ const a2aRpc = {
     if (advanced) {
       await host.timers.arm();
       // Dispatch the next step without holding the caller: it may be the caller's own session.
-      void runDueNow(host).catch((err) => console.error("a2a flow dispatch failed", host.key, err));
+      void runDueNow(host).catch((err) => log.error("a2a_flow_dispatch_failed", { sessionKey: host.key, error: err }));
     }
     return { ok: true };
   },

@@ -4,6 +4,8 @@ import { configWarnings, loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { authenticate, type Principal } from "./auth";
+import { requestLog } from "./request-log";
+import { log } from "../log";
 import { runTokenWriteScope } from "./scopes";
 import { toolsInvokeRoutes } from "./tools-invoke";
 import { v1Routes } from "./routes-v1";
@@ -17,7 +19,7 @@ import { openApiRoutes } from "./openapi";
 import { docsRoutes } from "./docs";
 import { benchRoutes } from "./bench-routes";
 
-export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Principal } };
+export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Principal; requestId: string } };
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
@@ -38,7 +40,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
 
   app.onError((err, c) => {
     const e = err instanceof SwitchboardError ? err : new SwitchboardError("internal_error", "Internal error");
-    if (!(err instanceof SwitchboardError)) console.error("unhandled error", err);
+    if (!(err instanceof SwitchboardError)) log.error("unhandled_error", { requestId: c.get("requestId"), method: c.req.method, path: new URL(c.req.url).pathname, error: err });
     for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
     return c.json(e.toEnvelope(), e.status);
   });
@@ -52,6 +54,8 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     }
     return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${path}`).toEnvelope(), 404);
   });
+
+  app.use("*", requestLog);
 
   // An invalid CONFIG answers every request with a 500 naming the bad path (never a crash loop).
   app.use("*", async (c, next) => {

@@ -6,6 +6,7 @@ import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, toolsFor, type ToolDefinition } from "../tools/registry";
 import type { AppEnv } from "./app";
 import { requesterOf } from "./auth";
+import { log } from "../log";
 
 /**
  * `/mcp` (DESIGN §3.4): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
@@ -81,7 +82,7 @@ function toolCallResult(payload: unknown, isError: boolean) {
   };
 }
 
-async function callTool(ctx: ToolContext, params: Record<string, unknown>) {
+async function callTool(ctx: ToolContext, params: Record<string, unknown>, requestId: string) {
   const name = params.name;
   if (typeof name !== "string" || !name) throw new RpcError(INVALID_PARAMS, "params.name: expected a tool name");
   // Unknown tools and tools outside the caller's set are protocol errors (MCP spec), with the REST texts.
@@ -98,7 +99,7 @@ async function callTool(ctx: ToolContext, params: Record<string, unknown>) {
     const e = fromRpcError(err);
     // Bad arguments and scope refusals are reported to the model as tool errors it can correct.
     if (e instanceof SwitchboardError && e.status < 500) return { content: [{ type: "text", text: e.message }], isError: true };
-    console.error("mcp tool call failed", name, err);
+    log.error("mcp_tool_call_failed", { requestId, tool: name, error: err });
     return { content: [{ type: "text", text: "Internal error" }], isError: true };
   }
 }
@@ -124,7 +125,7 @@ async function dispatch(c: Context<AppEnv>, msg: JsonRpcMessage): Promise<unknow
       return { tools: toolsFor(caller, cfg).map(mcpTool) };
     }
     case "tools/call":
-      return callTool(await toolContext(c), params);
+      return callTool(await toolContext(c), params, c.get("requestId"));
     default:
       throw new RpcError(METHOD_NOT_FOUND, `Method not found: ${String(msg.method)}`);
   }
@@ -155,7 +156,7 @@ async function answer(c: Context<AppEnv>, msg: unknown): Promise<JsonRpcResponse
     const e = fromRpcError(err);
     // An HTTP-level refusal (e.g. X-Session-Key outside the token's scope) keeps its status and envelope.
     if (e instanceof SwitchboardError) throw e;
-    console.error("mcp request failed", err);
+    log.error("mcp_request_failed", { requestId: c.get("requestId"), error: err });
     return rpcError(id, INTERNAL_ERROR, "Internal error");
   }
 }

@@ -7,6 +7,7 @@ import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { echoModel, workersAiModel } from "./builtin-models";
 import { thinkingProviderOptions, type ThinkingLevel } from "./thinking";
+import { rememberSecrets } from "../log";
 
 /**
  * Model references are `<provider>/<model>`: `builtin/echo` (offline), `workers-ai/<model>` (the AI
@@ -86,5 +87,6 @@ function resolveSecret(env: Env, value: string | undefined): string | undefined 
   const name = value.startsWith("env:") ? value.slice(4) : /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value)?.[1];
   if (name === undefined) return value;
   const v = (env as unknown as Record<string, unknown>)[name];
+  rememberSecrets([v]); // read from a binding: keep it out of every log line (src/log.ts)
   return typeof v === "string" ? v : undefined;
 }

@@ -28,6 +28,7 @@ import {
   type SessionMeta,
   type TranscriptMessage,
 } from "./types";
+import { log } from "../log";
 
 /** A run whose executor is not seen alive for this long is considered lost to an eviction (DESIGN §3.6). */
 export const LEASE_MS = 60_000;
@@ -417,7 +418,7 @@ export class SessionObject extends DurableObject<Env> {
     this.pumping = true;
     this.kickedWhilePumping = false;
     void this.pump()
-      .catch((err) => console.error("session queue failed", this.key, err))
+      .catch((err) => log.error("session_queue_failed", { sessionKey: this.key, error: err }))
       .finally(() => {
         this.pumping = false;
         if (this.kickedWhilePumping) this.kick();
@@ -568,7 +569,7 @@ export class SessionObject extends DurableObject<Env> {
   private afterRunEnded(event: RunEndedEvent): void {
     for (const ext of EXTENSIONS) {
       if (!ext.afterRunEnded) continue;
-      void Promise.resolve(ext.afterRunEnded(this, event)).catch((err) => console.error(`${ext.name}: after run ended failed`, this.key, err));
+      void Promise.resolve(ext.afterRunEnded(this, event)).catch((err) => log.error("after_run_ended_failed", { sessionKey: this.key, runId: event.run.runId, extension: ext.name, error: err }));
     }
   }
 
@@ -703,7 +704,7 @@ export class SessionObject extends DurableObject<Env> {
         return;
       default:
         for (const ext of EXTENSIONS) if (ext.onTimer && (await ext.onTimer(this, t))) return;
-        console.warn("unknown timer kind", t.kind);
+        log.warn("unknown_timer_kind", { sessionKey: this.key, kind: t.kind, ref: t.ref });
         this.timers.clear(t.kind, t.ref);
     }
   }
@@ -755,7 +756,7 @@ export class SessionObject extends DurableObject<Env> {
         await this.syncIndex();
         return;
       } catch (err) {
-        console.warn("registry write failed; the index timer retries it", this.key, err);
+        log.warn("registry_write_failed", { sessionKey: this.key, error: err, next: "the index timer retries it" });
       }
     }
     await this.timers.arm();

@@ -1,4 +1,5 @@
 import type { TimerRow, Timers } from "./timers";
+import { log } from "../log";
 
 /**
  * Every timer gives up (docs/timers.md). A due timer whose handler throws is retried with exponential
@@ -122,7 +123,7 @@ export function recordTimerFailure(host: TimerHost, t: TimerRow, err: unknown): 
     if (attempts < policy.maxAttempts) {
       const due = now + retryDelayMs(policy, attempts);
       host.sql.exec("UPDATE timers SET attempts = ?, due_at = ?, last_error = ?, failing_since = ? WHERE kind = ? AND ref = ?", attempts, due, error, firstFailedAt, t.kind, t.ref);
-      console.warn(JSON.stringify({ event: "timer_retry", sessionKey: host.key, kind: t.kind, ref: t.ref, attempt: attempts, maxAttempts: policy.maxAttempts, nextAt: due, error }));
+      log.warn("timer_retry", { sessionKey: host.key, kind: t.kind, ref: t.ref, attempt: attempts, maxAttempts: policy.maxAttempts, nextAt: due, error });
       return "retry";
     }
     const dead: DeadTimer = { kind: t.kind, ref: t.ref, payload: cur.payload, attempts, lastError: error, firstFailedAt, diedAt: now };
@@ -141,14 +142,14 @@ export function recordTimerFailure(host: TimerHost, t: TimerRow, err: unknown): 
       try {
         onDead(host, dead);
       } catch (handlerErr) {
-        console.error(JSON.stringify({ event: "timer_dead_handler_failed", sessionKey: host.key, kind: t.kind, ref: t.ref, error: errorText(handlerErr) }));
+        log.error("timer_dead_handler_failed", { sessionKey: host.key, kind: t.kind, ref: t.ref, error: errorText(handlerErr) });
       }
     }
     return "dead";
   });
   if (died.timer) {
     const { payload: _payload, ...fields } = died.timer;
-    console.error(JSON.stringify({ event: "timer_dead", sessionKey: host.key, ...fields }));
+    log.error("timer_dead", { sessionKey: host.key, ...fields });
   }
   return outcome;
 }

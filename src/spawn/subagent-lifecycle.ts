@@ -12,6 +12,7 @@ import { capText } from "../session/byte-budget";
 import { listAttachments, readAttachment } from "./child-spawn";
 import { announceIdempotencyKey, countActiveChildren, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
+import { log } from "../log";
 
 /**
  * The child's half of the sub-agent lifecycle (DESIGN §4 "sessions_spawn", reference §4.5–4.6),
@@ -279,7 +280,7 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
     // Kept by the requester even for a silent announce: a parent sub-agent reports all its children.
     outcome: announcedOutcome(m),
   });
-  if (res.requesterGone) console.warn("sub-agent announce dropped: its requester session no longer exists", host.key, sub.requesterKey);
+  if (res.requesterGone) log.warn("subagent_announce_dropped", { sessionKey: host.key, requesterKey: sub.requesterKey, reason: "the requester session no longer exists" });
   host.storage.transactionSync(() => {
     writeFlow(host, "done", m);
     host.timers.clear(HANDOFF_TIMER, taskRunId);
@@ -412,7 +413,7 @@ registerSessionExtension({
     try {
       await releaseChildSlot(host.bindings, sub.requesterKey, host.key);
     } catch (err) {
-      console.warn("subagent slot release failed", host.key, err);
+      log.warn("subagent_slot_release_failed", { sessionKey: host.key, error: err });
     }
   },
 });

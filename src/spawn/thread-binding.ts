@@ -1,6 +1,7 @@
 import { fromRpcError, SwitchboardError } from "../errors";
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { DeliveryRoute, EnqueueRequest, RunSnapshot } from "../session/types";
+import { log } from "../log";
 
 /**
  * Thread-bound sub-agents (`sessions_spawn` with `thread: true`, reference §4.8). The spawn binds the
@@ -88,7 +89,7 @@ registerSessionExtension({
     try {
       await unbindThread(host.bindings, thread.threadKey, host.key);
     } catch (err) {
-      console.warn("thread unbind failed", host.key, err);
+      log.warn("thread_unbind_failed", { sessionKey: host.key, error: err });
     }
   },
 });

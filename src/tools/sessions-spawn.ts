@@ -16,6 +16,7 @@ import { ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION, subagentSystemPrompt, subagen
 import { spawnAllowlist } from "./agents-list";
 import { refusal, type Refusal, type ToolContext } from "./context";
 import { registerTool, type ToolDefinition } from "./registry";
+import { log } from "../log";
 
 /**
  * `sessions_spawn` (spec "sessions_spawn", reference §4): checks in the reference's order with its
@@ -260,7 +261,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     } catch (err) {
       const e = fromRpcError(err);
       bindFailure = e instanceof Error ? e.message : String(e);
-      console.error("thread bind failed", childKey, bindFailure);
+      log.error("thread_bind_failed", { sessionKey: childKey, error: bindFailure });
     }
   }
 
