@@ -2,7 +2,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { HISTORY_BYTE_CAP } from "../src/policy/history-sanitize";
-import { DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, PREVIEW_ROW_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
+import { capText, storedTextBytes, DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, PREVIEW_ROW_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
 import { queueDelivery } from "../src/channels/outbox";
 import { callExtension } from "../src/session/session-object";
 import { exportToArchive } from "../src/spawn/archive";
@@ -198,6 +198,26 @@ describe("the whole sessions_list result", () => {
     expect(many.details.sessions).toEqual(one.details.sessions);
     const rest = await call("GET", `/v1/sessions?kinds=${Array(101).fill("main").join(",")}`);
     expect(rest.status).toBe(200);
+  });
+});
+
+describe("stored sizes", () => {
+  const samples = ["plain", "é ü 中文", "😀 pairs 😀", "quote \" and \\ backslash", "lines\n\ttabs\r", "\u0000\u0001\u001f controls", "lone \ud800 high", "lone \udc00 low", "\u2028 separators \u2029"];
+  it("storedTextBytes is the UTF-8 size of the JSON-encoded string, without its quotes", () => {
+    for (const t of samples) expect(storedTextBytes(t)).toBe(new TextEncoder().encode(JSON.stringify(t)).byteLength - 2);
+  });
+  it("capText keeps a fitting text as it is, else cuts it with the marker within the limit and never splits a pair", () => {
+    expect(capText("short", 100)).toBe("short");
+    for (const t of samples) {
+      const long = t.repeat(400);
+      for (const max of [64, 100, 1000]) {
+        const cut = capText(long, max);
+        expect(storedTextBytes(cut)).toBeLessThanOrEqual(max);
+        expect(cut.endsWith(truncationMarker(max))).toBe(true);
+        expect(long.startsWith(cut.slice(0, cut.length - truncationMarker(max).length))).toBe(true);
+        expect(/[\ud800-\udbff]$/.test(cut.slice(0, cut.length - truncationMarker(max).length)) && !/lone/.test(t)).toBe(false);
+      }
+    }
   });
 });
 

@@ -75,7 +75,8 @@ const ROUTES: Record<string, OperationDoc> = {
   "POST /v1/sessions/:key/messages": {
     tag: "sessions",
     summary: "Inbound message from a channel: queues a run",
-    description: "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel (send policy applies).",
+    description:
+      "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel (send policy applies). A `message` over `limits.maxMessageBytes` (512 KiB of UTF-8 by default, see docs/limits.md) is a 413 naming the field; nothing is stored.",
     body: inboundMessage,
     responses: { 202: ["Run queued", ref("Accepted")] },
   },
@@ -105,7 +106,20 @@ const ROUTES: Record<string, OperationDoc> = {
     tag: "deliveries",
     summary: "Outbound deliveries of a session (outbox), including dead letters",
     query: [q("status", "Only this status", { enum: ["pending", "delivered", "blocked", "dead"] }), q("limit", "Rows (default 100)", int(1, 500))],
-    responses: { 200: ["Deliveries", { type: "object", properties: { sessionKey: { type: "string" }, count: { type: "integer" }, deliveries: { type: "array", items: { type: "object" } } } }] },
+    responses: {
+      200: [
+        "Deliveries",
+        {
+          type: "object",
+          properties: {
+            sessionKey: { type: "string" },
+            count: { type: "integer" },
+            deliveries: { type: "array", items: { type: "object" } },
+            truncated: { const: true, description: "Present when the listing reached its byte budget (2 MiB, docs/limits.md) before `limit` rows" },
+          },
+        },
+      ],
+    },
   },
   "POST /v1/sessions/:key/deliveries/:id/retry": { tag: "deliveries", summary: "Re-queue a dead or blocked delivery", responses: { 200: ["The delivery", { type: "object" }] } },
   "GET /v1/sessions/:key/timers/dead": {

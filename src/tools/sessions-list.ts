@@ -23,7 +23,11 @@ export const sessionsListSchema = z.object({
   kinds: z.array(z.string()).optional().describe('Only these kinds: any of "main", "group", "cron", "hook", "node", "other".'),
   limit: z.number().min(1).optional().describe(`Max rows (default ${LIST_DEFAULT_LIMIT}, clamped to ${LIST_MAX_LIMIT}).`),
   activeMinutes: z.number().min(1).optional().describe("Only sessions updated within the last N minutes."),
-  messageLimit: z.number().min(0).optional().describe(`Include the last N non-tool messages per row (0 = none, max ${MESSAGE_LIMIT_MAX}).`),
+  messageLimit: z
+    .number()
+    .min(0)
+    .optional()
+    .describe(`Include the last N non-tool messages per row, sanitised like sessions_history (0 = none, max ${MESSAGE_LIMIT_MAX}; at most 16 KiB per row: \`truncated: true\` when cut).`),
   cursor: z.string().optional().describe("nextCursor of a previous page, to read further."),
 });
 export type SessionsListArgs = z.infer<typeof sessionsListSchema>;
