@@ -120,7 +120,8 @@ function sanitizeMessage(m: Obj, flags: Flags): void {
     if (pre.redacted === true) flags.contentRedacted = true;
     if (pre.oversized === true) flags.oversized = true;
     delete m[HEAD_FLAGS_FIELD];
-    // A stored head was sanitised by this function when it was written: its texts are redacted and cut already.
+    // A stored head was sanitised by this function when it was written: its texts are redacted and cut
+    // already. (A rule for whole messages belongs before this return, or in sanitizeHistoryMessages.)
     if (pre.head === true) return;
   }
   deleteField(m, "details", flags);
