@@ -309,6 +309,18 @@ describe("delivery listings", () => {
 });
 
 describe("history heads", () => {
+  it("budgeted reads and a run's own messages are index seeks, never a scan of the transcript", async () => {
+    const key = "agent:main:budget-plans";
+    await seed(key, 2, (i) => ({ role: "user", content: [{ type: "text", text: `${i}` }], timestamp: i }));
+    await runInDurableObject(sessionStub(key), (obj) => {
+      const plan = (q: string, ...args: unknown[]) => obj.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${q}`, ...args).toArray().map((r) => r.detail).join("; ");
+      expect(plan("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant'", "r")).toMatch(/USING INDEX messages_run/);
+      expect(plan("SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1", "r")).toMatch(/USING INDEX messages_run/);
+      expect(plan("SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?", 9, 5)).toMatch(/USING COVERING INDEX messages_visible/);
+      expect(plan("SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?", 0, 5)).toMatch(/USING COVERING INDEX messages_sizes/);
+    });
+  });
+
   it("messages written before heads existed get their sizes and heads from the migration's backfill", async () => {
     const key = "agent:main:budget-legacy";
     await seed(key, 3, (i) => ({ role: "user", content: [{ type: "text", text: `${i} ${SECRET} `.padEnd(6000, "l") }], timestamp: i }));

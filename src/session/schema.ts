@@ -131,6 +131,8 @@ const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
   `,
   // Messages written before the heads existed get theirs once (one pass; new messages get theirs on append).
   (sql) => backfillHistoryHeads(sql),
+  // A run's own messages (its usage, latest tool result, partial progress) by a seek, not a scan of the transcript.
+  `CREATE INDEX messages_run ON messages (run_id, role, seq);`,
 ];
 
 export function migrate(sql: SqlStorage): void {
