@@ -1,6 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
+import { parseConfig, setConfigOverride } from "../src/config/load";
+import { SwitchboardError } from "../src/errors";
 import { HISTORY_BYTE_CAP } from "../src/policy/history-sanitize";
 import { capText, storedTextBytes, DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, PREVIEW_ROW_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
 import { queueDelivery } from "../src/channels/outbox";
@@ -222,6 +223,18 @@ describe("stored sizes", () => {
 });
 
 describe("inbound size caps", () => {
+  it("limits.maxMessageBytes and maxContextBytes take their documented ranges (docs/limits.md)", () => {
+    const err = (limits: Record<string, unknown>) => {
+      const c = parseConfig({ limits });
+      return c instanceof SwitchboardError ? c.message : null;
+    };
+    expect(err({ maxMessageBytes: 4096, maxContextBytes: 64 * 1024 })).toBeNull();
+    expect(err({ maxMessageBytes: MESSAGE_MAX_BYTES + 1 })).toContain("limits.maxMessageBytes");
+    expect(err({ maxMessageBytes: 1023 })).toContain("limits.maxMessageBytes");
+    expect(err({ maxContextBytes: 1000 })).toContain("limits.maxContextBytes");
+    expect(err({ maxContextBytes: Infinity })).toContain("limits.maxContextBytes");
+  });
+
   it("a message over 512 KiB is a 413 naming the field, and nothing is stored", async () => {
     const key = "agent:main:budget-413";
     const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "a".repeat(MESSAGE_MAX_BYTES + 1) });
