@@ -27,14 +27,16 @@ async function assertPortFree(port) {
 }
 
 /**
- * Bundle the Worker once into `outdir` (wrangler's own build, no upload). The gateway then serves
+ * Bundle the bench Worker once into `outdir` (wrangler's own build, no upload). The gateway then serves
  * this snapshot, so edits to src/ during a run cannot reload the Worker mid-measurement.
  */
 export async function buildSnapshot(outdir, logFile) {
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(dirname(logFile), { recursive: true });
   const log = openSync(logFile, "w");
-  const child = spawn("npx", ["wrangler", "deploy", "--dry-run", "--outdir", outdir], {
+  // The bench entry (bench/worker.ts): the production Worker plus the bench routes, which the
+  // production bundle (src/index.ts) does not contain.
+  const child = spawn("npx", ["wrangler", "deploy", "bench/worker.ts", "--dry-run", "--outdir", outdir], {
     stdio: ["ignore", log, log],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" },
   });
@@ -44,7 +46,7 @@ export async function buildSnapshot(outdir, logFile) {
     child.once("exit", (c) => (clearTimeout(timer), resolve(c)));
   });
   if (code !== 0) throw new Error(`building the Worker failed (exit ${code}); see ${logFile}`);
-  return `${outdir}/index.js`;
+  return `${outdir}/worker.js`; // named after the entry, bench/worker.ts
 }
 
 /**

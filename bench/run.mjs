@@ -203,7 +203,7 @@ async function main() {
     persistTo: join(OUT, "state"),
     logFile: join(OUT, "wrangler.log"),
     envFile: join(OUT, "bench.env"),
-    vars: { GATEWAY_TOKEN: TOKEN, BENCH_ROUTES: "on", CONFIG: JSON.stringify(CONFIG) },
+    vars: { GATEWAY_TOKEN: TOKEN, CONFIG: JSON.stringify(CONFIG) },
   });
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);

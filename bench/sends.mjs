@@ -213,7 +213,7 @@ export async function benchSends({ request, base, token, count = 1_000, requeste
   log(`  send path: ${path}`);
   const retries = { count: 0 };
   const send = sender(request, path, requesterKey, retries);
-  // POST: a GET dropped by the dev proxy would be parked forever instead of failing (see bench-routes.ts).
+  // POST: a GET dropped by the dev proxy would be parked forever instead of failing (see bench/routes.ts).
   const pingRetries = { count: 0 };
   const ping = (key) => withRetry(() => request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }), pingRetries);
   const texts = Array.from({ length: count }, (_, i) => SEND_TEXT(i + 1));

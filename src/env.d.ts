@@ -9,8 +9,6 @@ declare namespace Cloudflare {
     AGENT_TOKENS?: string;
     /** HMAC key for run tokens minted for webhook runtimes. */
     SIGNING_SECRET?: string;
-    /** "on" mounts the benchmark's bare and seeding routes (`npm run bench` only; never in production). */
-    BENCH_ROUTES?: string;
     SESSIONS: DurableObjectNamespace<import("./session/session-object").SessionObject>;
     REGISTRY: DurableObjectNamespace<import("./registry/registry-object").RegistryObject>;
     /** Optional Workers AI binding, used by `workers-ai/<model>` models. */

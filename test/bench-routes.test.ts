@@ -1,21 +1,20 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/http/app";
+import { benchApp } from "../bench/worker";
 import { call, GATEWAY, MAIN_TOKEN } from "./helpers/http";
 
-/** The Worker's app with the bench routes switched on (the binding the bench passes with --var). */
+/** The bench Worker's app (bench/worker.ts), over the same bindings and objects as the production Worker. */
 async function benchCall(method: string, path: string, body?: unknown, token: string | null = GATEWAY) {
-  const app = createApp();
   const headers: Record<string, string> = {};
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const req = new Request(`https://switchboard.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const res = await app.fetch(req, { ...env, BENCH_ROUTES: "on" });
+  const res = await benchApp.fetch(req, env);
   return { status: res.status, json: (await res.json()) as any };
 }
 
 describe("bench routes", () => {
-  it("are absent unless BENCH_ROUTES is on: every path answers like an unknown route and changes nothing", async () => {
+  it("are absent from the production Worker: every path answers like an unknown route and changes nothing", async () => {
     const before = await env.REGISTRY.getByName("registry:research").count();
     for (const [method, path, body] of [
       ["GET", "/v1/_bench/ping/main", undefined],
@@ -31,13 +30,13 @@ describe("bench routes", () => {
     expect(await env.SESSIONS.getByName("agent:research:bench-off").getMeta()).toBeNull();
   });
 
-  it("when on: the bare route is auth + one object call", async () => {
+  it("bench Worker: the bare route is auth + one object call", async () => {
     expect(await benchCall("GET", "/v1/_bench/ping/main")).toEqual({ status: 200, json: { ok: true } });
     expect((await benchCall("GET", "/v1/_bench/ping/main", undefined, null)).status).toBe(401);
     expect((await benchCall("GET", "/v1/_bench/ping/agent:research:main", undefined, MAIN_TOKEN)).status).toBe(403);
   });
 
-  it("when on: seeding needs the operator token and bounded batches", async () => {
+  it("bench Worker: seeding needs the operator token and bounded batches", async () => {
     const agentToken = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "main", count: 5 }, MAIN_TOKEN);
     expect(agentToken.status).toBe(403);
     const tooMany = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "main", count: 5_001 });
@@ -46,7 +45,7 @@ describe("bench routes", () => {
     expect(unknown.json.error.message).toBe('agentId: unknown agent "nobody"');
   });
 
-  it("when on: seeded transcripts are real transcripts (history pages, numbering continues across batches)", async () => {
+  it("bench Worker: seeded transcripts are real transcripts (history pages, numbering continues across batches)", async () => {
     const key = "agent:main:bench-transcript";
     expect((await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 3 })).json.total).toBe(3);
     expect((await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 2, startText: "more" })).json.total).toBe(5);
@@ -58,7 +57,7 @@ describe("bench routes", () => {
     expect(page.json.hasMore).toBe(true);
   });
 
-  it("when on: seeded children page completely under tree visibility (own row + children, in order, cursor included)", async () => {
+  it("bench Worker: seeded children page completely under tree visibility (own row + children, in order, cursor included)", async () => {
     const seeded = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "research", from: 0, count: 30, childrenOf: "agent:research:main", childEvery: 3 });
     expect(seeded.json.seeded).toBe(30);
     const seen: string[] = [];
@@ -73,5 +72,14 @@ describe("bench routes", () => {
     }
     // Children are n = 0, 3, …, 27; n = 0 is the newest (updatedAt steps back with n).
     expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => `agent:research:subagent:s${String(i * 3).padStart(6, "0")}`));
+  });
+});
+
+describe("production Worker", () => {
+  it("registers no bench route and its session object has no seeding method", async () => {
+    const { createApp } = await import("../src/http/app");
+    expect(createApp().routes.filter((r) => r.path.includes("_bench"))).toEqual([]);
+    const { SessionObject } = await import("../src/session/session-object");
+    for (const method of ["ping", "seedTranscript", "runOrder"]) expect(method in SessionObject.prototype).toBe(false);
   });
 });

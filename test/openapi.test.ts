@@ -29,7 +29,7 @@ describe("GET /openapi.json", () => {
     const doc = await getDoc();
     const served = createApp()
       .routes.filter((r) => ["GET", "POST", "PATCH", "PUT", "DELETE"].includes(r.method))
-      .filter((r) => (r.path.startsWith("/v1/") || r.path === "/tools/invoke") && !r.path.startsWith("/v1/_bench/"))
+      .filter((r) => (r.path.startsWith("/v1/") || r.path === "/tools/invoke"))
       .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`);
     expect(served.length).toBeGreaterThan(15);
     for (const expected of ["post /v1/runs/{id}/complete", "get /v1/tools", "post /v1/sessions/{key}/messages", "get /v1/runs/{id}/wait", "post /tools/invoke"]) expect(served).toContain(expected);

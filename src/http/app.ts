@@ -17,7 +17,6 @@ import { runCompleteRoutes } from "./run-complete";
 import { toolCatalogRoutes } from "./tool-catalog";
 import { openApiRoutes } from "./openapi";
 import { docsRoutes } from "./docs";
-import { benchRoutes } from "./bench-routes";
 
 export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Principal; requestId: string } };
 
@@ -100,7 +99,6 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   toolCatalogRoutes(app);
   openApiRoutes(app); // public: reads app.routes at request time, so every route above is listed
   docsRoutes(app); // public
-  benchRoutes(app); // answers 404 unless BENCH_ROUTES=on
   extra?.(app);
   return app;
 }

@@ -158,8 +158,8 @@ const ROUTES: Record<string, OperationDoc> = {
   "GET /v1/agents": { tag: "agents", summary: "Configured agents", responses: { 200: ["Agents", { type: "object" }] } },
 };
 
-/** Routes that exist for protocol reasons only (405 answers of the stateless MCP endpoint, benchmarks). */
-const HIDDEN = [/^GET \/mcp$/, /^DELETE \/mcp$/, /^[A-Z]+ \/v1\/_bench\//];
+/** Routes that exist for protocol reasons only (405 answers of the stateless MCP endpoint). */
+const HIDDEN = [/^GET \/mcp$/, /^DELETE \/mcp$/];
 
 function toolVariants(): JsonSchema[] {
   return TOOLS.map((t) => ({

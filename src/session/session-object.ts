@@ -12,7 +12,6 @@ import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn
 import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
 import { newRunId } from "./run-id";
 import { migrate } from "./schema";
-import { syntheticMessage } from "./seed";
 import { runDueTimers } from "./timer-policy";
 import { assertOpen, beginClosing } from "./closing";
 import { recordInboundRoute } from "./inbound-route";
@@ -610,41 +609,6 @@ export class SessionObject extends DurableObject<Env> {
     const fn = EXTENSIONS.find((e) => e.name === name)?.rpc?.[method];
     if (!fn) throw toRpcError(new SwitchboardError("not_found", `Unknown extension call: ${name}.${method}`));
     return await fn(this, arg);
-  }
-
-  // ---------------------------------------------------------------- benchmark seeding (bench routes only)
-
-  /**
-   * The cheapest call into this object (no storage): the floor the benchmark compares routes against.
-   * `padBytes` returns that much filler, to price moving a payload as large as a list page.
-   */
-  async ping(padBytes = 0): Promise<{ ok: true; pad?: string }> {
-    return padBytes > 0 ? { ok: true, pad: "x".repeat(padBytes) } : { ok: true };
-  }
-
-  /**
-   * Append `count` synthetic turns' messages (user/assistant alternating) in one transaction, so the
-   * benchmark builds a 100,000-message transcript in seconds instead of running 50,000 real runs.
-   */
-  async seedTranscript(count: number, startText: string, textBytes?: number): Promise<{ total: number }> {
-    await this.ensureSession();
-    const first = this.transcript.count() + 1;
-    this.ctx.storage.transactionSync(() => {
-      for (let n = first; n < first + count; n++) this.transcript.append(syntheticMessage(n, startText, textBytes), null);
-    });
-    return { total: first + count - 1 };
-  }
-
-  /**
-   * Runs in acceptance (qseq) order with the transcript seq of their user message, so the benchmark
-   * can prove end to end that queue order equals transcript order.
-   */
-  async runOrder(limit: number): Promise<{ runId: string; qseq: number; status: RunStatus; userSeq: number | null }[]> {
-    if (!this.schemaReady) return [];
-    return this.sql
-      .exec<{ id: string; qseq: number; status: RunStatus; user_seq: number | null }>("SELECT id, qseq, status, user_seq FROM runs ORDER BY qseq LIMIT ?", limit)
-      .toArray()
-      .map((r) => ({ runId: r.id, qseq: r.qseq, status: r.status, userSeq: r.user_seq }));
   }
 
   // ---------------------------------------------------------------- alarm & timers

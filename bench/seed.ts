@@ -1,11 +1,11 @@
-import type { TranscriptMessage } from "./types";
+import type { TranscriptMessage } from "../src/session/types";
 
 /** Filler that gives seeded messages the size of a typical chat turn (~200 bytes of text). */
 const FILLER = "The quick brown fox jumps over the lazy dog while the session layer keeps every turn in order.";
 
 /**
  * Message `n` of a synthetic transcript (benchmark seeding only): odd numbers are user turns, even
- * numbers the assistant's reply, in the same raw format real runs write (reference §7). ASCII only, so
+ * numbers the assistant's reply, in the same raw format real runs write (src/session/transcript.ts). ASCII only, so
  * `textBytes` characters are `textBytes` bytes.
  */
 export function syntheticMessage(n: number, startText: string, textBytes?: number): TranscriptMessage {

@@ -1,13 +1,14 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import { forbidden, invalid, SwitchboardError } from "../errors";
-import { keyContextOf, parseCanonical, parseSessionKey } from "../keys";
-import { indexEntryOf, type IndexEntry } from "../registry/row";
-import { MESSAGE_MAX_BYTES } from "../session/byte-budget";
-import type { SessionMeta } from "../session/types";
-import { type AppEnv, jsonBody } from "./app";
-import { authorizeKey } from "./auth";
-import { parseBody } from "./route-helpers";
+import { forbidden, invalid } from "../src/errors";
+import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
+import { indexEntryOf, type IndexEntry } from "../src/registry/row";
+import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
+import type { SessionMeta } from "../src/session/types";
+import { type AppEnv, jsonBody } from "../src/http/app";
+import { callExtension } from "../src/session/session-object";
+import { authorizeKey } from "../src/http/auth";
+import { parseBody } from "../src/http/route-helpers";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 const SEED_SESSIONS_MAX_BATCH = 5_000;
@@ -35,18 +36,10 @@ const seedTranscriptBody = z.object({
 
 /**
  * Routes used only by `npm run bench` (bench/run.mjs): a bare route (auth + one object call, the
- * floor of this stack) and bulk seeding that skips real runs. They exist only when the Worker is
- * started with `BENCH_ROUTES=on`; otherwise every path below answers exactly like an unknown route.
+ * floor of this stack) and bulk seeding that skips real runs. Mounted only by the bench Worker
+ * (bench/worker.ts); the production Worker (src/index.ts) never contains them.
  */
 export function benchRoutes(app: Hono<AppEnv>): void {
-  app.use("/v1/_bench/*", async (c, next) => {
-    // Checked per request because bindings only exist per request; "off" must be indistinguishable from absent.
-    if (c.env.BENCH_ROUTES !== "on") {
-      return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${new URL(c.req.url).pathname}`).toEnvelope(), 404);
-    }
-    await next();
-  });
-
   /**
    * Auth + key parse + one RPC that touches no storage: what every real route costs at least.
    * POST too, for bursts: wrangler's dev proxy parks a dropped GET until a reload that never comes,
@@ -57,7 +50,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     const parsed = parseSessionKey(c.req.param("key"), keyContextOf(cfg));
     authorizeKey(c.get("principal"), parsed);
     const pad = Math.min(Number(c.req.query("pad") ?? 0) || 0, PING_MAX_PAD);
-    return c.json(await c.env.SESSIONS.getByName(parsed.canonicalKey).ping(pad));
+    return c.json(await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "ping", pad));
   });
 
   /** Index `count` synthetic sessions of one agent (no session objects are created). */
@@ -85,7 +78,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     const body = parseBody(seedTranscriptBody, await jsonBody(c));
     if (body.textBytes && body.count * body.textBytes > SEED_MESSAGES_MAX_BATCH_BYTES) throw invalid(`count × textBytes: at most ${SEED_MESSAGES_MAX_BATCH_BYTES} bytes per request`);
     const parsed = parseSessionKey(body.sessionKey, keyContextOf(c.get("cfg")));
-    const res = await c.env.SESSIONS.getByName(parsed.canonicalKey).seedTranscript(body.count, body.startText, body.textBytes);
+    const res = await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "seedTranscript", { count: body.count, startText: body.startText, textBytes: body.textBytes });
     return c.json({ sessionKey: parsed.canonicalKey, seeded: body.count, total: res.total });
   });
 
@@ -93,7 +86,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/_bench/run-order/:key", async (c) => {
     requireOperator(c);
     const parsed = parseSessionKey(c.req.param("key"), keyContextOf(c.get("cfg")));
-    return c.json({ sessionKey: parsed.canonicalKey, runs: await c.env.SESSIONS.getByName(parsed.canonicalKey).runOrder(RUN_ORDER_MAX) });
+    return c.json({ sessionKey: parsed.canonicalKey, runs: await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "runOrder", RUN_ORDER_MAX) });
   });
 }
 
