@@ -5,10 +5,10 @@ import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
 import { indexEntryOf, type IndexEntry } from "../src/registry/row";
 import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
 import type { SessionMeta } from "../src/session/types";
-import { type AppEnv, jsonBody } from "../src/http/app";
+import type { AppEnv } from "../src/http/app-env";
 import { callExtension } from "../src/session/session-object";
 import { authorizeKey } from "../src/http/auth";
-import { parseBody } from "../src/http/route-helpers";
+import { jsonBody, parseBody } from "../src/http/route-helpers";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 const SEED_SESSIONS_MAX_BATCH = 5_000;

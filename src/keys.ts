@@ -1,5 +1,7 @@
 import { invalid } from "./errors";
-import { AGENT_ID_RE } from "./config/schema";
+
+/** An agent id: lowercase letters, digits, `_` and `-`, at most 64 characters (CONFIG `agents.list[].id`). */
+export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /**
  * The one session-key parser (DESIGN §2), used by every route, tool and object.

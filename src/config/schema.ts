@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AGENT_ID_RE } from "../keys";
 import { PROVIDER_APIS } from "./carry-over";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
 
@@ -54,7 +55,8 @@ const agentSubagents = z.object({
 });
 
 
-export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+// The agent id grammar belongs to the session-key parser (src/keys.ts); CONFIG validates against the same rule.
+export { AGENT_ID_RE };
 
 const agentEntry = z.object({
   id: z.string().transform((s) => s.trim().toLowerCase()).pipe(z.string().regex(AGENT_ID_RE, "agent id must match [a-z0-9][a-z0-9_-]{0,63}")),

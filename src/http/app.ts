@@ -3,7 +3,8 @@ import { bodyLimit } from "hono/body-limit";
 import { configWarnings, loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
-import { authenticate, type Principal } from "./auth";
+import { authenticate } from "./auth";
+import type { AppEnv } from "./app-env";
 import { requestLog } from "./request-log";
 import { log } from "../log";
 import { runTokenWriteScope } from "./scopes";
@@ -18,7 +19,6 @@ import { toolCatalogRoutes } from "./tool-catalog";
 import { openApiRoutes } from "./openapi";
 import { docsRoutes } from "./docs";
 
-export type AppEnv = { Bindings: Env; Variables: { cfg: Config; principal: Principal; requestId: string } };
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
@@ -115,20 +115,4 @@ function methodsFor(app: Hono<AppEnv>, path: string): string[] {
     if (new RegExp(`^${pattern}/?$`).test(path)) out.push(r.method);
   }
   return out;
-}
-
-/** Parse a JSON body into an object, with a 400 that says what was wrong. */
-export async function jsonBody(c: import("hono").Context): Promise<Record<string, unknown>> {
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw new SwitchboardError("invalid_request", "Request body must be valid JSON");
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new SwitchboardError("invalid_request", "Request body must be a JSON object");
-  return body as Record<string, unknown>;
-}
-
-export function methodNotAllowed(allowed: string): never {
-  throw new SwitchboardError("method_not_allowed", `Method not allowed; use ${allowed}`);
 }

@@ -5,15 +5,11 @@ import { forbidden, SwitchboardError } from "../errors";
 import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import type { Caller } from "../tools/context";
 import { verifyRunToken } from "../runners/run-token";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
+import type { Principal } from "./principal";
 import { agentTokensOf } from "./agent-tokens";
 import { authLimiter } from "./rate-limit";
 
-/** Who presented the bearer token (DESIGN §3.2). */
-export type Principal =
-  | { role: "operator" }
-  | { role: "agent"; agentId: string }
-  | { role: "run"; agentId: string; sessionKey: string; runId: string; isSubagent: boolean };
 
 
 export function clientId(c: Context): string {

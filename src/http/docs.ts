@@ -1,5 +1,5 @@
 import type { Hono } from "hono";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 
 /**
  * `GET /docs`: a self-contained reference page rendered in the browser from `/openapi.json`.

@@ -4,7 +4,7 @@ import type { ToolContext } from "../tools/context";
 import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, toolsFor, type ToolDefinition } from "../tools/registry";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 import { log } from "../log";
 

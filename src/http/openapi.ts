@@ -4,7 +4,7 @@ import { runCompletionSchema } from "../runners/webhook-runner";
 import { MAX_WAIT_MS } from "../session/session-object";
 import { jsonSchemaOf, type JsonSchema } from "../tools/json-schema";
 import { TOOLS } from "../tools/registry";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 import { inboundMessage, sessionPatch } from "./routes-v1";
 import { invokeBody } from "./tools-invoke";
 

@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import { log, rememberSecrets } from "../log";
 import { agentTokensOf } from "./agent-tokens";
-import type { AppEnv } from "./app";
-import type { Principal } from "./auth";
+import type { AppEnv } from "./app-env";
+import type { Principal } from "./principal";
 
 /** A caller's own request id is kept when it is short and plain (no log injection); anything else gets a fresh one. */
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import type { z } from "zod";
-import { fromRpcError, invalid } from "../errors";
+import { fromRpcError, invalid, SwitchboardError } from "../errors";
 import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 import { authorizeKey } from "./auth";
 
 /** Validate a body with a zod schema; a 400 names the first bad field. */
@@ -40,4 +40,20 @@ export async function rpc<T>(p: Promise<T>): Promise<T> {
   } catch (err) {
     throw fromRpcError(err);
   }
+}
+
+/** Parse a JSON body into an object, with a 400 that says what was wrong. */
+export async function jsonBody(c: Context): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    throw new SwitchboardError("invalid_request", "Request body must be valid JSON");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new SwitchboardError("invalid_request", "Request body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+export function methodNotAllowed(allowed: string): never {
+  throw new SwitchboardError("method_not_allowed", `Method not allowed; use ${allowed}`);
 }

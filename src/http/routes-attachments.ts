@@ -1,7 +1,7 @@
 import type { Hono } from "hono";
 import { notFound } from "../errors";
 import { callExtension } from "../session/session-object";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 import { rpc, targetOf } from "./route-helpers";
 
 /**

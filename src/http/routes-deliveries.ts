@@ -2,7 +2,7 @@ import type { Hono } from "hono";
 import { invalid, notFound } from "../errors";
 import type { DeliveryStatus } from "../channels/outbox";
 import { callExtension } from "../session/session-object";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 import { intParam, rpc, targetOf } from "./route-helpers";
 
 const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", "dead"];

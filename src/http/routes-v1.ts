@@ -11,8 +11,8 @@ import { checkTextSize } from "../session/byte-budget";
 import { MAX_WAIT_MS } from "../session/session-object";
 import { readHistory } from "../tools/sessions-history";
 import { decodeCursor, encodeCursor, normalizeKinds } from "../tools/sessions-list";
-import { type AppEnv, jsonBody } from "./app";
-import { intParam, parseBody, rpc, targetOf } from "./route-helpers";
+import type { AppEnv } from "./app-env";
+import { intParam, jsonBody, parseBody, rpc, targetOf } from "./route-helpers";
 import { authorizeKey } from "./auth";
 import { assertOperator } from "./scopes";
 

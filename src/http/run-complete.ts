@@ -2,7 +2,8 @@ import type { Hono } from "hono";
 import { forbidden, notFound, SwitchboardError } from "../errors";
 import { completeRun, parseRunCompletion } from "../runners/webhook-runner";
 import { capText } from "../session/byte-budget";
-import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
+import type { AppEnv } from "./app-env";
+import { jsonBody, methodNotAllowed } from "./route-helpers";
 
 /**
  * `POST /v1/runs/{runId}/complete` (DESIGN §3.5): a webhook runtime that answered 202 hands in the

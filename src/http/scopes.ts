@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { forbidden } from "../errors";
-import type { AppEnv } from "./app";
-import type { Principal } from "./auth";
+import type { AppEnv } from "./app-env";
+import type { Principal } from "./principal";
 
 /**
  * What each token may do beyond whose sessions it addresses (auth.ts decides that):

@@ -1,7 +1,7 @@
 import type { Hono } from "hono";
 import { describeTool } from "../tools/json-schema";
 import { toolsFor } from "../tools/registry";
-import type { AppEnv } from "./app";
+import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 
 /**

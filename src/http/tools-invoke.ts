@@ -1,9 +1,9 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { invokeTool, findTool, parseToolArgs } from "../tools/registry";
-import { type AppEnv, jsonBody, methodNotAllowed } from "./app";
+import type { AppEnv } from "./app-env";
+import { jsonBody, methodNotAllowed, parseBody } from "./route-helpers";
 import { requesterOf } from "./auth";
-import { parseBody } from "./route-helpers";
 
 export const invokeBody = z.object({
   tool: z.string().min(1),

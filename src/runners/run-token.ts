@@ -1,5 +1,5 @@
 import { SwitchboardError } from "../errors";
-import type { Principal } from "../http/auth";
+import type { Principal } from "../http/principal";
 import { FINAL_STATUSES } from "../session/types";
 
 /**

@@ -1,5 +1,5 @@
 import type { FilePart, ImagePart, TextPart } from "ai";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import { listAttachments, readAttachment } from "./child-spawn";
 
 /**
@@ -32,7 +32,7 @@ function asText(b: Uint8Array): string | null {
   }
 }
 
-export function attachmentParts(host: SessionObject): AttachmentPart[] {
+export function attachmentParts(host: SessionHost): AttachmentPart[] {
   const parts: AttachmentPart[] = [];
   for (const meta of listAttachments(host)) {
     const file = readAttachment(host, meta.name);

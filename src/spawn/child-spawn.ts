@@ -1,4 +1,4 @@
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { EnqueueRequest, RunInput, RunSnapshot } from "../session/types";
 
 /**
@@ -27,12 +27,12 @@ export interface SpawnChildRequest {
 /** The task run's idempotency key: a retried spawn RPC returns the run it created, never a second one. */
 export const SUBAGENT_TASK_IDEMPOTENCY_KEY = "subagent:task";
 
-export function spawnChildInObject(host: SessionObject, req: SpawnChildRequest): Promise<RunSnapshot> {
+export function spawnChildInObject(host: SessionHost, req: SpawnChildRequest): Promise<RunSnapshot> {
   return host.enqueue({ input: req.input, init: req.init, idempotencyKey: SUBAGENT_TASK_IDEMPOTENCY_KEY }, (h) => storeAttachments(h, req.attachments));
 }
 
 /** Inside the spawn transaction. */
-function storeAttachments(host: SessionObject, files: ChildAttachment[]): void {
+function storeAttachments(host: SessionHost, files: ChildAttachment[]): void {
   for (const f of files) {
     host.sql.exec(
       "INSERT INTO attachments (name, mime_type, bytes, sha256, data) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
@@ -42,7 +42,7 @@ function storeAttachments(host: SessionObject, files: ChildAttachment[]): void {
 }
 
 /** Attachment metadata of a session (no content). */
-export function listAttachments(host: SessionObject): { name: string; mimeType?: string; bytes: number; sha256: string }[] {
+export function listAttachments(host: SessionHost): { name: string; mimeType?: string; bytes: number; sha256: string }[] {
   if (!host.meta) return [];
   return host.sql
     .exec<{ name: string; mime_type: string | null; bytes: number; sha256: string }>("SELECT name, mime_type, bytes, sha256 FROM attachments ORDER BY name")
@@ -51,7 +51,7 @@ export function listAttachments(host: SessionObject): { name: string; mimeType?:
 }
 
 /** One attachment with its bytes, or null. */
-export function readAttachment(host: SessionObject, name: string): (ChildAttachment & { data: Uint8Array }) | null {
+export function readAttachment(host: SessionHost, name: string): (ChildAttachment & { data: Uint8Array }) | null {
   if (!host.meta) return null;
   const r = host.sql
     .exec<{ name: string; mime_type: string | null; bytes: number; sha256: string; data: ArrayBuffer }>("SELECT * FROM attachments WHERE name = ?", name)
