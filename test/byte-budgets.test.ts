@@ -7,6 +7,7 @@ import { capText, storedTextBytes, DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, M
 import { queueDelivery } from "../src/channels/outbox";
 import { callExtension } from "../src/session/session-object";
 import { exportToArchive } from "../src/spawn/archive";
+import { freezeResult } from "../src/spawn/announce-format";
 import type { TranscriptMessage } from "../src/session/types";
 import { backfillHistoryHeads } from "../src/session/schema";
 import { useFakeProvider } from "./helpers/fake-provider";
@@ -206,6 +207,13 @@ describe("stored sizes", () => {
   const samples = ["plain", "é ü 中文", "😀 pairs 😀", "quote \" and \\ backslash", "lines\n\ttabs\r", "\u0000\u0001\u001f controls", "lone \ud800 high", "lone \udc00 low", "\u2028 separators \u2029"];
   it("storedTextBytes is the UTF-8 size of the JSON-encoded string, without its quotes", () => {
     for (const t of samples) expect(storedTextBytes(t)).toBe(new TextEncoder().encode(JSON.stringify(t)).byteLength - 2);
+  });
+  it("a sub-agent's frozen Result is 100 KiB as stored, whatever its characters", () => {
+    const controls = "\u0001".repeat(60_000); // 60,000 characters, 360,000 bytes as stored
+    const frozen = freezeResult(controls)!;
+    expect(frozen.endsWith("\n[truncated: frozen completion output exceeded 100KB (352KB)]")).toBe(true);
+    expect(storedTextBytes(frozen.slice(0, frozen.indexOf("\n[truncated")))).toBeLessThanOrEqual(100 * 1024);
+    expect(freezeResult("x".repeat(100 * 1024))).toBe("x".repeat(100 * 1024));
   });
   it("capText keeps a fitting text as it is, else cuts it with the marker within the limit and never splits a pair", () => {
     expect(capText("short", 100)).toBe("short");

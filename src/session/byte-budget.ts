@@ -70,7 +70,11 @@ export function jsonBytes(json: string): number {
 export function capText(text: string, maxBytes: number): string {
   if (storedTextBytes(text) <= maxBytes) return text;
   const marker = truncationMarker(maxBytes);
-  const room = Math.max(0, maxBytes - storedTextBytes(marker));
+  return cutText(text, Math.max(0, maxBytes - storedTextBytes(marker))) + marker;
+}
+
+/** The longest start of `text` whose stored size is at most `room` bytes, never ending inside a surrogate pair. */
+export function cutText(text: string, room: number): string {
   let used = 0;
   let end = 0;
   while (end < text.length) {
@@ -81,7 +85,7 @@ export function capText(text: string, maxBytes: number): string {
     used += size;
     end += pair ? 2 : 1;
   }
-  return text.slice(0, end) + marker;
+  return text.slice(0, end);
 }
 
 /** The 413 for an inbound text over the cap, naming the field and the limit. */

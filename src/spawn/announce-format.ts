@@ -1,3 +1,5 @@
+import { cutText, storedTextBytes } from "../session/byte-budget";
+
 /**
  * The sub-agent completion announce text (DESIGN §3.6 "Sub-agent announce"; reference §4.5 items 6–7).
  *
@@ -161,13 +163,16 @@ export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "
   return `Stats: ${parts.join(" • ")}`;
 }
 
-/** A Result is frozen at this size (reference §4.5), so flow rows, hand-offs and deliveries stay bounded. */
-const FROZEN_RESULT_MAX_CHARS = 100 * 1024;
+/**
+ * A Result is frozen at this size (reference §4.5), so flow rows, hand-offs and deliveries stay bounded.
+ * Measured in stored bytes (docs/limits.md), so no characters (escaped controls) can make it larger in a row.
+ */
+const FROZEN_RESULT_MAX_BYTES = 100 * 1024;
 
 export function freezeResult(text: string | null): string | null {
-  if (text === null || text.length <= FROZEN_RESULT_MAX_CHARS) return text;
-  const kb = Math.round(new TextEncoder().encode(text).byteLength / 1024);
-  return `${text.slice(0, FROZEN_RESULT_MAX_CHARS)}\n[truncated: frozen completion output exceeded 100KB (${kb}KB)]`;
+  if (text === null || storedTextBytes(text) <= FROZEN_RESULT_MAX_BYTES) return text;
+  const kb = Math.round(storedTextBytes(text) / 1024);
+  return `${cutText(text, FROZEN_RESULT_MAX_BYTES)}\n[truncated: frozen completion output exceeded 100KB (${kb}KB)]`;
 }
 
 /**
