@@ -5,7 +5,7 @@ import { SwitchboardError } from "../src/errors";
 import { HISTORY_BYTE_CAP } from "../src/policy/history-sanitize";
 import { capText, storedTextBytes, DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, PREVIEW_ROW_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
 import { queueDelivery } from "../src/channels/outbox";
-import { callExtension } from "../src/session/session-object";
+import { callExtension, SessionObject } from "../src/session/session-object";
 import { exportToArchive } from "../src/spawn/archive";
 import { freezeResult } from "../src/spawn/announce-format";
 import type { TranscriptMessage } from "../src/session/types";
@@ -369,6 +369,20 @@ describe("history heads", () => {
 });
 
 describe("visibility before reading", () => {
+  it("a send the caller may not make reads nothing of the target session", async () => {
+    const target = "agent:research:budget-other-agent";
+    await seed(target, 1, (i) => ({ role: "user", content: [{ type: "text", text: `${i}` }], timestamp: i }));
+    const metaReads = vi.spyOn(SessionObject.prototype, "getMeta");
+    const historyReads = vi.spyOn(SessionObject.prototype, "history");
+    // Cross-agent with visibility "tree" (the default): refused whatever the target holds.
+    const send = await invoke("sessions_send", { sessionKey: target, message: "hi", timeoutSeconds: 0 }, { sessionKey: "agent:main:main" });
+    expect(send.details).toMatchObject({ status: "forbidden", error: "Session send visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access." });
+    const hist = await invoke("sessions_history", { sessionKey: target }, { sessionKey: "agent:main:main" });
+    expect(hist.details).toMatchObject({ status: "forbidden" });
+    expect(metaReads.mock.contexts.map((o: any) => o.key)).not.toContain(target);
+    expect(historyReads).not.toHaveBeenCalled();
+  });
+
   it("a history call the caller may not make returns nothing of the session from the object", async () => {
     const key = "agent:main:budget-private";
     await seed(key, 3, (i) => ({ role: "user", content: [{ type: "text", text: `private ${i}` }], timestamp: i }), { spawnedBy: "agent:main:someone-else" });

@@ -112,7 +112,12 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
   const shownKey = displayKey(targetKey);
   const requesterKey = ctx.caller.sessionKey;
 
-  // The facts every check needs, read in parallel: target lineage + policy, requester channel.
+  // The visibility check runs before anything of the target is read: a send it refuses whatever the
+  // target's lineage (the one fact it takes from the target) reads nothing of the target.
+  const asParent = guardTarget(ctx, "send", target, requesterKey, vis, rawTarget);
+  if (asParent) return { ...(guardTarget(ctx, "send", target, null, vis, rawTarget) ?? asParent), runId: crypto.randomUUID(), sessionKey: shownKey };
+
+  // The facts every other check needs, read in parallel: target lineage + policy, requester channel.
   const [targetMeta, requesterMeta] = await Promise.all([
     maybeMeta(ctx.env, targetKey),
     requesterKey === targetKey ? Promise.resolve(null) : maybeMeta(ctx.env, requesterKey),
