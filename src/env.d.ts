@@ -13,6 +13,8 @@ declare namespace Cloudflare {
     REGISTRY: DurableObjectNamespace<import("./registry/registry-object").RegistryObject>;
     /** Optional Workers AI binding, used by `workers-ai/<model>` models. */
     AI?: Ai;
+    /** Workers Rate Limiting binding counting failed authentications per client (src/http/rate-limit.ts). */
+    AUTH_FAILURES?: RateLimit;
     /** Optional R2 bucket: archived sub-agent transcripts are exported here before their storage is cleared. */
     ARCHIVE?: R2Bucket;
     [secret: string]: unknown;

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { authLimiter } from "../src/http/rate-limit";
@@ -8,35 +9,40 @@ beforeEach(() => {
   setConfigOverride(null);
 });
 
+let clients = 0;
+/** A client address of its own (the documentation range), so one test's failures never limit another's. */
+const freshClient = () => ({ "CF-Connecting-IP": `192.0.2.${++clients}` });
+
 const UNAUTHORIZED = (message: string) => ({ ok: false, error: { type: "unauthorized", message } });
 
 describe("bearer tokens (DESIGN §3.2)", () => {
   it("401 without a token, with a malformed header, or with a wrong token — on every protected surface", async () => {
+    // Each surface from its own client: failures are counted per client by the AUTH_FAILURES binding, which no test can reset.
     for (const [method, path, body] of [
       ["POST", "/tools/invoke", { tool: "sessions_list" }],
       ["GET", "/v1/sessions"],
       ["GET", "/v1/agents"],
       ["POST", "/v1/sessions/main/messages", { message: "x" }],
     ] as const) {
-      const none = await call(method, path, body, { token: null });
+      const client = freshClient();
+      const none = await call(method, path, body, { token: null, headers: client });
       expect(none.status).toBe(401);
       expect(none.json).toEqual(UNAUTHORIZED("Missing bearer token: send Authorization: Bearer <token>"));
       expect(none.headers.get("WWW-Authenticate")).toContain("Bearer");
-      const bad = await call(method, path, body, { token: "nope" });
+      const bad = await call(method, path, body, { token: "nope", headers: client });
       expect(bad.status).toBe(401);
       expect(bad.json).toEqual(UNAUTHORIZED("Invalid bearer token"));
-      authLimiter.reset();
     }
-    const basic = await call("GET", "/v1/sessions", undefined, { token: null, headers: { Authorization: `Basic ${btoa("a:b")}` } });
+    const basic = await call("GET", "/v1/sessions", undefined, { token: null, headers: { ...freshClient(), Authorization: `Basic ${btoa("a:b")}` } });
     expect(basic.status).toBe(401);
     // A prefix or an extension of a valid token is not valid.
-    expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY.slice(0, -1) })).status).toBe(401);
-    expect((await call("GET", "/v1/agents", undefined, { token: `${GATEWAY}x` })).status).toBe(401);
+    expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY.slice(0, -1), headers: freshClient() })).status).toBe(401);
+    expect((await call("GET", "/v1/agents", undefined, { token: `${GATEWAY}x`, headers: freshClient() })).status).toBe(401);
   });
 
   it("an unauthenticated message creates nothing", async () => {
     const key = "agent:main:auth-nothing";
-    const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "sneaky" }, { token: "wrong" });
+    const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "sneaky" }, { token: "wrong", headers: freshClient() });
     expect(r.status).toBe(401);
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).status).toBe(404);
   });
@@ -107,29 +113,50 @@ describe("bearer tokens (DESIGN §3.2)", () => {
 });
 
 describe("repeated failures (429)", () => {
-  it("after the configured number of failures one client gets 429 with Retry-After, even with a valid token; others are unaffected", async () => {
+  /** The AUTH_FAILURES binding's limit (wrangler.toml [[ratelimits]]), which counts across isolates. */
+  const BINDING_LIMIT = 10;
+
+  it("the Rate Limiting binding counts one client's failures: past its limit that client gets 429 with Retry-After, even with a valid token; others are unaffected", async () => {
+    // The in-isolate fallback's setting does not apply while the binding is bound.
     setConfigOverride({ agents: { list: [{ id: "main", default: true }, { id: "research" }] }, limits: { authFailuresPerMinute: 3 } });
-    const attacker = { "CF-Connecting-IP": "203.0.113.7" };
-    for (let i = 0; i < 3; i++) {
-      const r = await call("GET", "/v1/agents", undefined, { token: `guess-${i}`, headers: attacker });
-      expect(r.status).toBe(401);
+    const attacker = { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` };
+    const statuses: number[] = [];
+    // The binding counts in fixed periods: a period boundary during the loop may restart the count once.
+    for (let i = 0; i < 2 * BINDING_LIMIT + 1 && !statuses.includes(429); i++) {
+      statuses.push((await call("GET", "/v1/agents", undefined, { token: `guess-${i}`, headers: attacker })).status);
     }
-    const limited = await call("GET", "/v1/agents", undefined, { token: "guess-4", headers: attacker });
+    expect(statuses.length).toBeGreaterThanOrEqual(BINDING_LIMIT + 1);
+    expect(statuses.slice(0, -1).every((s) => s === 401)).toBe(true);
+    expect(statuses.at(-1)).toBe(429);
+    const limited = await call("GET", "/v1/agents", undefined, { token: "guess-again", headers: attacker });
     expect(limited.status).toBe(429);
-    expect(limited.json.error.type).toBe("rate_limited");
+    expect(limited.json).toEqual({ ok: false, error: { type: "rate_limited", message: expect.stringMatching(/^Too many failed authentication attempts; retry after \d+s$/) } });
     expect(Number(limited.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
     expect(Number(limited.headers.get("Retry-After"))).toBeLessThanOrEqual(60);
     // A valid token from the same client is refused too, so guesses cannot be interleaved with good calls.
     expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY, headers: attacker })).status).toBe(429);
+    // The count lives in the binding, not in this isolate: it refuses the client too.
+    expect((await env.AUTH_FAILURES!.limit({ key: attacker["CF-Connecting-IP"] })).success).toBe(false);
     // Another client is not affected.
     expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY, headers: { "CF-Connecting-IP": "198.51.100.1" } })).status).toBe(200);
   });
 
-  it("the window passes: the limiter forgets failures after a minute", () => {
+  it("a client refused by the binding is blocked for one period, then let through", async () => {
+    const refusing = { limit: async () => ({ success: false }) } as RateLimit;
     const t0 = 1_000_000;
-    authLimiter.recordFailure("c", t0);
-    authLimiter.recordFailure("c", t0);
-    expect(() => authLimiter.assertAllowed("c", 2, t0 + 1000)).toThrow(/retry after 59s/);
-    expect(() => authLimiter.assertAllowed("c", 2, t0 + 60_000)).not.toThrow();
+    await expect(authLimiter.recordFailure("c", refusing, 10, t0)).rejects.toMatchObject({ status: 429, headers: { "Retry-After": "60" } });
+    expect(() => authLimiter.assertAllowed("c", t0 + 1_000)).toThrow(/retry after 59s/);
+    expect(() => authLimiter.assertAllowed("other", t0 + 1_000)).not.toThrow();
+    expect(() => authLimiter.assertAllowed("c", t0 + 60_000)).not.toThrow();
+  });
+
+  it("without the binding, failures are counted in the isolate against limits.authFailuresPerMinute, and forgotten after a minute", async () => {
+    const t0 = 1_000_000;
+    await authLimiter.recordFailure("c", undefined, 2, t0);
+    await authLimiter.recordFailure("c", undefined, 2, t0);
+    await expect(authLimiter.recordFailure("c", undefined, 2, t0 + 500)).rejects.toMatchObject({ status: 429 });
+    expect(() => authLimiter.assertAllowed("c", t0 + 1000)).toThrow(/retry after 60s/);
+    expect(() => authLimiter.assertAllowed("c", t0 + 60_500)).not.toThrow();
+    await authLimiter.recordFailure("c", undefined, 2, t0 + 61_000); // a new window: counted from one again
   });
 });

@@ -19,16 +19,17 @@ export function clientId(c: Context): string {
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export async function authenticate(c: Context<any>, cfg: Config): Promise<Principal> {
   const client = clientId(c);
-  authLimiter.assertAllowed(client, cfg.limits.authFailuresPerMinute);
+  authLimiter.assertAllowed(client);
   // Validated before any token is looked at: a malformed AGENT_TOKENS fails every request closed (agent-tokens.ts).
   const agentTokens = agentTokensOf(c.env);
   const header = c.req.header("Authorization") ?? "";
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  const fail = (msg: string) => {
-    authLimiter.recordFailure(client);
+  const fail = async (msg: string) => {
+    // Over the limit this throws the 429 instead (src/http/rate-limit.ts).
+    await authLimiter.recordFailure(client, c.env.AUTH_FAILURES, cfg.limits.authFailuresPerMinute);
     return new SwitchboardError("unauthorized", msg, { headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' } });
   };
-  if (!m) throw fail("Missing bearer token: send Authorization: Bearer <token>");
+  if (!m) throw await fail("Missing bearer token: send Authorization: Bearer <token>");
   const token = m[1];
   const env = c.env;
   if (typeof env.GATEWAY_TOKEN === "string" && env.GATEWAY_TOKEN && (await safeEqual(token, env.GATEWAY_TOKEN))) return { role: "operator" };
@@ -40,7 +41,7 @@ export async function authenticate(c: Context<any>, cfg: Config): Promise<Princi
   if (agentMatch) return { role: "agent", agentId: agentMatch };
   const run = await verifyRunToken(token, env);
   if (run) return run;
-  throw fail("Invalid bearer token");
+  throw await fail("Invalid bearer token");
 }
 
 /** Constant-time comparison: compare fixed-length digests so neither length nor prefix leaks. */
