@@ -57,7 +57,10 @@ describe("structured logs of a full flow", () => {
     const spawned = await invoke("sessions_spawn", { task: "child task" }, { sessionKey: key });
     expect(spawned.details.status).toBe("accepted");
     expect((await call("GET", `/v1/runs/${spawned.details.runId}/wait?timeoutMs=10000`)).json.status).toBe("ok");
-    expect((await call("GET", "/v1/sessions", undefined, { token: `${GATEWAY}x` })).status).toBe(401);
+    const refused = await call("GET", "/v1/sessions", undefined, { token: `${GATEWAY}x` });
+    expect(refused.status).toBe(401);
+    // Error responses carry their request id too.
+    expect(refused.headers.get("X-Request-Id")).toMatch(/^[0-9a-f-]{36}$/);
     // The caller's own plain request id is kept and echoed.
     const tagged = await call("GET", "/healthz", undefined, { headers: { "X-Request-Id": "trace-42.a" } });
     expect(tagged.headers.get("X-Request-Id")).toBe("trace-42.a");
@@ -76,7 +79,7 @@ describe("structured logs of a full flow", () => {
     // The ids: the request line carries the id the response returned; the run and the delivery name their run and session.
     expect(records).toContainEqual(expect.objectContaining({ level: "info", event: "request", requestId, method: "POST", path: `/v1/sessions/${enc(key)}/messages`, status: 202, caller: "agent", agentId: "main" }));
     expect(records).toContainEqual(expect.objectContaining({ event: "request", requestId: "trace-42.a", path: "/healthz", status: 200 }));
-    expect(records).toContainEqual(expect.objectContaining({ event: "request", path: "/v1/sessions", status: 401 }));
+    expect(records).toContainEqual(expect.objectContaining({ event: "request", requestId: refused.headers.get("X-Request-Id"), path: "/v1/sessions", status: 401 }));
     expect(records).toContainEqual(expect.objectContaining({ level: "info", event: "run_ended", sessionKey: key, runId, status: "ok" }));
     expect(records).toContainEqual(expect.objectContaining({ level: "info", event: "delivery_attempt", sessionKey: key, webhookId: `reply:${runId}`, channel: "discord", attempt: 1, outcome: "delivered", status: 200 }));
     expect(records).toContainEqual(expect.objectContaining({ event: "run_ended", sessionKey: target, status: "ok" }));

@@ -180,6 +180,28 @@ describe("webhook agent runtimes", () => {
     expect(r.json).toMatchObject({ status: "ok", reply: "after restart" });
   });
 
+  it("a run retried after an eviction is POSTed again with the same webhook-id (the run id), freshly signed", async () => {
+    let calls = 0;
+    respond = () => (++calls === 1 ? new Promise<Response>(() => {}) : Response.json({ reply: "second try" }));
+    const key = newKey();
+    const runId = await send(key, "retry me");
+    await posted;
+    await abortAllDurableObjects();
+    // The lease notices the lost executor and runs the same run again (attempt 2).
+    await advance(key, LEASE_MS + 1_000);
+    await until(async () => expect(received).toHaveLength(2));
+    expect((await call("GET", `/v1/runs/${runId}/wait?timeoutMs=10000`)).json).toMatchObject({ status: "ok", reply: "second try" });
+    expect(received.map((r) => [r.req.attempt, r.headers.get("webhook-id"), r.headers.get("Idempotency-Key")])).toEqual([
+      [1, runId, runId],
+      [2, runId, runId],
+    ]);
+    const verifier = new Webhook(new TextEncoder().encode(RUNTIME_SECRET), { format: "raw" });
+    for (const { raw, headers, req } of received) {
+      const standard = { "webhook-id": headers.get("webhook-id")!, "webhook-timestamp": headers.get("webhook-timestamp")!, "webhook-signature": headers.get("webhook-signature")! };
+      expect(verifier.verify(raw, standard)).toEqual(req);
+    }
+  });
+
   it("a runtime that never answers ends in timeout at the run's deadline, and its token is refused", async () => {
     const key = newKey();
     const runId = await send(key, "anyone there?");
