@@ -28,6 +28,8 @@ const LATEST_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0];
  */
 export const MCP_MAX_WAIT_SECONDS = 50;
 const WAIT_ARGUMENTS: Record<string, string> = { sessions_send: "timeoutSeconds" };
+/** Messages in one JSON-RPC batch at most (README "Limits"): each may be a tool call, answered one after another. */
+export const MCP_MAX_BATCH = 20;
 
 type JsonRpcId = string | number | null;
 interface JsonRpcMessage {
@@ -176,6 +178,7 @@ export function mcpRoutes(app: Hono<AppEnv>): void {
     const batch = Array.isArray(body);
     const messages = batch ? (body as unknown[]) : [body];
     if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
+    if (messages.length > MCP_MAX_BATCH) return c.json(rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`), 400);
     const responses: JsonRpcResponse[] = [];
     for (const msg of messages) {
       const r = await answer(c, msg);

@@ -22,7 +22,7 @@ export const inboundMessage = z.object({
   channel: z.string().min(1).max(64).regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+").optional(),
   to: z.string().max(512).optional(),
   accountId: z.string().max(256).optional(),
-  threadId: z.union([z.string().max(256), z.number()]).optional(),
+  threadId: z.union([z.string().max(256), z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)]).optional(),
   chatType: z.enum(["direct", "group", "channel"]).optional(),
   displayName: z.string().max(512).optional(),
   deliver: z.boolean().optional(),
@@ -32,8 +32,8 @@ export const inboundMessage = z.object({
 });
 
 export const sessionPatch = z.object({
-  label: z.union([z.string(), z.null()]).optional(),
-  model: z.union([z.string(), z.null()]).optional(),
+  label: z.union([z.string().max(4096), z.null()]).optional(),
+  model: z.union([z.string().max(512), z.null()]).optional(),
   thinkingLevel: z.union([z.string().max(32), z.null()]).optional(),
   verboseLevel: z.union([z.string().max(32), z.null()]).optional(),
   sendPolicy: z.unknown().optional(),

@@ -6,10 +6,10 @@ import { jsonBody, methodNotAllowed, parseBody } from "./route-helpers";
 import { requesterOf } from "./auth";
 
 export const invokeBody = z.object({
-  tool: z.string().min(1),
-  action: z.string().optional(),
+  tool: z.string().min(1).max(128),
+  action: z.string().max(128).optional(),
   args: z.unknown().optional(),
-  sessionKey: z.string().optional(),
+  sessionKey: z.string().max(1024).optional(),
   dryRun: z.boolean().optional(),
 });
 

@@ -18,17 +18,21 @@ export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] 
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 200;
 export const MESSAGE_LIMIT_MAX = 20;
+/** Input bounds (README "Limits"): beyond them a 400 names the field; `limit`/`messageLimit` are clamped instead. */
+export const KINDS_MAX_ITEMS = 256;
+export const ACTIVE_MINUTES_MAX = 10_000_000;
+export const CURSOR_MAX_CHARS = 2048;
 
 export const sessionsListSchema = z.object({
-  kinds: z.array(z.string()).optional().describe('Only these kinds: any of "main", "group", "cron", "hook", "node", "other".'),
+  kinds: z.array(z.string().max(64)).max(KINDS_MAX_ITEMS).optional().describe('Only these kinds: any of "main", "group", "cron", "hook", "node", "other".'),
   limit: z.number().min(1).optional().describe(`Max rows (default ${LIST_DEFAULT_LIMIT}, clamped to ${LIST_MAX_LIMIT}).`),
-  activeMinutes: z.number().min(1).optional().describe("Only sessions updated within the last N minutes."),
+  activeMinutes: z.number().min(1).max(ACTIVE_MINUTES_MAX).optional().describe(`Only sessions updated within the last N minutes (1–${ACTIVE_MINUTES_MAX}).`),
   messageLimit: z
     .number()
     .min(0)
     .optional()
     .describe(`Include the last N non-tool messages per row, sanitised like sessions_history (0 = none, max ${MESSAGE_LIMIT_MAX}; at most 16 KiB per row: \`truncated: true\` when cut).`),
-  cursor: z.string().optional().describe("nextCursor of a previous page, to read further."),
+  cursor: z.string().max(CURSOR_MAX_CHARS).optional().describe("nextCursor of a previous page, to read further."),
 });
 export type SessionsListArgs = z.infer<typeof sessionsListSchema>;
 
@@ -122,7 +126,7 @@ export function encodeCursor(c: { updatedAt: number; key: string }): string {
 export function decodeCursor(s: string): { updatedAt: number; key: string } {
   try {
     const [updatedAt, key] = JSON.parse(atob(s)) as [number, string];
-    if (typeof updatedAt !== "number" || typeof key !== "string") throw new Error();
+    if (typeof updatedAt !== "number" || !Number.isSafeInteger(updatedAt) || typeof key !== "string" || key.length > 1024) throw new Error();
     return { updatedAt, key };
   } catch {
     throw invalid("cursor: not a cursor returned by a previous listing page");

@@ -13,6 +13,8 @@ import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference 
 
 /** Default wait of a send (reference §3.1). */
 export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
+/** Longest accepted `timeoutSeconds` (a 400 beyond); a wait itself is clamped to 15 min (MAX_WAIT_MS) and over MCP to 50 s. */
+export const SEND_TIMEOUT_SECONDS_MAX = 86_400;
 
 export const sessionsSendSchema = z.object({
   sessionKey: z.string().max(512).optional().describe("Target session key, `main`, `current`, or a sessionId from sessions_list."),
@@ -22,8 +24,9 @@ export const sessionsSendSchema = z.object({
   timeoutSeconds: z
     .number()
     .min(0)
+    .max(SEND_TIMEOUT_SECONDS_MAX)
     .optional()
-    .describe(`Seconds to wait for the target's reply (default ${SEND_DEFAULT_TIMEOUT_SECONDS}); 0 = fire-and-forget.`),
+    .describe(`Seconds to wait for the target's reply (default ${SEND_DEFAULT_TIMEOUT_SECONDS}, at most ${SEND_TIMEOUT_SECONDS_MAX}; a wait ends after 900 s with status "timeout" while the run continues); 0 = fire-and-forget.`),
   idempotencyKey: z.string().max(256).optional().describe("Retry-safe key: the same key returns the same run, never a second message."),
 });
 export type SessionsSendArgs = z.infer<typeof sessionsSendSchema>;
