@@ -11,7 +11,7 @@ export const sessionsHistorySchema = z.object({
   sessionKey: z.string().max(1024).describe("Session key, `main`, `current`, or a sessionId from sessions_list."),
   limit: z.number().min(1).optional().describe(`Max messages (default ${HISTORY_DEFAULT_LIMIT}, clamped to ${HISTORY_MAX_LIMIT}).`),
   includeTools: z.boolean().optional().describe("Include toolResult messages (default false)."),
-  before: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe("Only messages older than this seq: pass nextBefore of the previous page to page backwards."),
+  before: z.number().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe("Only messages older than this seq: pass nextBefore of the previous page to page backwards."),
 });
 export type SessionsHistoryArgs = z.infer<typeof sessionsHistorySchema>;
 
