@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
+import { ACCEPTED_NOTE_DIRECT, ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
 import { SELF } from "cloudflare:test";
 import { advance, call, enc, GATEWAY, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
@@ -28,7 +28,7 @@ describe("sessions_spawn: accepted", () => {
     const r = await invoke("sessions_spawn", { task: "compute the answer", label: "calc" }, { sessionKey: req });
     expect(r.status).toBe(200);
     expect(Object.keys(r.details)).toEqual(["status", "childSessionKey", "runId", "mode", "note", "modelApplied"]);
-    expect(r.details).toMatchObject({ status: "accepted", mode: "run", note: ACCEPTED_NOTE_RUN, modelApplied: true });
+    expect(r.details).toMatchObject({ status: "accepted", mode: "run", note: ACCEPTED_NOTE_DIRECT, modelApplied: true });
     const child = r.details.childSessionKey as string;
     expect(child).toMatch(CHILD_RE);
     expect(typeof r.details.runId).toBe("string");

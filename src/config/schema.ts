@@ -33,6 +33,8 @@ const sendPolicy = z.object({
 /** A model reference: `<provider>/<model>`, or OpenClaw's `{primary, fallbacks?}` (fallbacks are reported unused). */
 const modelRef = z.union([z.string(), z.object({ primary: z.string() }).transform((m) => m.primary)]);
 
+const announceDelivery = z.enum(["direct", "requester"]);
+
 const subagentDefaults = z.object({
   archiveAfterMinutes: z.number().min(0).default(60),
   runTimeoutSeconds: z.number().min(0).default(0),
@@ -45,9 +47,12 @@ const subagentDefaults = z.object({
   model: modelRef.optional(),
   thinking: z.string().optional(),
   announceTimeoutMs: z.number().int().min(1).max(2_147_000_000).default(120_000),
+  /** How a requester hears back from its children (docs/subagents.md). */
+  announceDelivery: announceDelivery.default("direct"),
 });
 
 const agentSubagents = z.object({
+  announceDelivery: announceDelivery.optional(),
   allowAgents: z.array(z.string()).optional(),
   requireAgentId: z.boolean().optional(),
   model: modelRef.optional(),

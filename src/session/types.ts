@@ -94,6 +94,8 @@ export interface SubagentInfo {
   mode: "run" | "session";
   cleanup: "delete" | "keep";
   runTimeoutSeconds?: number;
+  /** How the requester hears back (fixed at spawn from the requester agent's config); absent = "direct". */
+  announceDelivery?: "direct" | "requester";
   status?: "running" | "done" | "failed" | "timeout" | "killed";
   outcome?: string;
   startedAt?: number;
@@ -106,7 +108,7 @@ export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "abo
 export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
 
 /** Why a run exists; follow-up steps (agent-to-agent flow, announces) dispatch on it. */
-export type RunKind = "inbound" | "send" | "a2a_turn" | "a2a_announce" | "subagent_task" | "subagent_announce" | "command";
+export type RunKind = "inbound" | "send" | "a2a_turn" | "a2a_announce" | "subagent_task" | "subagent_announce" | "subagent_completion" | "command";
 
 export interface RunInput {
   kind: RunKind;

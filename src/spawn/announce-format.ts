@@ -101,7 +101,7 @@ const UNTRUSTED_BEGIN = "<<<BEGIN_UNTRUSTED_CHILD_RESULT>>>";
 const UNTRUSTED_END = "<<<END_UNTRUSTED_CHILD_RESULT>>>";
 
 /** A child's text can never close its own fence early: marker look-alikes inside it are escaped. */
-function fence(text: string): string {
+export function fenceUntrusted(text: string): string {
   const safe = text.replaceAll(UNTRUSTED_BEGIN, "[[BEGIN_UNTRUSTED_CHILD_RESULT]]").replaceAll(UNTRUSTED_END, "[[END_UNTRUSTED_CHILD_RESULT]]");
   return `${UNTRUSTED_BEGIN}\n${safe}\n${UNTRUSTED_END}`;
 }
@@ -115,7 +115,7 @@ export function formatChildFindings(children: ChildFinding[]): string {
   const blocks = children.map((c, i) => {
     const head = `${i + 1}. ${c.childKey}${c.label ? ` (${c.label})` : ""}`;
     if (!c.outcome) return `${head}\nstatus: still running (no result before this announce)`;
-    return `${head}\nstatus: ${c.outcome.status}\n${fence(c.outcome.result)}`;
+    return `${head}\nstatus: ${c.outcome.status}\n${fenceUntrusted(c.outcome.result)}`;
   });
   return ["Child completion results:", ...blocks].join("\n\n");
 }

@@ -1,16 +1,19 @@
-import { textOf } from "../runners/model-runner";
-import { splitModelRef } from "../runners/models";
 import { transcriptPathOf } from "../registry/row";
 import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
 import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
-import type { SubagentInfo, TranscriptMessage } from "../session/types";
-import { announceResult, estimateCostUsd, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, partialProgress, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome } from "./announce-format";
+import type { SubagentInfo } from "../session/types";
+import { announceResult, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome, type SubagentAnnounceInput } from "./announce-format";
 import { beginClosing } from "../session/closing";
 import { exportToArchive } from "./archive";
+import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./task-outcome";
 import { capText } from "../session/byte-budget";
 import { listAttachments, readAttachment } from "./child-spawn";
-import { announceIdempotencyKey, countActiveChildren, directChildResults, handAnnounceToRequester, onChildrenSettled, releaseChildSlot } from "./requester-side";
+import { countActiveChildren, directChildResults, onChildrenSettled } from "./child-slots";
+import { completionEventOf, type CompletionEvent } from "./completion-event";
+import { announceIdempotencyKey } from "./direct-announce";
+import { handAnnounceToRequester, releaseChildSlot } from "./requester-side";
+import { latestSynthesis } from "./requester-turn";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
 import { log } from "../log";
 
@@ -70,6 +73,8 @@ interface AnnounceMaterial {
   message?: string | null;
   /** State "failed": the timer that gave up (listed under GET /v1/sessions/{key}/timers/dead) and why. */
   failure?: { timer: string; attempts: number; error: string };
+  /** Set with `message` in "requester" delivery: the completion event the requester's turn runs on. */
+  event?: CompletionEvent;
 }
 
 /** Status and Result of the announce, as the step's prompt and the hand-off to the requester see them. */
@@ -92,44 +97,6 @@ function writeFlow(host: SessionObject, state: FlowState, m: AnnounceMaterial): 
      ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
     flowId(m.taskRunId), ANNOUNCE_FLOW, state, JSON.stringify(m), now, now,
   );
-}
-
-function latestToolResultText(host: SessionObject, runId: string): string | null {
-  const r = host.sql.exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1", runId).toArray()[0];
-  if (!r) return null;
-  const msg = JSON.parse(r.json) as TranscriptMessage;
-  return textOf(msg.content).trim() || null;
-}
-
-/**
- * Partial progress of a task run that timed out while it worked with tools (reference §4.5 step 5):
- * its tool calls and last assistant fragments, or null when it made no tool call.
- */
-function partialProgressOf(host: SessionObject, runId: string, latestToolResult: string | null): string | null {
-  const assistant = host.sql
-    .exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq", runId)
-    .toArray()
-    .map((r) => JSON.parse(r.json) as TranscriptMessage);
-  let toolCalls = 0;
-  const fragments: string[] = [];
-  for (const m of assistant) {
-    if (!Array.isArray(m.content)) continue;
-    toolCalls += m.content.filter((b) => b.type === "toolCall").length;
-    const text = textOf(m.content).trim();
-    if (text) fragments.push(text);
-  }
-  return toolCalls > 0 ? partialProgress(toolCalls, fragments, latestToolResult) : null;
-}
-
-function costOf(host: SessionObject, modelRef: string | undefined, usage: { input: number; output: number }): number | null {
-  const parts = modelRef ? splitModelRef(modelRef) : null;
-  if (!parts) return null;
-  const cost = host.cfg.models.providers[parts.provider]?.models?.find((m) => m.id === parts.modelId)?.cost;
-  return estimateCostUsd(usage, cost);
-}
-
-function outcomeOf(status: string): RunOutcome {
-  return status === "ok" || status === "timeout" || status === "aborted" ? status : "error";
 }
 
 /** Inside the run-ending transaction of the child. */
@@ -178,22 +145,23 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     // falls back to announcing without notes (reference §8 item 46); ANNOUNCE_SKIP stays explicit silence.
     const silent = isSilentToken(reply, "ANNOUNCE_SKIP") || (isSilentToken(reply, "NO_REPLY") && !m.deferred);
     const notes = isSilentToken(reply, "NO_REPLY") ? "" : reply;
-    m.message = silent
-      ? null
-      : formatSubagentAnnounce({
-          outcome: m.outcome,
-          error: m.error,
-          finalReply: m.finalReply,
-          latestToolResult: m.fallbackResult,
-          children: m.children,
-          notes,
-          runtimeMs: m.runtimeMs,
-          usage: m.usage,
-          costUsd: m.costUsd,
-          sessionKey: host.meta!.key,
-          sessionId: host.meta!.sessionId,
-          transcriptPath: transcriptPathOf(host.meta!.key),
-        });
+    const announce: SubagentAnnounceInput = {
+      outcome: m.outcome,
+      error: m.error,
+      finalReply: m.finalReply,
+      latestToolResult: m.fallbackResult,
+      children: m.children,
+      notes,
+      runtimeMs: m.runtimeMs,
+      usage: m.usage,
+      costUsd: m.costUsd,
+      sessionKey: host.meta!.key,
+      sessionId: host.meta!.sessionId,
+      transcriptPath: transcriptPathOf(host.meta!.key),
+    };
+    m.message = silent ? null : formatSubagentAnnounce(announce);
+    // "requester" delivery: the requester runs a turn on this event; the message above is its fallback.
+    if (!silent && sub.announceDelivery === "requester") m.event = completionEventOf(announce, sub.label?.trim() || sub.task);
     writeFlow(host, "handoff", m);
     host.timers.set(HANDOFF_TIMER, taskRunId, now);
   }
@@ -236,6 +204,9 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
     const children = directChildResults(host, m.taskStartedAt, m.taskEndedAt);
     if (children.length > 0) {
       m.children = shareChildResults(children);
+      // A parent that heard its children as turns ("requester" delivery) reports its synthesis as its result.
+      const synthesis = m.deferred ? latestSynthesis(host, m.taskEndedAt) : null;
+      if (synthesis) m.finalReply = freeze(synthesis);
       writeFlow(host, "step", m);
     }
   }
@@ -279,6 +250,7 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
     ...(sub.thread ? { threadId: sub.thread.threadId } : {}),
     // Kept by the requester even for a silent announce: a parent sub-agent reports all its children.
     outcome: announcedOutcome(m),
+    ...(m.event ? { delivery: "requester" as const, event: m.event } : {}),
   });
   if (res.requesterGone) log.warn("subagent_announce_dropped", { sessionKey: host.key, requesterKey: sub.requesterKey, reason: "the requester session no longer exists" });
   host.storage.transactionSync(() => {

@@ -6,8 +6,15 @@ import { displayKey } from "../keys";
  * prompt of its announce step (DESIGN §4 "sessions_spawn": the announce step runs in the child).
  */
 
+/** "requester" delivery: each completion arrives as a turn of this session (reference §4.3's note). */
 export const ACCEPTED_NOTE_RUN =
   "Auto-announce is push-based. After spawning children, do NOT call sessions_list, sessions_history, exec sleep, or any polling tool. Wait for completion events to arrive as user messages, track expected child session keys, and only send your final answer after ALL expected completions arrive. If a child completion event arrives AFTER your final answer, reply ONLY with NO_REPLY.";
+/** "direct" delivery, top-level requester: the announce goes to the channel by itself; nothing wakes this session. */
+export const ACCEPTED_NOTE_DIRECT =
+  "Auto-announce is push-based: when the sub-agent finishes, its result (Status/Result/Notes/Stats) is posted to this session's channel and recorded in this transcript by itself. You are not woken for it and need not relay it, so do NOT call sessions_list, sessions_history, exec sleep, or any polling tool to wait; finish your turn now.";
+/** "direct" delivery, sub-agent requester: the results join its own announce. */
+export const ACCEPTED_NOTE_DIRECT_INTERNAL =
+  "Auto-announce is push-based: when the sub-agent finishes, its result is recorded in this transcript and reported with your own announce under \"Child completion results\". You are not woken for it, so do NOT call sessions_list, sessions_history, exec sleep, or any polling tool to wait; finish your run with your own part of the work.";
 export const ACCEPTED_NOTE_SESSION = "thread-bound session stays active after this task; continue in-thread for follow-ups.";
 
 /** The user message that starts the child's task run (reference §4.2, lines joined with blank lines). */

@@ -12,7 +12,7 @@ import { attachmentsReceipt, validateAttachments } from "../spawn/attachments";
 import type { SpawnChildRequest } from "../spawn/child-spawn";
 import { getRequesterSpawnState, releaseChildSlot, reserveChildSlot } from "../spawn/requester-side";
 import { bindThread, threadKeyFor } from "../spawn/thread-binding";
-import { ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION, subagentSystemPrompt, subagentTaskMessage } from "../spawn/subagent-prompt";
+import { ACCEPTED_NOTE_DIRECT, ACCEPTED_NOTE_DIRECT_INTERNAL, ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION, subagentSystemPrompt, subagentTaskMessage } from "../spawn/subagent-prompt";
 import { spawnAllowlist } from "./agents-list";
 import { refusal, type Refusal, type ToolContext } from "./context";
 import { registerTool, type ToolDefinition } from "./registry";
@@ -198,6 +198,8 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
 
   const childDepth = callerDepth + 1;
   const binding = thread ? threadKeyFor(caller.sessionKey, childKey) : null;
+  // The requester's agent decides how it hears back from its children.
+  const announceDelivery = findAgent(cfg, caller.agentId)?.subagents?.announceDelivery ?? sub.announceDelivery;
   const runTimeoutSeconds = Math.max(0, Math.floor(args.runTimeoutSeconds ?? args.timeoutSeconds ?? sub.runTimeoutSeconds ?? 0));
   const subagent: SubagentInfo = {
     requesterKey: caller.sessionKey,
@@ -208,6 +210,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     mode,
     cleanup,
     ...(runTimeoutSeconds > 0 ? { runTimeoutSeconds } : {}),
+    ...(announceDelivery === "requester" ? { announceDelivery } : {}),
     status: "running",
     startedAt: Date.now(),
     ...(binding ? { thread: binding } : {}),
@@ -269,7 +272,8 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   }
 
   const isCronRequester = parseCanonical(caller.sessionKey, cfg).kind === "cron";
-  const baseNote = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : ACCEPTED_NOTE_RUN;
+  const runNote = announceDelivery === "requester" ? ACCEPTED_NOTE_RUN : callerDepth > 0 ? ACCEPTED_NOTE_DIRECT_INTERNAL : ACCEPTED_NOTE_DIRECT;
+  const baseNote = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : runNote;
   const note = bindFailure ? `${baseNote} Thread binding failed (${bindFailure}); send follow-ups to childSessionKey instead.` : baseNote;
   return {
     status: "accepted",

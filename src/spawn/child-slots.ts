@@ -1,0 +1,64 @@
+import type { ChildFinding, ChildOutcome } from "./announce-format";
+import type { SessionObject } from "../session/session-object";
+
+/**
+ * A requester's active-children slots (one `subagent_child` flow row per child): reserved before a
+ * child is created, so concurrent spawns never exceed `maxChildrenPerAgent`, and ended once the
+ * child's completion has been absorbed by the requester. Each ended slot keeps the child's outcome,
+ * so a requester that is itself a sub-agent can report all its direct children (reference §8 item 49).
+ * Everything here is synchronous: it runs inside the caller's transaction.
+ */
+
+export const CHILD_FLOW = "subagent_child";
+/** Re-checks a running slot whose child may never have been created (crash between reserve and spawn) or was deleted. */
+export const SLOT_TIMER = "subagent-slot";
+
+export const childFlowId = (childKey: string) => `child:${childKey}`;
+
+/** Number of this session's children still holding a slot. */
+export function countActiveChildren(host: SessionObject): number {
+  if (!host.meta) return 0;
+  return host.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM flows WHERE kind = ? AND state = 'running'", CHILD_FLOW).one().n;
+}
+
+/**
+ * Called inside the transaction that released a slot, when no child of this session is running any
+ * more: the sub-agent lifecycle resumes an announce it deferred for its descendants.
+ */
+type SettledListener = (host: SessionObject) => void;
+const settledListeners: SettledListener[] = [];
+export function onChildrenSettled(fn: SettledListener): void {
+  settledListeners.push(fn);
+}
+
+/**
+ * End a child's slot. `outcome` is what it announced; a slot released without one (the child was
+ * deleted or never created) is marked `gone` and left out of its parent's results.
+ */
+export function releaseSlotSync(host: SessionObject, childKey: string, outcome?: ChildOutcome): void {
+  const id = childFlowId(childKey);
+  const row = host.sql.exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ? AND kind = ?", id, CHILD_FLOW).toArray()[0];
+  host.timers.clear(SLOT_TIMER, childKey);
+  if (!row || row.state !== "running") return;
+  const json = { ...(JSON.parse(row.json) as { childKey: string; label?: string }), ...(outcome ? { outcome } : {}) };
+  host.sql.exec("UPDATE flows SET state = ?, json = ?, updated_at = ? WHERE id = ?", outcome ? "ended" : "gone", JSON.stringify(json), Date.now(), id);
+  if (countActiveChildren(host) === 0) for (const fn of settledListeners) fn(host);
+}
+
+/**
+ * This session's direct children spawned in [fromMs, toMs], in creation order, with their outcomes.
+ * Children whose slot ended without a result (deleted, never created) are left out: there is nothing
+ * of theirs to report, and a child spawned by an earlier run is not this run's work.
+ */
+export function directChildResults(host: SessionObject, fromMs: number, toMs: number): ChildFinding[] {
+  return host.sql
+    .exec<{ state: string; json: string }>(
+      "SELECT state, json FROM flows WHERE kind = ? AND state IN ('running', 'ended') AND created_at >= ? AND created_at <= ? ORDER BY created_at, rowid",
+      CHILD_FLOW, fromMs, toMs,
+    )
+    .toArray()
+    .map((r) => {
+      const j = JSON.parse(r.json) as { childKey: string; label?: string; outcome?: ChildOutcome };
+      return { childKey: j.childKey, ...(j.label ? { label: j.label } : {}), outcome: r.state === "ended" ? (j.outcome ?? null) : null };
+    });
+}

@@ -1,0 +1,203 @@
+import { isSilentToken, type ChildOutcome } from "./announce-format";
+import { releaseSlotSync, SLOT_TIMER } from "./child-slots";
+import { formatCompletionEvents, type CompletionEvent } from "./completion-event";
+import { announceRoute, ANNOUNCE_IN_FLOW, recordDirectAnnounce, type AnnounceHandoff } from "./direct-announce";
+import { queueDelivery } from "../channels/outbox";
+import { utf8ByteLength } from "../policy/history-sanitize";
+import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { defineTimerKind } from "../session/timer-policy";
+import type { DeliveryRoute } from "../session/types";
+
+/**
+ * "requester" announce delivery (docs/subagents.md): the requester hears a child's completion as a
+ * turn of its own and its reply is what reaches its channel. Every step is a row written with its
+ * cause, so an eviction between any two steps repeats nothing and loses nothing:
+ *
+ *   announce received  → event row `turn_pending` + `subagent-turn` timer          (receive transaction)
+ *   timer              → one run of kind `subagent_completion` for up to 5 pending
+ *                        events (same thread, ≤ 256 KiB), rows `turn_queued`        (enqueue transaction, idempotent key)
+ *   run ends ok        → reply delivered to the route (NO_REPLY / ANNOUNCE_SKIP: silent), rows `turn_done`
+ *   run fails/timeout  → each event's direct announce recorded and delivered, rows `fallback`
+ *                                                                                  (run-ending transaction)
+ * The child's slot stays taken until its event is absorbed, so a parent sub-agent's own announce
+ * (resumed when its last slot ends) comes after its synthesis turn and reports it.
+ */
+
+export const COMPLETION_TURN_TIMER = "subagent-turn";
+const TURN_REF = "inbox";
+/** One turn takes at most this many completions, and at most this many bytes of event text. */
+export const MAX_EVENTS_PER_TURN = 5;
+export const MAX_TURN_INPUT_BYTES = 256 * 1024;
+const BUSY_RECHECK_MS = 60_000;
+
+/** What an event row keeps: enough for the turn, and for the direct announce if the turn fails. */
+interface PendingEvent {
+  childKey: string;
+  childRunId: string;
+  message: string;
+  route: DeliveryRoute | null;
+  threadId?: string;
+  outcome?: ChildOutcome;
+  event: CompletionEvent;
+}
+
+/** A sub-agent requester speaks to its parent, not a user: its turn is internal and delivers nothing. */
+function isSubagentRequester(host: SessionObject): boolean {
+  return Boolean(host.meta?.subagent) || host.key.includes(":subagent:");
+}
+
+/** Inside the receive transaction: queue the completion for a turn. The slot stays held until it is absorbed. */
+export function acceptForTurn(host: SessionObject, h: AnnounceHandoff & { message: string; event: CompletionEvent }): void {
+  const now = Date.now();
+  const row: PendingEvent = {
+    childKey: h.childKey,
+    childRunId: h.childRunId,
+    message: h.message,
+    route: h.route ?? null,
+    ...(h.threadId ? { threadId: h.threadId } : {}),
+    ...(h.outcome ? { outcome: h.outcome } : {}),
+    event: h.event,
+  };
+  host.sql.exec(
+    "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'turn_pending', ?, ?, ?)",
+    h.idempotencyKey, ANNOUNCE_IN_FLOW, JSON.stringify(row), now, now,
+  );
+  // The pending event (and its timer) now guarantee the slot ends; the existence check must not end it first.
+  host.timers.clear(SLOT_TIMER, h.childKey);
+  host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now, undefined, { keepEarlier: true });
+}
+
+function pendingEvents(host: SessionObject): { id: string; e: PendingEvent }[] {
+  return host.sql
+    .exec<{ id: string; json: string }>("SELECT id, json FROM flows WHERE kind = ? AND state = 'turn_pending' ORDER BY created_at, rowid LIMIT ?", ANNOUNCE_IN_FLOW, MAX_EVENTS_PER_TURN * 4)
+    .toArray()
+    .map((r) => ({ id: r.id, e: JSON.parse(r.json) as PendingEvent }));
+}
+
+/** The next turn's events: the oldest pending one and those after it for the same thread, within the bounds. */
+function nextBatch(host: SessionObject): { id: string; e: PendingEvent }[] {
+  const pending = pendingEvents(host);
+  if (pending.length === 0) return [];
+  const thread = pending[0].e.threadId ?? null;
+  const batch = [pending[0]];
+  let bytes = utf8ByteLength(pending[0].e.message);
+  for (const p of pending.slice(1)) {
+    if (batch.length >= MAX_EVENTS_PER_TURN) break;
+    if ((p.e.threadId ?? null) !== thread) continue;
+    if (bytes + utf8ByteLength(p.e.message) > MAX_TURN_INPUT_BYTES) break;
+    batch.push(p);
+    bytes += utf8ByteLength(p.e.message);
+  }
+  return batch;
+}
+
+function busy(host: SessionObject): boolean {
+  return host.sql.exec("SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1").toArray().length > 0;
+}
+
+/**
+ * The timer: queue one turn for the next batch. Its idempotency key is the batch's first event, so a
+ * re-run finds the same run. While the requester is busy the turn waits (completions arriving
+ * meanwhile join it); the end of the busy run brings the timer forward (`onRunEnded` below).
+ */
+async function startCompletionTurn(host: SessionObject): Promise<void> {
+  const batch = host.meta ? nextBatch(host) : [];
+  if (batch.length === 0) {
+    host.timers.clear(COMPLETION_TURN_TIMER, TURN_REF);
+    return;
+  }
+  if (busy(host)) {
+    // Safety net only: a run's end re-arms the timer at once.
+    host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Date.now() + BUSY_RECHECK_MS);
+    return;
+  }
+  const internal = isSubagentRequester(host);
+  const ids = batch.map((b) => b.id);
+  await host.enqueue(
+    {
+      input: {
+        kind: "subagent_completion",
+        message: formatCompletionEvents(batch.map((b) => b.e.event), internal),
+        provenance: { kind: "internal_system", sourceSessionKey: batch[0].e.childKey, sourceTool: "sessions_spawn" },
+        timeoutSeconds: Math.max(1, Math.ceil(host.cfg.agents.defaults.subagents.announceTimeoutMs / 1000)),
+        // Delivered by this module when the turn ends (or replaced by the direct announce), never by the outbox's reply path.
+        deliver: false,
+        data: { events: ids },
+      },
+      idempotencyKey: `subagent:completion:${ids[0]}`,
+    },
+    (h) => {
+      const now = Date.now();
+      for (const id of ids) h.sql.exec("UPDATE flows SET state = 'turn_queued', updated_at = ? WHERE id = ? AND state = 'turn_pending'", now, id);
+      const more = h.sql.exec("SELECT id FROM flows WHERE kind = ? AND state = 'turn_pending' LIMIT 1", ANNOUNCE_IN_FLOW).toArray().length > 0;
+      if (more) h.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now);
+      else h.timers.clear(COMPLETION_TURN_TIMER, TURN_REF);
+    },
+  );
+}
+
+/** Inside every run-ending transaction: completions that waited for this run get their turn now. */
+function onRunEnded(host: SessionObject, event: RunEndedEvent): void {
+  if (event.input.kind === "subagent_completion") onTurnEnded(host, event);
+  if (host.timers.get(COMPLETION_TURN_TIMER, TURN_REF)) host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Date.now(), undefined, { keepEarlier: true });
+}
+
+/** The turn's end: deliver its reply, or fall back to the direct announces. */
+function onTurnEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
+  const ids = Array.isArray(input.data?.events) ? (input.data.events as string[]) : [];
+  const rows = ids
+    .map((id) => ({ id, row: host.sql.exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ?", id).toArray()[0] }))
+    .filter((r) => r.row?.state === "turn_queued")
+    .map((r) => ({ id: r.id, e: JSON.parse(r.row!.json) as PendingEvent }));
+  if (rows.length === 0) return;
+  const reply = run.status === "ok" ? (run.reply ?? "").trim() : "";
+  const silent = isSilentToken(reply, "NO_REPLY") || isSilentToken(reply, "ANNOUNCE_SKIP");
+  // An empty reply says nothing about the completion: the user still gets the direct announce.
+  const answered = run.status === "ok" && (silent || reply.length > 0);
+  const now = Date.now();
+  if (answered && !silent && !isSubagentRequester(host)) {
+    const route = announceRoute(host, rows[0].e);
+    if (route) queueDelivery(host, { kind: "reply", route, message: reply, idempotencyKey: `reply:${run.runId}` });
+  }
+  for (const { id, e } of rows) settleEvent(host, id, e, answered ? "turn_done" : "fallback", now);
+}
+
+/** End one event: absorbed by a turn, or told as its direct announce. Frees the child's slot with its outcome. */
+function settleEvent(host: SessionObject, id: string, e: PendingEvent, state: "turn_done" | "fallback", now: number): void {
+  if (state === "fallback") recordDirectAnnounce(host, { idempotencyKey: id, childKey: e.childKey, message: e.message, route: e.route, threadId: e.threadId });
+  host.sql.exec("UPDATE flows SET state = ?, updated_at = ? WHERE id = ?", state, now, id);
+  releaseSlotSync(host, e.childKey, e.outcome);
+}
+
+// A turn that can never be queued gives up like every timer (docs/timers.md): its waiting completions are told directly.
+defineTimerKind<SessionObject>(COMPLETION_TURN_TIMER, {
+  onDead(host) {
+    const now = Date.now();
+    for (const { id, e } of pendingEvents(host)) settleEvent(host, id, e, "fallback", now);
+  },
+});
+
+registerSessionExtension({
+  name: "subagent-requester-turn",
+  onRunEnded,
+  async onTimer(host, timer) {
+    if (timer.kind !== COMPLETION_TURN_TIMER) return false;
+    await startCompletionTurn(host);
+    return true;
+  },
+});
+
+/**
+ * The reply of this session's latest completion turn since `sinceMs` that said something (not a
+ * silent token): a parent sub-agent's synthesis of its children, which its own announce reports.
+ */
+export function latestSynthesis(host: SessionObject, sinceMs: number): string | null {
+  const rows = host.sql
+    .exec<{ reply: string | null }>("SELECT reply FROM runs WHERE kind = 'subagent_completion' AND status = 'ok' AND ended_at >= ? ORDER BY qseq DESC LIMIT ?", sinceMs, MAX_EVENTS_PER_TURN * 4)
+    .toArray();
+  for (const r of rows) {
+    const text = (r.reply ?? "").trim();
+    if (text && !isSilentToken(text, "NO_REPLY") && !isSilentToken(text, "ANNOUNCE_SKIP")) return text;
+  }
+  return null;
+}
