@@ -84,7 +84,10 @@ describe("agent-to-agent flow", () => {
     const hist = await call("GET", `/v1/sessions/${enc(k.target)}/history?limit=50`);
     const users = hist.json.messages.filter((m: any) => m.role === "user");
     expect(users[0]).toMatchObject({ provenance: { kind: "inter_session", sourceSessionKey: k.req, sourceTool: "sessions_send" } });
-    expect(users.map((u: any) => u.content[0].text)).toEqual(["ping", "pong-1", "Agent-to-agent announce step."]);
+    // The announce step's prompt is ours, not a turn of the conversation: shown only with includeTools.
+    expect(users.map((u: any) => u.content[0].text)).toEqual(["ping", "pong-1"]);
+    const withInternal = await call("GET", `/v1/sessions/${enc(k.target)}/history?limit=50&includeTools=true`);
+    expect(withInternal.json.messages.filter((m: any) => m.role === "user").map((u: any) => u.content[0].text)).toEqual(["ping", "pong-1", "Agent-to-agent announce step."]);
     const row = await call("GET", `/v1/sessions/${enc(k.target)}`);
     expect(row.json.lastChannel).toBeUndefined();
   });
@@ -261,7 +264,7 @@ describe("agent-to-agent flow", () => {
     expect(flow.turns.map((t: any) => t.reply)).toEqual(["pong-1", "pong-2"]);
     const texts = async (key: string) =>
       (await call("GET", `/v1/sessions/${enc(key)}/history?limit=50`)).json.messages.filter((m: any) => m.role === "user").map((m: any) => m.content[0].text);
-    expect(await texts(k.target)).toEqual(["ping", "pong-1", "Agent-to-agent announce step."]);
+    expect(await texts(k.target)).toEqual(["ping", "pong-1"]);
     expect(await texts(k.req)).toEqual(["initial"]);
     expect(await deliveriesOf(k.target)).toHaveLength(1);
   });

@@ -133,6 +133,16 @@ const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
   (sql) => backfillHistoryHeads(sql),
   // A run's own messages (its usage, latest tool result, partial progress) by a seek, not a scan of the transcript.
   `CREATE INDEX messages_run ON messages (run_id, role, seq);`,
+  // Rows written before history hid control-token replies and announce-step prompts get their mark once
+  // (conversation-rows.ts decides it for new rows as they are written).
+  `
+  UPDATE messages SET is_tool = 1 WHERE is_tool = 0 AND role = 'assistant'
+    AND json_array_length(json, '$.content') = 1 AND json_extract(json, '$.content[0].type') = 'text'
+    AND trim(json_extract(json, '$.content[0].text'), ' ' || char(9) || char(10) || char(13)) IN ('NO_REPLY', 'REPLY_SKIP', 'ANNOUNCE_SKIP');
+  UPDATE messages SET is_tool = 1 WHERE is_tool = 0 AND role = 'user'
+    AND run_id IN (SELECT id FROM runs WHERE kind IN ('subagent_announce', 'a2a_announce'));
+  UPDATE message_heads SET is_tool = 1 WHERE is_tool = 0 AND seq IN (SELECT seq FROM messages WHERE is_tool = 1 AND role != 'toolResult');
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

@@ -479,7 +479,7 @@ export class SessionObject extends DurableObject<Env> {
   private writeUserMessage(run: RunRow, input: RunInput): void {
     if (run.user_seq !== null || input.kind === "command") return;
     this.ctx.storage.transactionSync(() => {
-      const seq = this.transcript.append(userMessageOf(input, shownProvenance), run.id);
+      const seq = this.transcript.append(userMessageOf(input, shownProvenance), run.id, input.kind);
       this.sql.exec("UPDATE runs SET user_seq = ? WHERE id = ?", seq, run.id);
     });
   }

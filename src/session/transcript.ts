@@ -1,6 +1,7 @@
 import { capMessage, jsonBytes, STORED_MESSAGE_MAX_BYTES, takeWithinBudget } from "./byte-budget";
 import { historyHeadOf, parseHead } from "./history-head";
-import type { HistoryPage, RunInput, RunStatus, TranscriptMessage } from "./types";
+import { shownOnlyWithTools } from "./conversation-rows";
+import type { HistoryPage, RunInput, RunKind, RunStatus, TranscriptMessage } from "./types";
 
 /** A history page, and whether its byte budget (not its `limit`) ended it. */
 export type BudgetedPage = HistoryPage & { cutByBytes: boolean };
@@ -22,13 +23,15 @@ export class Transcript {
     private readonly generatedMaxBytes: () => number,
   ) {}
 
-  append(msg: TranscriptMessage, runId: string | null): number {
+  /** `runKind`: the kind of the run whose input `msg` is (a user message), which decides if history shows it. */
+  append(msg: TranscriptMessage, runId: string | null, runKind?: RunKind): number {
     // Generated text over the cap is kept truncated with a marker; everything else is only held under the row guard.
     const generated = msg.role === "assistant" || msg.role === "toolResult";
     const stored = capMessage(msg, generated ? Math.min(this.generatedMaxBytes(), STORED_MESSAGE_MAX_BYTES) : STORED_MESSAGE_MAX_BYTES);
     const json = JSON.stringify(stored);
     const head = historyHeadOf(stored);
-    const isTool = stored.role === "toolResult" ? 1 : 0;
+    // `is_tool` = shown only with includeTools: tool results, control-token replies, internal prompts (conversation-rows.ts).
+    const isTool = shownOnlyWithTools(stored, runKind) ? 1 : 0;
     const seq = this.sql
       .exec<{ seq: number }>(
         "INSERT INTO messages (role, is_tool, run_id, created_at, json, bytes, head_bytes) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
