@@ -2,6 +2,7 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { forbidden, invalid } from "../src/errors";
 import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
+import { sessionIndex } from "../src/registry/session-index";
 import { indexEntryOf, type IndexEntry } from "../src/registry/row";
 import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
 import type { SessionMeta } from "../src/session/types";
@@ -67,7 +68,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
       const child = parent !== undefined && n % (body.childEvery ?? 1) === 0;
       entries.push(syntheticEntry(cfg, agentId, n, now, child ? parent : undefined));
     }
-    const registry = c.env.REGISTRY.getByName(`registry:${agentId}`);
+    const registry = sessionIndex(c.env, cfg, agentId);
     await registry.upsertMany(entries);
     return c.json({ agentId, seeded: entries.length, total: await registry.count() });
   });

@@ -1,7 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
-import { setConfigOverride } from "../src/config/load";
+import { loadConfig, setConfigOverride } from "../src/config/load";
+import { sessionIndex } from "../src/registry/session-index";
 import { authLimiter } from "../src/http/rate-limit";
 import { call, enc, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 
@@ -20,7 +21,7 @@ async function snapshot() {
   const list = await call("GET", "/v1/sessions?limit=1000");
   const rows = (list.json.sessions as any[]).map((r) => `${r.key}@${r.updatedAt}`).sort();
   const hist = await call("GET", `/v1/sessions/${enc(SEED)}/history?limit=1000&includeTools=true`);
-  return { rows, seedMessages: hist.json.messages.length, registry: await env.REGISTRY.getByName("registry:main").count() };
+  return { rows, seedMessages: hist.json.messages.length, registry: await sessionIndex(env, loadConfig(env), "main").count() };
 }
 
 async function hasStorage(key: string): Promise<boolean> {

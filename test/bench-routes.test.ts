@@ -1,6 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { benchApp } from "../bench/worker";
+import { loadConfig } from "../src/config/load";
+import { sessionIndex } from "../src/registry/session-index";
 import { call, GATEWAY, MAIN_TOKEN } from "./helpers/http";
 
 /** The bench Worker's app (bench/worker.ts), over the same bindings and objects as the production Worker. */
@@ -15,7 +17,7 @@ async function benchCall(method: string, path: string, body?: unknown, token: st
 
 describe("bench routes", () => {
   it("are absent from the production Worker: every path answers like an unknown route and changes nothing", async () => {
-    const before = await env.REGISTRY.getByName("registry:research").count();
+    const before = await sessionIndex(env, loadConfig(env), "research").count();
     for (const [method, path, body] of [
       ["GET", "/v1/_bench/ping/main", undefined],
       ["POST", "/v1/_bench/seed/sessions", { agentId: "research", count: 5 }],
@@ -26,7 +28,7 @@ describe("bench routes", () => {
       expect(r.status).toBe(404);
       expect(r.json).toEqual({ ok: false, error: { type: "not_found", message: `No route for ${method} ${path}` } });
     }
-    expect(await env.REGISTRY.getByName("registry:research").count()).toBe(before);
+    expect(await sessionIndex(env, loadConfig(env), "research").count()).toBe(before);
     expect(await env.SESSIONS.getByName("agent:research:bench-off").getMeta()).toBeNull();
   });
 

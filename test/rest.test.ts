@@ -2,7 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { useFakeProvider } from "./helpers/fake-provider";
-import { setConfigOverride } from "../src/config/load";
+import { loadConfig, setConfigOverride } from "../src/config/load";
+import { sessionIndex } from "../src/registry/session-index";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 
 afterEach(() => {
@@ -103,7 +104,7 @@ describe("DELETE /v1/sessions/{key}", () => {
       s.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").toArray(),
     );
     expect(tables).toEqual([]);
-    expect(await env.REGISTRY.getByName("registry:main").get(key)).toBeNull();
+    expect(await sessionIndex(env, loadConfig(env), "main").get(key)).toBeNull();
     const list = await invoke("sessions_list", { limit: 200 }, { sessionKey: "agent:main:main" });
     expect(list.details.sessions.map((s: any) => s.key)).not.toContain(key);
     expect((await call("DELETE", `/v1/sessions/${enc(key)}`)).status).toBe(404);
@@ -126,7 +127,7 @@ describe("DELETE /v1/sessions/{key}", () => {
     expect((await waiting).json).toMatchObject({ runId: run, status: "aborted", error: "session deleted" });
     await vi.waitFor(() => expect(fake.calls[0].aborted).toBe(true));
     expect((await call("GET", `/v1/runs/${queued}`)).status).toBe(404);
-    expect(await env.REGISTRY.getByName("registry:main").get(key)).toBeNull();
+    expect(await sessionIndex(env, loadConfig(env), "main").get(key)).toBeNull();
     expect(fake.calls).toHaveLength(1);
     expect(await runInDurableObject(sessionStub(key), (_o, s) => s.storage.getAlarm())).toBeNull();
   });

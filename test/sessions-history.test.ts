@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { sessionIndex } from "../src/registry/session-index";
 import type { TranscriptMessage } from "../src/session/types";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, invoke, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
@@ -306,7 +307,7 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
         p,
       );
     });
-    await env.REGISTRY.getByName("registry:main").upsertMany(entries);
+    await sessionIndex(env, c, "main").upsertMany(entries);
     cfg({ agents: { defaults: { sandbox: { mode: "all" } } } });
     const r = await history({ sessionKey: oldChild }, parent);
     expect(r.details.messages[0].content[0].text).toBe("old child speaks");

@@ -6,6 +6,7 @@ import { useFakeProvider } from "./helpers/fake-provider";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { parseCanonical } from "../src/keys";
 import { indexEntryOf } from "../src/registry/row";
+import { sessionIndex } from "../src/registry/session-index";
 import type { SessionMeta } from "../src/session/types";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 
@@ -42,7 +43,7 @@ async function seed(agentId: string, rows: { key: string; updatedAt: number; spa
     };
     return indexEntryOf(meta, parsed);
   });
-  await env.REGISTRY.getByName(`registry:${agentId}`).upsertMany(entries);
+  await sessionIndex(env, cfg, agentId).upsertMany(entries);
 }
 
 const keysOf = (r: { details: any }) => r.details.sessions.map((s: any) => s.key);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
 import { PROVIDER_APIS } from "./carry-over";
+import { INDEX_SHARDS_DEFAULT, INDEX_SHARDS_MAX } from "../registry/shard-hash";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
 
 /**
@@ -120,6 +121,9 @@ export const ConfigSchema = z.object({
       dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
       agentToAgent: z.object({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
       sendPolicy: sendPolicy.optional(),
+      // Objects the session index of one agent is spread over (docs/scale.md: why 16, and why the
+      // count is fixed for a deployment's life — rows are placed by a hash of the key modulo it).
+      indexShards: z.number().int().min(1).max(INDEX_SHARDS_MAX).default(INDEX_SHARDS_DEFAULT),
     })
     .prefault({}),
   tools: z

@@ -9,6 +9,7 @@ import { checkModelRef } from "../runners/models";
 import { sessionKeyOfRun } from "../session/run-id";
 import { checkTextSize } from "../session/byte-budget";
 import { MAX_WAIT_MS } from "../session/session-object";
+import { sessionIndex } from "../registry/session-index";
 import { readHistory } from "../tools/sessions-history";
 import { decodeCursor, encodeCursor, normalizeKinds } from "../tools/sessions-list";
 import type { AppEnv } from "./app-env";
@@ -109,7 +110,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
     const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
     const rawCursor = c.req.query("cursor");
     const cursor = rawCursor ? decodeCursor(rawCursor) : undefined;
-    const page = await c.env.REGISTRY.getByName(`registry:${agentId}`).list({
+    const page = await sessionIndex(c.env, cfg, agentId).list({
       scope: principal.role === "run" ? { type: "self", key: principal.sessionKey } : { type: "agent" },
       kinds: kinds.length ? kinds : undefined,
       activeSince: activeMinutes ? Date.now() - activeMinutes * 60_000 : undefined,

@@ -1,10 +1,13 @@
 import { DurableObject } from "cloudflare:workers";
 import type { IndexEntry, SessionRow } from "./row";
+import { moveBatch, MOVE_SCHEMA } from "./legacy-move";
 
 /**
- * The session index of one agent (`registry:<agentId>`). Session objects push their rows here
- * (coalesced); every list and resolve is one indexed query with visibility in the WHERE clause and
- * LIMIT applied last, so a scoped caller never gets an under-filled page (reference §2.1, §10.3).
+ * One shard of an agent's session index (`registry:<agentId>:<shard>`, placed by src/registry/session-index.ts).
+ * It holds the rows whose key hashes to it and the sessionId locators whose sessionId hashes to it.
+ * Every list and resolve is one indexed query with visibility in the WHERE clause and LIMIT applied
+ * last, so a scoped caller never gets an under-filled page. The same class serves the pre-sharding
+ * object `registry:<agentId>` while it moves its rows out (src/registry/legacy-move.ts).
  */
 export type ListScope = { type: "self"; key: string } | { type: "tree"; key: string } | { type: "agent" };
 
@@ -42,6 +45,15 @@ const MIGRATIONS = [
   CREATE INDEX sessions_session_id ON sessions (session_id);
   CREATE INDEX sessions_label ON sessions (label);
   `,
+  // sessionId → key, so resolving a sessionId is one lookup in one shard whatever the shard count.
+  `
+  CREATE TABLE session_ids (
+    session_id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    spawned_by TEXT
+  );
+  `,
+  MOVE_SCHEMA,
 ];
 
 export class RegistryObject extends DurableObject<Env> {
@@ -84,8 +96,74 @@ export class RegistryObject extends DurableObject<Env> {
     });
   }
 
+  /** A deleted session. While rows move out of this object, the deletion is remembered so a copy in flight is removed too. */
   async remove(key: string): Promise<void> {
+    const had = this.sql.exec<{ session_id: string }>("SELECT session_id FROM sessions WHERE key = ?", key).toArray()[0];
     this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
+    if (had && this.sql.exec("SELECT 1 FROM move_state").toArray().length > 0) {
+      this.sql.exec(
+        "INSERT INTO move_removed (key, session_id, removed_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, removed_at = excluded.removed_at",
+        key, had.session_id, Date.now(),
+      );
+    }
+  }
+
+  /** Remove a moved copy of a deleted session, unless the session was recreated since (a newer row). */
+  async removeIfNotNewer(key: string, removedAt: number): Promise<void> {
+    this.sql.exec("DELETE FROM sessions WHERE key = ? AND updated_at <= ?", key, removedAt);
+  }
+
+  /** Drop a stale pre-sharding row (its session now writes to its shard); says whether any row is left here. */
+  async forget(key: string): Promise<{ drained: boolean }> {
+    this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
+    return { drained: !this.hasAnyRow() };
+  }
+
+  /** Record where a sessionId's session lives (write-once: a session's sessionId never changes). */
+  async indexSessionId(sessionId: string, key: string, spawnedBy: string | null): Promise<void> {
+    this.sql.exec(
+      "INSERT INTO session_ids (session_id, key, spawned_by) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET key = excluded.key, spawned_by = excluded.spawned_by",
+      sessionId, key, spawnedBy,
+    );
+  }
+
+  async indexSessionIds(ids: { sessionId: string; key: string; spawnedBy: string | null }[]): Promise<void> {
+    this.ctx.storage.transactionSync(() => {
+      for (const i of ids) void this.indexSessionId(i.sessionId, i.key, i.spawnedBy);
+    });
+  }
+
+  async forgetSessionId(sessionId: string): Promise<void> {
+    this.sql.exec("DELETE FROM session_ids WHERE session_id = ?", sessionId);
+  }
+
+  /** The key of a sessionId from the locator table (at most one: sessionIds are random UUIDs). */
+  async lookupSessionId(id: string, spawnedBy?: string): Promise<string[]> {
+    const rows = spawnedBy
+      ? this.sql.exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ? AND spawned_by = ?", id, spawnedBy).toArray()
+      : this.sql.exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ?", id).toArray();
+    return rows.map((r) => r.key);
+  }
+
+  /**
+   * Pre-sharding object only: start moving its rows to `shards` shards (alarm-driven, batch by batch).
+   * Returns whether rows are still here, so readers keep including this object until it is empty.
+   */
+  async moveOut(agentId: string, shards: number): Promise<{ pending: boolean }> {
+    if (!this.hasAnyRow()) return { pending: false };
+    if (this.sql.exec("SELECT 1 FROM move_state").toArray().length === 0) {
+      this.sql.exec("INSERT INTO move_state (agent_id, shards, attempts) VALUES (?, ?, 0)", agentId, shards);
+      await this.ctx.storage.setAlarm(Date.now());
+    }
+    return { pending: true };
+  }
+
+  async alarm(): Promise<void> {
+    await moveBatch(this.ctx, this.env);
+  }
+
+  private hasAnyRow(): boolean {
+    return this.sql.exec("SELECT 1 FROM sessions LIMIT 1").toArray().length > 0;
   }
 
   async get(key: string): Promise<{ key: string; spawnedBy: string | null; row: SessionRow } | null> {
@@ -138,11 +216,12 @@ export class RegistryObject extends DurableObject<Env> {
     return rows.map((r) => r.key);
   }
 
-  async resolveLabel(label: string, spawnedBy?: string): Promise<string[]> {
+  /** Newest rows (at most 5) with this label, for a merge over shards. */
+  async resolveLabelRows(label: string, spawnedBy?: string): Promise<{ key: string; updatedAt: number }[]> {
     const rows = spawnedBy
-      ? this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE label = ? AND spawned_by = ? ORDER BY updated_at DESC LIMIT 5", label, spawnedBy).toArray()
-      : this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE label = ? ORDER BY updated_at DESC LIMIT 5", label).toArray();
-    return rows.map((r) => r.key);
+      ? this.sql.exec<{ key: string; updated_at: number }>("SELECT key, updated_at FROM sessions WHERE label = ? AND spawned_by = ? ORDER BY updated_at DESC LIMIT 5", label, spawnedBy).toArray()
+      : this.sql.exec<{ key: string; updated_at: number }>("SELECT key, updated_at FROM sessions WHERE label = ? ORDER BY updated_at DESC LIMIT 5", label).toArray();
+    return rows.map((r) => ({ key: r.key, updatedAt: r.updated_at }));
   }
 
   async count(): Promise<number> {

@@ -6,6 +6,7 @@ import { SwitchboardError, toRpcError } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { parseSendCommand } from "../policy/send-policy";
 import { indexEntryOf, type SessionRow } from "../registry/row";
+import { sessionIndex } from "../registry/session-index";
 import { runBuiltinModel } from "../runners/builtin-run";
 import type { RunnerResult } from "../runners/model-runner";
 import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
@@ -149,6 +150,8 @@ export class SessionObject extends DurableObject<Env> {
   private kickedWhilePumping = false;
   private waiters = new Map<string, Set<(s: RunSnapshot) => void>>();
   private lastIndexSync = 0;
+  /** This instance wrote the sessionId locator (src/registry/session-index.ts): later syncs skip it. */
+  private locatorWritten = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -282,6 +285,7 @@ export class SessionObject extends DurableObject<Env> {
   private async clearAll(agentId: string, key: string): Promise<void> {
     for (const ext of EXTENSIONS) await ext.beforeDelete?.(this);
     this.releaseAllWaiters("aborted", "session deleted");
+    const sessionId = this.meta?.sessionId;
     // From here on the object reads as deleted, before anything yields: the run aborted below then
     // records nothing (finishRun) and cannot write an index row that would land after the removal.
     this.meta = null;
@@ -289,7 +293,7 @@ export class SessionObject extends DurableObject<Env> {
     this.active?.abort.abort(new Error("session deleted"));
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
-    await this.env.REGISTRY.getByName(`registry:${agentId}`).remove(key);
+    await sessionIndex(this.env, this.cfg, agentId).remove(key, sessionId);
   }
 
   // ---------------------------------------------------------------- runs
@@ -737,7 +741,8 @@ export class SessionObject extends DurableObject<Env> {
     this.lastIndexSync = Date.now();
     const written = JSON.stringify(this.meta);
     const entry = indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg));
-    await this.env.REGISTRY.getByName(`registry:${this.meta.agentId}`).upsert(entry);
+    await sessionIndex(this.env, this.cfg, this.meta.agentId).upsert(entry, { locatorWritten: this.locatorWritten });
+    this.locatorWritten = true;
     // Only if nothing changed during the write: a change made meanwhile keeps its timer (and gets written).
     if (this.meta && this.schemaReady && JSON.stringify(this.meta) === written) {
       this.timers.clear("index", "sync");

@@ -1,5 +1,6 @@
 import { keyContextOf, looksLikeSessionKey, parseSessionKey, SESSION_ID_RE, type ParsedKey } from "../keys";
 import { checkSessionAccess, resolveEffectiveVisibility, type GuardAction, type Visibility } from "../policy/visibility";
+import { sessionIndex } from "../registry/session-index";
 import { refusal, type Refusal, type ToolContext } from "./context";
 
 export interface ResolvedTarget {
@@ -42,7 +43,7 @@ export async function resolveSessionReference(
   if (!SESSION_ID_RE.test(value)) {
     try {
       const custom = parseTargetKey(ctx, value);
-      const hit = await ctx.env.REGISTRY.getByName(`registry:${custom.agentId}`).get(custom.canonicalKey);
+      const hit = await sessionIndex(ctx.env, ctx.cfg, custom.agentId).get(custom.canonicalKey);
       if (hit && (!spawnedBy || hit.spawnedBy === spawnedBy || hit.key === ctx.caller.sessionKey)) return { parsed: custom };
     } catch {
       // not a usable key either: fall through to sessionId lookup
@@ -50,7 +51,7 @@ export async function resolveSessionReference(
   }
   const found: string[] = [];
   for (const agentId of agents) {
-    found.push(...(await ctx.env.REGISTRY.getByName(`registry:${agentId}`).resolveSessionId(value, spawnedBy)));
+    found.push(...(await sessionIndex(ctx.env, ctx.cfg, agentId).resolveSessionId(value, spawnedBy)));
     if (found.length > 0) break;
   }
   if (found.length === 0) {

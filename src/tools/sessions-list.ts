@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { isAgentToAgentAllowed } from "../policy/visibility";
 import type { ListPage, ListScope } from "../registry/registry-object";
+import { canonicalKeyOfRow, mergePages, sessionIndex } from "../registry/session-index";
 import type { SessionRow } from "../registry/row";
 import { invalid } from "../errors";
 import type { ToolContext } from "./context";
@@ -74,26 +75,19 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
   const own = ctx.caller.agentId;
   // Visibility is pushed into each shard's query (scope), so LIMIT applies to visible rows only.
   const scope: ListScope = visibility === "self" ? { type: "self", key: ctx.caller.sessionKey } : visibility === "tree" ? { type: "tree", key: ctx.caller.sessionKey } : { type: "agent" };
-  const shards =
+  const agents =
     visibility === "all"
       ? [own, ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id))]
       : [own];
 
   const pages: ListPage[] = await Promise.all(
-    shards.map(
-      (agentId) =>
-        ctx.env.REGISTRY.getByName(`registry:${agentId}`).list({ scope, kinds: kinds.length ? kinds : undefined, activeSince, limit, cursor }) as Promise<ListPage>,
-    ),
+    agents.map((agentId) => sessionIndex(ctx.env, ctx.cfg, agentId).list({ scope, kinds: kinds.length ? kinds : undefined, activeSince, limit, cursor })),
   );
-  // Merge shards by (updatedAt desc, key desc): the same order each shard used, so the cursor stays valid.
-  const merged = pages.flatMap((p) => p.rows).sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
-  const rows = merged.slice(0, limit);
-  const more = merged.length > limit || pages.some((p) => p.next !== null);
+  // Merge agents by (updatedAt desc, key desc): the order every shard uses, so the cursor stays valid.
+  const page = mergePages(pages, limit);
+  const rows = page.rows;
   const result: SessionsListResult = { count: rows.length, sessions: rows, visibility };
-  if (more && rows.length > 0) {
-    const last = rows[rows.length - 1];
-    result.nextCursor = encodeCursor({ updatedAt: last.updatedAt, key: canonicalOf(last) });
-  }
+  if (page.next) result.nextCursor = encodeCursor(page.next);
 
   if (messageLimit > 0 && rows.length > 0) {
     // Previews are history pages: the same heads, the same sanitiser (redaction, text cap, tool results
@@ -103,7 +97,7 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
     const share = Math.max(MIN_PREVIEW_BYTES, Math.min(PREVIEW_ROW_MAX_BYTES, Math.floor(left / rows.length) - PREVIEW_FIELD_BYTES));
     let cut = false;
     await mapPool(rows, 4, async (row) => {
-      const page = await ctx.env.SESSIONS.getByName(canonicalOf(row)).history({ limit: messageLimit, includeTools: false, maxBytes: share });
+      const page = await ctx.env.SESSIONS.getByName(canonicalKeyOfRow(row)).history({ limit: messageLimit, includeTools: false, maxBytes: share });
       const s = sanitizeHistoryMessages(page.messages, share);
       if (page.cutByBytes || s.droppedMessages) cut = true;
       row.messages = s.messages as Record<string, unknown>[];
@@ -111,11 +105,6 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
     if (cut) result.truncated = true;
   }
   return result;
-}
-
-/** Rows show `main` for the global bucket; its object is named `global`. */
-function canonicalOf(row: SessionRow): string {
-  return row.key === "main" ? "global" : row.key;
 }
 
 /** Keyset cursor of a listing page (sessions_list and `GET /v1/sessions` share it). */

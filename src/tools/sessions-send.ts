@@ -5,6 +5,7 @@ import { checkTextSize } from "../session/byte-budget";
 import { type A2aStart, announceRouteOf, messageContextPrompt } from "../flows/a2a-flow";
 import { deriveChannel, displayKey, parseCanonical, type ParsedKey } from "../keys";
 import { resolveSendPolicy } from "../policy/send-policy";
+import { sessionIndex } from "../registry/session-index";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
 import type { RunSnapshot, SessionMeta } from "../session/types";
 import { isRefusal, refusal, type Refusal, type ToolContext } from "./context";
@@ -59,7 +60,7 @@ async function resolveByLabel(ctx: ToolContext, label: string, agentIdArg: strin
     if (!isAgentToAgentAllowed(a2a, ctx.caller.agentId, agentId)) return refuse("forbidden", visibilityError("send", "a2aDenied"));
   }
   const keys = ctx.cfg.agents.list.some((a) => a.id === agentId)
-    ? await ctx.env.REGISTRY.getByName(`registry:${agentId}`).resolveLabel(label, restrictToSpawned ? ctx.caller.sessionKey : undefined)
+    ? await sessionIndex(ctx.env, ctx.cfg, agentId).resolveLabel(label, restrictToSpawned ? ctx.caller.sessionKey : undefined)
     : [];
   if (keys.length === 0) {
     if (restrictToSpawned) return refuse("forbidden", "Session not visible from this sandboxed agent session.");

@@ -1,0 +1,178 @@
+import type { Config } from "../config/schema";
+import type { ListPage, ListQuery, RegistryObject } from "./registry-object";
+import type { IndexEntry, SessionRow } from "./row";
+import { copyToShards } from "./legacy-move";
+import { legacyName, shardName, shardOf } from "./shard-hash";
+
+type RegistryStub = DurableObjectStub<RegistryObject>;
+type IndexedRow = { key: string; spawnedBy: string | null; row: SessionRow };
+
+/**
+ * The session index of one agent, spread over `session.indexShards` registry objects
+ * (`registry:<agentId>:<shard>`). A row lives in the shard of its key's hash; a sessionId's locator in
+ * the shard of the sessionId's hash, so a key or a sessionId is one lookup in one object. Listings ask
+ * each shard for one page and merge (docs/scale.md). Every caller reaches the index through here.
+ */
+export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionIndex {
+  return new SessionIndex(env, cfg.session.indexShards, agentId);
+}
+
+/**
+ * Agents whose pre-sharding object this isolate has seen empty. Nothing writes to that object after the
+ * upgrade, so once empty it stays empty and is never asked again.
+ */
+const drainedLegacy = new Set<string>();
+
+const EMPTY_PAGE: ListPage = { rows: [], next: null };
+
+/** Rows show `main` for the global bucket; its key (and cursor position) is `global`. */
+export function canonicalKeyOfRow(row: SessionRow): string {
+  return row.key === "main" ? "global" : row.key;
+}
+
+/** Listing order: updatedAt desc, then key desc (the order of every shard's index). */
+function before(a: SessionRow, b: SessionRow): boolean {
+  if (a.updatedAt !== b.updatedAt) return a.updatedAt > b.updatedAt;
+  return canonicalKeyOfRow(a) > canonicalKeyOfRow(b);
+}
+
+/**
+ * K-way merge of sorted pages into one page of `limit` rows. A key can sit in two pages only while the
+ * pre-sharding object moves out (an identical copy): the first (newest) wins. More rows may follow when
+ * rows were left over or any source said so; the cursor is the last row's position, valid for every shard.
+ */
+export function mergePages(pages: ListPage[], limit: number): ListPage {
+  const at = pages.map(() => 0);
+  const rows: SessionRow[] = [];
+  const seen = new Set<string>();
+  let leftOver = false;
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < pages.length; i++) {
+      const r = pages[i].rows[at[i]];
+      if (r && (best < 0 || before(r, pages[best].rows[at[best]]))) best = i;
+    }
+    if (best < 0) break;
+    const row = pages[best].rows[at[best]++];
+    const key = canonicalKeyOfRow(row);
+    if (seen.has(key)) continue;
+    if (rows.length === limit) {
+      leftOver = true;
+      break;
+    }
+    seen.add(key);
+    rows.push(row);
+  }
+  const more = leftOver || pages.some((p) => p.next !== null);
+  const last = rows[rows.length - 1];
+  return { rows, next: more && last ? { updatedAt: last.updatedAt, key: canonicalKeyOfRow(last) } : null };
+}
+
+export class SessionIndex {
+  constructor(
+    private readonly env: Env,
+    readonly shards: number,
+    readonly agentId: string,
+  ) {}
+
+  private shard(n: number): RegistryStub {
+    return this.env.REGISTRY.getByName(shardName(this.agentId, n));
+  }
+
+  /** The shard holding the row of `key`. */
+  rowShard(key: string): RegistryStub {
+    return this.shard(shardOf(key, this.shards));
+  }
+
+  /** The shard holding the locator of `sessionId`. */
+  idShard(sessionId: string): RegistryStub {
+    return this.shard(shardOf(sessionId, this.shards));
+  }
+
+  allShards(): RegistryStub[] {
+    return Array.from({ length: this.shards }, (_, n) => this.shard(n));
+  }
+
+  /** The pre-sharding object while it still holds rows (asking it starts its move), else null. */
+  private async legacy(): Promise<RegistryStub | null> {
+    if (drainedLegacy.has(this.agentId)) return null;
+    const stub = this.env.REGISTRY.getByName(legacyName(this.agentId));
+    if ((await stub.moveOut(this.agentId, this.shards)).pending) return stub;
+    drainedLegacy.add(this.agentId);
+    return null;
+  }
+
+  /**
+   * One page: each source is asked for at most `limit` rows after the cursor with visibility in its
+   * query, then merged. `self` reads the caller's shard; `tree` asks every shard for the caller's
+   * children through each shard's spawned_by index (children live in their own key's shard).
+   */
+  async list(q: ListQuery): Promise<ListPage> {
+    const sources = q.scope.type === "self" ? [this.rowShard(q.scope.key)] : this.allShards();
+    const pages = await Promise.all([
+      ...sources.map((s) => s.list(q) as Promise<ListPage>),
+      this.legacy().then((l) => (l ? (l.list(q) as Promise<ListPage>) : EMPTY_PAGE)),
+    ]);
+    return mergePages(pages, Math.max(1, Math.min(q.limit, 1000)));
+  }
+
+  async get(key: string): Promise<IndexedRow | null> {
+    // Typed through `unknown`: the stub's inferred RPC type of a row is too deep for the checker.
+    const hit = (await this.rowShard(key).get(key)) as unknown as IndexedRow | null;
+    if (hit) return hit;
+    const legacy = await this.legacy();
+    return legacy ? ((await legacy.get(key)) as unknown as IndexedRow | null) : null;
+  }
+
+  /** Keys whose sessionId is `id`: the locator's shard, or the pre-sharding object while it moves out. */
+  async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
+    const keys = await this.idShard(id).lookupSessionId(id, spawnedBy);
+    if (keys.length > 0) return keys;
+    const legacy = await this.legacy();
+    return legacy ? legacy.resolveSessionId(id, spawnedBy) : [];
+  }
+
+  /**
+   * Labels have no locator (a label changes with every PATCH): a caller's children are found through
+   * every shard's spawned_by index, any label through every shard's label index — N indexed lookups of
+   * at most 5 rows each, newest first.
+   */
+  async resolveLabel(label: string, spawnedBy?: string): Promise<string[]> {
+    const legacy = await this.legacy();
+    const found = await Promise.all([...this.allShards(), ...(legacy ? [legacy] : [])].map((s) => s.resolveLabelRows(label, spawnedBy)));
+    const rows = found.flat().sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? 1 : -1));
+    return [...new Set(rows.map((r) => r.key))].slice(0, 5);
+  }
+
+  /**
+   * Write a session's row (the session object's coalesced sync). The sessionId locator first, when this
+   * object has not written it yet: a row is never resolvable by key but not by sessionId.
+   */
+  async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<void> {
+    if (!opts.locatorWritten) await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
+    await this.rowShard(entry.key).upsert(entry);
+    // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
+    if (!drainedLegacy.has(this.agentId)) {
+      const { drained } = await this.env.REGISTRY.getByName(legacyName(this.agentId)).forget(entry.key);
+      if (drained) drainedLegacy.add(this.agentId);
+    }
+  }
+
+  /** Many rows at once (seeding, bulk imports): one call per shard touched. */
+  async upsertMany(entries: IndexEntry[]): Promise<void> {
+    await copyToShards(this.env, this.shards, entries);
+  }
+
+  /** A deleted session: its row, its locator, and any pre-sharding copy. */
+  async remove(key: string, sessionId: string | undefined): Promise<void> {
+    await this.rowShard(key).remove(key);
+    if (sessionId) await this.idShard(sessionId).forgetSessionId(sessionId);
+    if (!drainedLegacy.has(this.agentId)) await this.env.REGISTRY.getByName(legacyName(this.agentId)).remove(key);
+  }
+
+  /** Rows over all shards (tests, bench). */
+  async count(): Promise<number> {
+    const counts = await Promise.all(this.allShards().map((s) => s.count()));
+    return counts.reduce((a, b) => a + b, 0);
+  }
+}

@@ -1,0 +1,25 @@
+/** Default and bound of `session.indexShards` (docs/scale.md derives both from the capacity model). */
+export const INDEX_SHARDS_DEFAULT = 16;
+export const INDEX_SHARDS_MAX = 256;
+
+/**
+ * The shard of a session key (or sessionId): FNV-1a over the string's UTF-16 units, modulo the count.
+ * Stable across isolates and releases — a row's place depends on nothing but its key.
+ */
+export function shardOf(value: string, shards: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < value.length; i++) {
+    h ^= value.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h % shards;
+}
+
+/** Name of shard `shard` of an agent's index; `registry:<agentId>` alone is the pre-sharding object. */
+export function shardName(agentId: string, shard: number): string {
+  return `registry:${agentId}:${shard}`;
+}
+
+export function legacyName(agentId: string): string {
+  return `registry:${agentId}`;
+}

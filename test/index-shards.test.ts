@@ -1,0 +1,205 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { loadConfig, setConfigOverride } from "../src/config/load";
+import { parseCanonical } from "../src/keys";
+import { RegistryObject } from "../src/registry/registry-object";
+import { indexEntryOf, type IndexEntry } from "../src/registry/row";
+import { sessionIndex } from "../src/registry/session-index";
+import { legacyName, shardName, shardOf } from "../src/registry/shard-hash";
+import type { SessionMeta } from "../src/session/types";
+import { call, enc, invoke, sendAndWait } from "./helpers/http";
+
+afterEach(() => {
+  setConfigOverride(null);
+  vi.restoreAllMocks();
+});
+
+function configure(agents: string[], extra: Record<string, unknown> = {}) {
+  setConfigOverride({ ...extra, agents: { list: agents.map((id, i) => ({ id, ...(i === 0 ? { default: true } : {}) })) } });
+}
+
+function entries(rows: { key: string; updatedAt: number; spawnedBy?: string }[]): IndexEntry[] {
+  const cfg = loadConfig(env);
+  return rows.map((r) => {
+    const parsed = parseCanonical(r.key, cfg);
+    const meta: SessionMeta = {
+      key: parsed.canonicalKey, agentId: parsed.agentId, sessionId: crypto.randomUUID(), kind: parsed.kind,
+      createdAt: r.updatedAt, updatedAt: r.updatedAt, inputTokens: 0, outputTokens: 0, totalTokens: 0, systemSent: false, abortedLastRun: false,
+      ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
+    };
+    return indexEntryOf(meta, parsed);
+  });
+}
+
+const shardRows = (agentId: string, n: number) =>
+  runInDurableObject(env.REGISTRY.getByName(shardName(agentId, n)), (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n);
+const keysOf = (r: { details: any }) => r.details.sessions.map((s: any) => s.key as string);
+
+describe("session index shards", () => {
+  it("rows spread over session.indexShards objects by their key's hash; a listing merges them newest first", async () => {
+    configure(["spread"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 8 } });
+    const t0 = Date.now() - 100_000;
+    const seeded = entries(Array.from({ length: 120 }, (_, i) => ({ key: `agent:spread:s${i}`, updatedAt: t0 + i })));
+    await sessionIndex(env, loadConfig(env), "spread").upsertMany(seeded);
+    const counts = await Promise.all(Array.from({ length: 8 }, (_, n) => shardRows("spread", n)));
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(120);
+    for (let n = 0; n < 8; n++) expect(counts[n]).toBe(seeded.filter((e) => shardOf(e.key, 8) === n).length);
+    expect(counts.filter((c) => c > 0).length).toBe(8);
+    const page = await invoke("sessions_list", { limit: 10 }, { sessionKey: "agent:spread:s0" });
+    expect(keysOf(page)).toEqual(Array.from({ length: 10 }, (_, i) => `agent:spread:s${119 - i}`));
+  });
+
+  it("session.indexShards is bounded (1–256) and named in the error", async () => {
+    setConfigOverride({ session: { indexShards: 0 }, agents: { list: [{ id: "main", default: true }] } });
+    const r = await call("GET", "/v1/sessions");
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(r.json)).toContain("indexShards");
+  });
+
+  it("cursor paging across shards reaches every row not updated meanwhile exactly once, in order, while other rows are updated", async () => {
+    configure(["pg"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 8 } });
+    const index = sessionIndex(env, loadConfig(env), "pg");
+    const t0 = Date.now() - 100_000;
+    // Ties on updatedAt on purpose (groups of 3): the cursor orders them by key across shards.
+    const rows = Array.from({ length: 150 }, (_, i) => ({ key: `agent:pg:s${String(i).padStart(3, "0")}`, updatedAt: t0 + Math.floor(i / 3) }));
+    await index.upsertMany(entries(rows));
+    const seen: { key: string; updatedAt: number }[] = [];
+    const updated = new Set<string>();
+    let cursor: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const r = await invoke("sessions_list", { limit: 7, ...(cursor ? { cursor } : {}) }, { sessionKey: "agent:pg:s000" });
+      expect(r.details.count).toBeLessThanOrEqual(7);
+      seen.push(...r.details.sessions.map((s: any) => ({ key: s.key, updatedAt: s.updatedAt })));
+      // Concurrent activity: two rows not yet reached and one already seen become the newest.
+      const ahead = rows.filter((x) => !updated.has(x.key) && !seen.some((s) => s.key === x.key)).slice(page * 5 % 40, page * 5 % 40 + 2);
+      const behind = seen.filter((s) => !updated.has(s.key)).slice(0, 1);
+      for (const x of [...ahead, ...behind]) updated.add(x.key);
+      await index.upsertMany(entries([...ahead, ...behind].map((x, i) => ({ key: x.key, updatedAt: Date.now() + page * 10 + i }))));
+      cursor = r.details.nextCursor;
+      if (!cursor) break;
+    }
+    expect(cursor).toBeUndefined();
+    const keys = seen.map((s) => s.key);
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const r of rows) if (!updated.has(r.key)) expect(keys).toContain(r.key);
+    for (let i = 1; i < seen.length; i++) {
+      const [a, b] = [seen[i - 1], seen[i]];
+      expect(a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.key > b.key)).toBe(true);
+    }
+    expect(updated.size).toBeGreaterThan(10);
+  });
+
+  it("tree visibility across shards: the caller's own row and its children only, in pages, whichever shard each lives in", async () => {
+    configure(["tr"], { session: { indexShards: 8 } });
+    const me = "agent:tr:main";
+    const t = Date.now() - 100_000;
+    const children = Array.from({ length: 12 }, (_, i) => ({ key: `agent:tr:subagent:c${i}`, updatedAt: t + 100 + i, spawnedBy: me }));
+    const others = Array.from({ length: 40 }, (_, i) => ({ key: `agent:tr:x${i}`, updatedAt: t + 1000 + i }));
+    await sessionIndex(env, loadConfig(env), "tr").upsertMany(entries([{ key: me, updatedAt: t }, ...children, ...others]));
+    expect(new Set(children.map((c) => shardOf(c.key, 8))).size).toBeGreaterThan(2);
+    const keys: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const r = await invoke("sessions_list", { limit: 5, ...(cursor ? { cursor } : {}) }, { sessionKey: me });
+      expect(r.details.visibility).toBe("tree");
+      keys.push(...keysOf(r));
+      cursor = r.details.nextCursor;
+    } while (cursor);
+    expect(keys).toEqual([...children.map((c) => c.key).reverse(), me]);
+  });
+
+  it("a sessionId resolves with one lookup in one shard", async () => {
+    configure(["rid"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 8 } });
+    const key = "agent:rid:by-id";
+    await sendAndWait(key, "find me");
+    const sessionId = (await call("GET", `/v1/sessions/${enc(key)}`)).json.sessionId;
+    const lookups = vi.spyOn(RegistryObject.prototype, "lookupSessionId");
+    const r = await invoke("sessions_history", { sessionKey: sessionId }, { sessionKey: "agent:rid:main" });
+    expect(r.details.sessionKey).toBe(key);
+    expect(lookups).toHaveBeenCalledTimes(1);
+    const row = await runInDurableObject(env.REGISTRY.getByName(shardName("rid", shardOf(sessionId, 8))), (_o, s) =>
+      s.storage.sql.exec("SELECT key FROM session_ids WHERE session_id = ?", sessionId).toArray());
+    expect(row).toEqual([{ key }]);
+  });
+
+  it("deleting a session removes its row and its sessionId locator", async () => {
+    configure(["del"], { session: { indexShards: 8 } });
+    const key = "agent:del:gone";
+    await sendAndWait(key, "soon gone");
+    const sessionId = (await call("GET", `/v1/sessions/${enc(key)}`)).json.sessionId;
+    expect((await call("DELETE", `/v1/sessions/${enc(key)}`)).status).toBe(200);
+    expect(await sessionIndex(env, loadConfig(env), "del").get(key)).toBeNull();
+    expect(await sessionIndex(env, loadConfig(env), "del").resolveSessionId(sessionId)).toEqual([]);
+  });
+});
+
+describe("migration from the one-object index (registry:<agentId>)", () => {
+  it("old rows are listed and resolved after the upgrade, move to their shards by alarm, and stay listed exactly once", async () => {
+    configure(["old"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
+    const t0 = Date.now() - 100_000;
+    const old = entries(Array.from({ length: 450 }, (_, i) => ({ key: `agent:old:s${String(i).padStart(3, "0")}`, updatedAt: t0 + i })));
+    const legacy = env.REGISTRY.getByName(legacyName("old"));
+    await legacy.upsertMany(old);
+    const listAll = async () => {
+      const keys: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const r = await invoke("sessions_list", { limit: 200, ...(cursor ? { cursor } : {}) }, { sessionKey: "agent:old:s000" });
+        keys.push(...keysOf(r));
+        cursor = r.details.nextCursor;
+      } while (cursor);
+      return keys;
+    };
+    const expected = old.map((e) => e.key).reverse();
+    // Before any row has moved: listed (the first read starts the move) and resolvable by sessionId.
+    expect(await listAll()).toEqual(expected);
+    const index = sessionIndex(env, loadConfig(env), "old");
+    expect(await index.resolveSessionId(old[7].sessionId)).toEqual([old[7].key]);
+    // A session active since the upgrade wrote a newer row to its shard; its old copy must not list twice.
+    const fresh = { ...old[3], updatedAt: Date.now(), row: { ...old[3].row, updatedAt: Date.now() } };
+    await index.upsert(fresh, { locatorWritten: false });
+    expect((await listAll())[0]).toBe(old[3].key);
+    expect((await listAll()).filter((k) => k === old[3].key)).toHaveLength(1);
+    // A session deleted while its batch is in flight: recorded, and its moved copy removed afterwards.
+    await index.remove(old[5].key, old[5].sessionId);
+    // Run the move to the end (200 rows per batch; bounded loop).
+    for (let i = 0; i < 10 && (await legacy.count()) + (await runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_removed").one().n as number)) > 0; i++) {
+      await runDurableObjectAlarm(legacy);
+    }
+    expect(await legacy.count()).toBe(0);
+    expect(await index.count()).toBe(449);
+    const after = await listAll();
+    expect(after).toEqual([old[3].key, ...expected.filter((k) => k !== old[3].key && k !== old[5].key)]);
+    expect(await index.resolveSessionId(old[7].sessionId)).toEqual([old[7].key]);
+    expect(await index.resolveSessionId(old[5].sessionId)).toEqual([]);
+    // The moved row of the fresh session kept its newer version.
+    expect((await index.get(old[3].key))!.row.updatedAt).toBe(fresh.updatedAt);
+  });
+
+  it("a delete that races a batch in flight does not leave the moved copy behind", async () => {
+    configure(["race"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
+    const old = entries(Array.from({ length: 3 }, (_, i) => ({ key: `agent:race:s${i}`, updatedAt: Date.now() - 1000 + i })));
+    const legacy = env.REGISTRY.getByName(legacyName("race"));
+    await legacy.upsertMany(old);
+    const index = sessionIndex(env, loadConfig(env), "race");
+    // The batch's copy is in flight when the session is deleted: the deletion lands first, the copy after it.
+    const original = RegistryObject.prototype.upsertMany;
+    let raced = false;
+    vi.spyOn(RegistryObject.prototype, "upsertMany").mockImplementation(async function (this: RegistryObject, batch: IndexEntry[]) {
+      if (!raced && batch.some((e) => e.key === old[1].key)) {
+        raced = true;
+        await index.remove(old[1].key, old[1].sessionId);
+      }
+      return original.call(this, batch);
+    });
+    await legacy.moveOut("race", 4);
+    for (let i = 0; i < 5; i++) await runDurableObjectAlarm(legacy);
+    expect(raced).toBe(true);
+    expect(await legacy.count()).toBe(0);
+    expect(await index.get(old[1].key)).toBeNull();
+    expect(await runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_removed").one().n)).toBe(0);
+    expect(await index.resolveSessionId(old[1].sessionId)).toEqual([]);
+    expect((await index.get(old[0].key))?.key).toBe(old[0].key);
+  });
+});
