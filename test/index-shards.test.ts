@@ -186,18 +186,24 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
     // The batch's copy is in flight when the session is deleted: the deletion lands first, the copy after it.
     const original = RegistryObject.prototype.upsertMany;
     let raced = false;
+    const trace: unknown[] = [];
     vi.spyOn(RegistryObject.prototype, "upsertMany").mockImplementation(async function (this: RegistryObject, batch: IndexEntry[]) {
       if (!raced && batch.some((e) => e.key === old[1].key)) {
         raced = true;
         await index.remove(old[1].key, old[1].sessionId);
+        trace.push(["removed", Date.now()]);
       }
+      trace.push(["copy", batch.map((e) => [e.key, e.updatedAt])]);
       return original.call(this, batch);
     });
     await legacy.moveOut("race", 4);
-    for (let i = 0; i < 5; i++) await runDurableObjectAlarm(legacy);
+    // Alarms also fire on their own here; drive them until the move has ended (bounded).
+    const moveState = () => runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_state").one().n as number);
+    for (let i = 0; i < 50 && (await moveState()) > 0; i++) await runDurableObjectAlarm(legacy);
+    expect(await moveState()).toBe(0);
     expect(raced).toBe(true);
     expect(await legacy.count()).toBe(0);
-    expect(await index.get(old[1].key)).toBeNull();
+    expect(await index.get(old[1].key), JSON.stringify(trace)).toBeNull();
     expect(await runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_removed").one().n)).toBe(0);
     expect(await index.resolveSessionId(old[1].sessionId)).toEqual([]);
     expect((await index.get(old[0].key))?.key).toBe(old[0].key);

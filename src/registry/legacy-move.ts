@@ -36,8 +36,21 @@ function entryOf(r: StoredRow): IndexEntry {
   };
 }
 
+/** Objects with a batch in flight: a second alarm run meanwhile (a test's forced alarm) must not copy rows twice. */
+const moving = new WeakSet<DurableObjectState>();
+
 /** Called from the old object's alarm: copy one batch to the shards, then delete it here. */
 export async function moveBatch(ctx: DurableObjectState, env: Env): Promise<void> {
+  if (moving.has(ctx)) return;
+  moving.add(ctx);
+  try {
+    await moveOneBatch(ctx, env);
+  } finally {
+    moving.delete(ctx);
+  }
+}
+
+async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
   const sql = ctx.storage.sql;
   const state = sql.exec<{ agent_id: string; shards: number; attempts: number }>("SELECT agent_id, shards, attempts FROM move_state").toArray()[0];
   if (!state) return;
