@@ -246,23 +246,38 @@ const mcpJunk: fc.Arbitrary<FuzzRequest> = fc
   )
   .map(([token, body]) => ({ surface: "/mcp json-rpc", method: "POST", path: "/mcp", body: toJson(body), token, headers: { Accept: "application/json, text/event-stream" }, fresh: [] }));
 
-const queryValue = fc.oneof(strings.filter((s) => s.length < 3000), fc.constantFrom("1e400", "-1", "0", "NaN", "Infinity", "99999999999999999999999", "1.5", "", "main,group", "group,".repeat(200)), fc.integer().map(String));
+const queryJunk = fc.oneof(strings.filter((s) => s.length < 3000), fc.constantFrom("1e400", "-1", "0", "NaN", "Infinity", "99999999999999999999999", "1.5", "", "group,".repeat(200)), fc.integer().map(String));
+/** Plausible values per query parameter; as with bodies, most queries carry exactly one junk value. */
+const QUERY_PLAUSIBLE: Record<string, fc.Arbitrary<string>> = {
+  agentId: fc.constantFrom("main", "research", "nope"),
+  limit: fc.integer({ min: 1, max: 20 }).map(String),
+  kinds: fc.constantFrom("main", "group,cron", "other", "bogus"),
+  activeMinutes: fc.integer({ min: 1, max: 10_000 }).map(String),
+  cursor: fc.constantFrom("WzEsImEiXQ", "WzFlNDAwLCJ4Il0"),
+  before: fc.integer({ min: 1, max: 50 }).map(String),
+  includeTools: fc.constantFrom("true", "false"),
+  status: fc.constantFrom("pending", "delivered", "blocked", "dead"),
+  timeoutMs: fc.integer({ min: 0, max: 50 }).map(String),
+};
 function query(names: string[]): fc.Arbitrary<string> {
-  return fc.record(Object.fromEntries(names.map((n) => [n, queryValue])), { requiredKeys: [] }).map((q) => {
-    const s = new URLSearchParams();
-    for (const [k, v] of Object.entries(q)) s.set(k, wellFormed(v as string));
-    const t = s.toString();
-    return t ? `?${t}` : "";
-  });
+  return fc
+    .tuple(fc.record(Object.fromEntries(names.map((n) => [n, QUERY_PLAUSIBLE[n]])), { requiredKeys: [] }), fc.option(fc.constantFrom(...names)), queryJunk)
+    .map(([q, mutated, bad]) => {
+      const s = new URLSearchParams();
+      for (const [k, v] of Object.entries(q)) s.set(k, v as string);
+      if (mutated !== null) s.set(mutated, wellFormed(bad));
+      const t = s.toString();
+      return t ? `?${t}` : "";
+    });
 }
 
 const messageBody = objectOf({
   message: field(fc.string({ minLength: 1, maxLength: 30 })),
-  channel: field(fc.constantFrom("telegram", "webchat", "Bad Channel")),
+  channel: field(fc.constantFrom("telegram", "webchat")),
   to: field(fc.string({ maxLength: 10 })),
   accountId: field(fc.string({ maxLength: 10 })),
   threadId: field(fc.oneof(fc.integer(), fc.string({ maxLength: 10 }))),
-  chatType: field(fc.constantFrom("direct", "group", "channel", "dm")),
+  chatType: field(fc.constantFrom("direct", "group", "channel")),
   displayName: field(fc.string({ maxLength: 10 })),
   deliver: field(fc.boolean()),
   idempotencyKey: field(fc.string({ minLength: 1, maxLength: 10 })),

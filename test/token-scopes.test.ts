@@ -133,6 +133,12 @@ describe("/send on|off|inherit is owner-only; senderIsOwner is the operator's to
       expect(run.kind).toBe("inbound");
       expect((await call("GET", `/v1/sessions/${enc(key)}`)).json.sendPolicy).toBeUndefined();
     }
+    // Nor is a /send that arrives through sessions_send (another session's agent, never an owner).
+    const viaTool = await call("POST", "/tools/invoke", { tool: "sessions_send", args: { sessionKey: key, message: "/send off", timeoutSeconds: 0 }, sessionKey: key }, { token: MAIN_TOKEN });
+    expect(viaTool.json.result.details.status).toBe("accepted");
+    const sent = await call("GET", `/v1/runs/${viaTool.json.result.details.runId}/wait?timeoutMs=10000`);
+    expect(sent.json).toMatchObject({ status: "ok", kind: "send" });
+    expect((await call("GET", `/v1/sessions/${enc(key)}`)).json.sendPolicy).toBeUndefined();
     // The owner's (operator's) command takes effect.
     const owner = await sendAndWait(key, "/send off", { senderIsOwner: true }, { token: GATEWAY });
     expect(owner).toMatchObject({ status: "ok", kind: "command", reply: "⚙️ Send policy set to off." });
