@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { advance, invoke, sessionStub } from "./helpers/http";
+import { until } from "./helpers/scripted";
 import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
 
 afterEach(() => {
@@ -27,7 +28,8 @@ async function driveToAnnounce(child: string): Promise<void> {
 
 describe("sessions_spawn under faults", () => {
   it("20 children, every object evicted while they run: each child still ends with exactly one announce", async () => {
-    setConfigOverride(subagentConfig({ subagents: { maxChildrenPerAgent: 20 } }));
+    // All 20 run at once (maxConcurrent 20; the default 8 would queue 12 of them: test/subagent-lane.test.ts).
+    setConfigOverride(subagentConfig({ subagents: { maxChildrenPerAgent: 20, maxConcurrent: 20 } }));
     let hang = true;
     const fakes = installFakes((c) => (c.step === "task" ? (hang ? "hang" : `result for ${/\[Subagent Task\]: (.*)$/.exec(c.lastUser)?.[1]}`) : c.step === "announce" ? "" : "hi"));
     const req = requesterKey("fault");
@@ -38,7 +40,8 @@ describe("sessions_spawn under faults", () => {
       return r.details.childSessionKey as string;
     });
     expect(new Set(children).size).toBe(20);
-    for (const child of children) expect((await childState(child)).runs.map((r) => r.status)).toEqual(["running"]);
+    // Each task starts once the sub-agent lane grants its slot (on the child's alarm, right after the spawn).
+    for (const child of children) await until(async () => expect((await childState(child)).runs.map((r) => r.status)).toEqual(["running"]));
     expect((await getRequesterSpawnState(env, req)).activeChildren).toBe(20);
 
     // Every executor is lost: nothing of the in-flight work survives in memory.

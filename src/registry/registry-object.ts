@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { STALE_CHECKS, SubagentLane, type LaneAnswer } from "../spawn/subagent-lane";
 import type { IndexEntry, SessionRow } from "./row";
 import { moveBatch, MOVE_SCHEMA } from "./legacy-move";
 
@@ -226,5 +227,26 @@ export class RegistryObject extends DurableObject<Env> {
 
   async count(): Promise<number> {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n;
+  }
+
+  // The sub-agent lane lives in the one instance named LANE_OBJECT (src/spawn/subagent-lane.ts).
+  private laneState?: SubagentLane;
+  private get lane(): SubagentLane {
+    return (this.laneState ??= new SubagentLane(this.sql, this.ctx.storage));
+  }
+
+  async laneAcquire(childKey: string, max: number): Promise<LaneAnswer> {
+    const answer = this.lane.acquire(childKey, max);
+    if (answer.granted || answer.running < max) return answer;
+    // Full: a slot may belong to a child that was deleted mid-task. Ask the oldest holders; drop the gone.
+    for (const held of this.lane.oldRunning(STALE_CHECKS)) {
+      const meta = await this.env.SESSIONS.getByName(held).getMeta().catch(() => undefined);
+      if (meta === null || (meta && meta.subagent?.lane !== "running")) this.lane.reap(held, max);
+    }
+    return this.lane.acquire(childKey, max);
+  }
+
+  async laneRelease(childKey: string, max: number): Promise<string[]> {
+    return this.lane.release(childKey, max);
   }
 }

@@ -87,6 +87,8 @@ export interface SessionExtension {
    * run it became elsewhere (null: run it here), or null synchronously when the hook has nothing to check.
    */
   forwardInbound?(host: SessionObject, req: EnqueueRequest): Promise<RunSnapshot | null> | null;
+  /** A queued run that may not start yet (a sub-agent task waiting for its lane slot); its holder kicks the queue later. */
+  holdsQueuedRun?(host: SessionObject, run: RunRow): boolean;
   /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
   beforeDelete?(host: SessionObject): Promise<void> | void;
   /**
@@ -431,7 +433,11 @@ export class SessionObject extends DurableObject<Env> {
   private async pump(): Promise<void> {
     for (;;) {
       const run = this.claimNext();
-      if (!run) return;
+      if (!run) {
+        // Stopping: a held run's holder may have set a timer during the claim (a deleted session has none).
+        if (this.schemaReady) await this.timers.arm();
+        return;
+      }
       await this.timers.arm();
       await this.execute(run);
     }
@@ -447,7 +453,8 @@ export class SessionObject extends DurableObject<Env> {
       const running = this.sql.exec("SELECT id FROM runs WHERE status = 'running' LIMIT 1").toArray();
       if (running.length > 0) return null;
       const next = this.sql.exec<RunRow>("SELECT * FROM runs WHERE status = 'queued' ORDER BY qseq LIMIT 1").toArray()[0];
-      if (!next) {
+      // Nothing queued, or the head is held (its holder kicks the queue and owns the timer that will).
+      if (!next || EXTENSIONS.some((e) => e.holdsQueuedRun?.(this, next))) {
         this.timers.clear("pump", "queue");
         return null;
       }

@@ -102,6 +102,8 @@ export interface SubagentInfo {
   endedAt?: number;
   /** thread=true: the thread key bound to this child and its thread id (announces and replies go there). */
   thread?: { threadKey: string; threadId: string };
+  /** Its task run's place in the sub-agent lane (maxConcurrent, src/spawn/subagent-lane-client.ts); absent for children spawned before the lane. */
+  lane?: "waiting" | "running" | "released";
 }
 
 export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";

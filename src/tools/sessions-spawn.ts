@@ -1,3 +1,4 @@
+import { callExtension } from "../session/session-object";
 import { routeOf } from "../channels/outbox";
 import { z } from "zod";
 import { findAgent, isAgentSandboxed } from "../config/load";
@@ -214,6 +215,8 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     status: "running",
     startedAt: Date.now(),
     ...(binding ? { thread: binding } : {}),
+    // The task run starts once the sub-agent lane grants it a slot (maxConcurrent).
+    lane: "waiting",
   };
   const request: SpawnChildRequest = {
     init: {
@@ -252,6 +255,9 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     const e = fromRpcError(err);
     return refusal("error", e instanceof Error ? e.message : String(e), { childSessionKey: childKey });
   }
+  // Ask the sub-agent lane now, so a child with a free slot starts before this call returns. Best effort:
+  // the child's own timer asks again if this call is lost (src/spawn/subagent-lane-client.ts).
+  await callExtension(env.SESSIONS.getByName(childKey), "subagent-lane", "ask").catch((err) => console.warn("sub-agent lane: first ask failed; the child's timer retries", childKey, err));
 
   let bindFailure: string | null = null;
   if (binding) {

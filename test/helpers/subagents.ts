@@ -33,7 +33,9 @@ export function subagentConfig(extra: { defaults?: Record<string, any>; subagent
   const { defaults, subagents, list, tools, channels, ...rest } = extra;
   return {
     agents: {
-      defaults: { model: "fake/m1", ...(defaults ?? {}), subagents: { ...(subagents ?? {}) } },
+      // A wide sub-agent lane unless a test sets one: tests of other things must not queue behind children
+      // that earlier tests in the file left running (the lane is gateway-wide; test/subagent-lane.test.ts).
+      defaults: { model: "fake/m1", ...(defaults ?? {}), subagents: { maxConcurrent: 1_000, ...(subagents ?? {}) } },
       list: list ?? [{ id: "main", default: true }, { id: "research" }],
     },
     models: { providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k", models: [{ id: "m1", cost: { input: 3, output: 15 } }] } } },

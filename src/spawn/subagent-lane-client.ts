@@ -1,0 +1,130 @@
+import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { defineTimerKind } from "../session/timer-policy";
+import { LANE_OBJECT } from "./subagent-lane";
+
+/**
+ * The child's side of the sub-agent lane (src/spawn/subagent-lane.ts, docs/subagent-lane.md): its task
+ * run stays queued until the lane grants it a slot, and the slot is given back when the task run ends.
+ *
+ *   spawn                → `lane: "waiting"`; the queue holds the task run; ask the lane now
+ *   granted              → `lane: "running"`; the queue starts the task (its deadline starts now)
+ *   not yet              → ask again every LANE_POLL_MS (the releasing child also tells us at once)
+ *   task run ends        → `lane: "released"` + `subagent-lane:release` timer (run-ending transaction)
+ *   release acknowledged → the lane's next waiters are told (best effort: they poll anyway)
+ */
+
+export const LANE_TIMER = "subagent-lane";
+const ACQUIRE = "acquire";
+const RELEASE = "release";
+/** A waiting child asks again this often, so a lost "granted" message delays it by at most this much. */
+export const LANE_POLL_MS = 60_000;
+const EXT = "subagent-lane" as const;
+
+function maxConcurrent(host: SessionObject): number {
+  return host.cfg.agents.defaults.subagents.maxConcurrent;
+}
+
+function laneStub(host: SessionObject) {
+  return host.bindings.REGISTRY.getByName(LANE_OBJECT);
+}
+
+/** Asks in flight per instance: every kick of a held queue would otherwise ask again. */
+const asking = new WeakSet<SessionObject>();
+
+/** Ask the lane for this child's slot. A throw leaves the acquire timer for the alarm to retry (timer-policy.ts). */
+async function acquire(host: SessionObject): Promise<void> {
+  if (host.meta?.subagent?.lane !== "waiting" || asking.has(host)) return;
+  asking.add(host);
+  try {
+    let answer;
+    try {
+      answer = await laneStub(host).laneAcquire(host.key, maxConcurrent(host));
+    } catch (err) {
+      // The acquire timer is still there: make sure the alarm is set for it.
+      await host.timers.arm();
+      throw err;
+    }
+    host.storage.transactionSync(() => {
+      const sub = host.meta?.subagent;
+      if (!sub || sub.lane !== "waiting") return;
+      if (answer.granted) {
+        sub.lane = "running";
+        host.saveMeta();
+        host.timers.clear(LANE_TIMER, ACQUIRE);
+      } else {
+        host.timers.set(LANE_TIMER, ACQUIRE, Date.now() + LANE_POLL_MS);
+      }
+    });
+    await host.timers.arm();
+    if (answer.granted) host.kick();
+  } finally {
+    asking.delete(host);
+  }
+}
+
+async function release(host: SessionObject): Promise<void> {
+  const granted = await laneStub(host).laneRelease(host.key, maxConcurrent(host));
+  host.timers.clear(LANE_TIMER, RELEASE);
+  await host.timers.arm();
+  for (const key of granted) {
+    // Best effort: a waiter that misses this asks again within LANE_POLL_MS.
+    void callExtension(host.bindings.SESSIONS.getByName(key), EXT, "granted").catch((err) => console.warn("sub-agent lane: telling a waiter failed", key, err));
+  }
+}
+
+/** Ask the lane and start if granted: right after the spawn (sessions_spawn), and when a releasing child says it is our turn. */
+async function ask(host: SessionObject): Promise<{ ok: true }> {
+  if (host.hasStorage) await acquire(host);
+  return { ok: true };
+}
+
+const laneRpc = { ask, granted: ask };
+
+declare module "../session/session-object" {
+  interface ExtensionRpc {
+    "subagent-lane": typeof laneRpc;
+  }
+}
+
+// The lane unreachable for all its attempts: run the task anyway (over the limit, visibly as a dead timer) rather than
+// never. A release that keeps failing would leak a slot, so it is tried for longer (about 2 h) before it is dead.
+defineTimerKind<SessionObject>(LANE_TIMER, {
+  policy: { maxAttempts: 14, maxDelayMs: 10 * 60_000 },
+  onDead: (host, dead) => {
+    const sub = host.meta?.subagent;
+    if (dead.ref !== ACQUIRE || sub?.lane !== "waiting") return;
+    sub.lane = "running";
+    host.saveMeta();
+    host.timers.set("pump", "queue", Date.now());
+  },
+});
+
+registerSessionExtension({
+  name: EXT,
+  rpc: laneRpc,
+  holdsQueuedRun(host, run) {
+    if (run.kind !== "subagent_task" || host.meta?.subagent?.lane !== "waiting") return false;
+    // Inside the queue's claim transaction: the ask is a timer due now, made by this object's alarm (the queue
+    // arms it when it stops), so it runs in this object's own context and survives an eviction.
+    if (!host.timers.get(LANE_TIMER, ACQUIRE)) host.timers.set(LANE_TIMER, ACQUIRE, Date.now());
+    return true;
+  },
+  onRunEnded(host, { input }) {
+    const sub = host.meta?.subagent;
+    if (input.kind !== "subagent_task" || !sub || (sub.lane !== "running" && sub.lane !== "waiting")) return;
+    // A task aborted while waiting gives back its place in the queue; a finished one its slot.
+    sub.lane = "released";
+    host.saveMeta();
+    host.timers.clear(LANE_TIMER, ACQUIRE);
+    host.timers.set(LANE_TIMER, RELEASE, Date.now());
+  },
+  afterRunEnded: async (host) => {
+    if (host.timers.get(LANE_TIMER, RELEASE)) await release(host);
+  },
+  async onTimer(host, timer) {
+    if (timer.kind !== LANE_TIMER) return false;
+    if (timer.ref === ACQUIRE) await acquire(host);
+    else await release(host);
+    return true;
+  },
+});
