@@ -2,6 +2,7 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { defaultAgentId, findAgent, isAgentSandboxed } from "../config/load";
 import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
+import { dmSessionTarget } from "../policy/dm-scope";
 import { displayKey, keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import { parseSendPolicyPatch } from "../policy/send-policy";
 import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
@@ -69,8 +70,10 @@ function runTarget(c: Context<AppEnv>): string {
 
 export function v1Routes(app: Hono<AppEnv>): void {
   app.post("/v1/sessions/:key/messages", async (c) => {
-    const target = targetOf(c);
+    const named = targetOf(c);
     const body = parseBody(inboundMessage, await jsonBody(c));
+    // A DM posted to the agent's main session runs in the session session.dmScope names (policy/dm-scope.ts).
+    const target = dmSessionTarget(c.get("cfg"), named, body);
     checkTextSize("message", body.message, c.get("cfg").limits.maxMessageBytes);
     // Refused rather than ignored: a channel gateway holding an agent token learns its claim had no effect.
     if (body.senderIsOwner === true) assertOperator(c.get("principal"), "senderIsOwner: true");
