@@ -1,6 +1,7 @@
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import { defineTimerKind } from "../session/timer-policy";
 import { LANE_OBJECT } from "./subagent-lane";
+import { log } from "../log";
 
 /**
  * The child's side of the sub-agent lane (src/spawn/subagent-lane.ts, docs/subagent-lane.md): its task
@@ -68,7 +69,7 @@ async function release(host: SessionObject): Promise<void> {
   await host.timers.arm();
   for (const key of granted) {
     // Best effort: a waiter that misses this asks again within LANE_POLL_MS.
-    void callExtension(host.bindings.SESSIONS.getByName(key), EXT, "granted").catch((err) => console.warn("sub-agent lane: telling a waiter failed", key, err));
+    void callExtension(host.bindings.SESSIONS.getByName(key), EXT, "granted").catch((err) => log.warn("subagent_lane_notify_failed", { sessionKey: key, error: err }));
   }
 }
 

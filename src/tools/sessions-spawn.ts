@@ -257,7 +257,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   }
   // Ask the sub-agent lane now, so a child with a free slot starts before this call returns. Best effort:
   // the child's own timer asks again if this call is lost (src/spawn/subagent-lane-client.ts).
-  await callExtension(env.SESSIONS.getByName(childKey), "subagent-lane", "ask").catch((err) => console.warn("sub-agent lane: first ask failed; the child's timer retries", childKey, err));
+  await callExtension(env.SESSIONS.getByName(childKey), "subagent-lane", "ask").catch((err) => log.warn("subagent_lane_ask_failed", { sessionKey: childKey, error: err, next: "the child's timer retries" }));
 
   let bindFailure: string | null = null;
   if (binding) {
