@@ -1,4 +1,4 @@
-// Bindings and secrets of the Switchboard Worker (see wrangler.toml and DESIGN §3).
+// Bindings and secrets of the Switchboard Worker (see wrangler.toml and docs/contract.md).
 declare namespace Cloudflare {
   interface Env {
     /** The CONFIG document: a JSON object (wrangler.toml [vars]) or a JSON string (`--var CONFIG:<json>`). */

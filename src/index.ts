@@ -1,5 +1,5 @@
 /**
- * Switchboard — the session layer for AI agents (DESIGN §1).
+ * Switchboard — the session layer for AI agents (docs/architecture.md).
  * The Worker (Hono) authenticates and routes tool calls; one SessionObject per session holds its
  * transcript, runs and timers; one RegistryObject per agent indexes sessions for listing.
  */

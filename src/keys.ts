@@ -4,7 +4,7 @@ import { invalid } from "./errors";
 export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /**
- * The one session-key parser (DESIGN §2), used by every route, tool and object.
+ * The one session-key parser (docs/contract.md; test/keys.test.ts), used by every route, tool and object.
  *
  * Canonical keys are lower-case `agent:<agentId>:<rest>`, plus the reserved `global` (the DM bucket
  * under `session.scope = "global"`). Kind is classified on `rest`, so `agent:x:main` is `main` and
@@ -23,7 +23,7 @@ export interface ParsedKey {
   chatType?: ChatType;
   threadId?: string;
   isSubagent: boolean;
-  /** Isolated cron run keys (`cron:<job>:run:<id>`) are never listed (reference §1.1). */
+  /** Isolated cron run keys (`cron:<job>:run:<id>`) are never listed (test/keys.test.ts). */
   isCronRun: boolean;
 }
 
@@ -43,7 +43,7 @@ export const SESSION_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 const SEGMENT_RE = /^[a-z0-9_\-.@+=!$~,]+$/;
 const RESERVED = new Set(["global", "unknown"]);
 
-/** `looksLikeSessionKey` of the reference: anything else is a sessionId / custom-key candidate. */
+/** `looksLikeSessionKey` of OpenClaw: anything else is a sessionId / custom-key candidate. */
 export function looksLikeSessionKey(raw: string): boolean {
   const k = raw.trim().toLowerCase();
   if (k === "main" || k === "current" || k === "global" || k === "unknown") return true;
@@ -89,7 +89,7 @@ export function parseSessionKey(raw: string, ctx: KeyContext): ParsedKey {
     if (!AGENT_ID_RE.test(agentId)) throw invalid(`Malformed session key "${clip(raw)}": invalid agent id "${clip(agentId)}"`);
     restParts = parts.slice(2);
   } else {
-    // Un-prefixed keys (cron:, hook:, node-, <channel>:group:<id>, custom) belong to the default agent (DESIGN §3.6).
+    // Un-prefixed keys (cron:, hook:, node-, <channel>:group:<id>, custom) belong to the default agent (test/keys.test.ts).
     agentId = ctx.defaultAgentId;
     restParts = parts;
   }
@@ -150,7 +150,7 @@ export function shownProvenance<P extends { sourceSessionKey?: string }>(p: P): 
 }
 
 /**
- * Channel column of a list row (spec "Channel Field"): groups → the recorded channel (else the
+ * Channel column of a list row (test/sessions-list.test.ts): groups → the recorded channel (else the
  * key's), direct → lastChannel, cron/hook/node → internal, else unknown.
  */
 export function deriveChannel(parsed: ParsedKey, recorded: { channel?: string | null; lastChannel?: string | null }): string {

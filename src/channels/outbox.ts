@@ -8,12 +8,12 @@ import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, postWebhook, type OutboundPayl
 import { log } from "../log";
 
 /**
- * The outbox: the one place where anything leaves the system for a channel (DESIGN §4 "Delivery").
+ * The outbox: the one place where anything leaves the system for a channel (docs/contract.md, "Flows"; docs/webhooks.md).
  *
  * `queueDelivery` writes a row and its timer inside the caller's transaction, so a delivery exists
  * exactly when the state that caused it does. The alarm (timer kind `outbox`) makes the attempts:
  * at-least-once, the same idempotency key on every retry, exponential backoff, a dead letter after
- * the last attempt. Send policy for outbound deliveries is decided here and nowhere else (reference §10 item 17;
+ * the last attempt. Send policy for outbound deliveries is decided here and nowhere else (test/send-policy-e2e.test.ts;
  * sessions_send checks the same policy up front, to refuse the send itself).
  */
 

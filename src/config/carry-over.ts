@@ -111,7 +111,7 @@ function mapLegacyAgent(doc: Doc, warnings: string[]): void {
   }
 }
 
-/** Ranges OpenClaw clamps at run time instead of refusing the config (reference Appendix A). */
+/** Ranges OpenClaw clamps at run time instead of refusing the config (docs/openclaw-carry-over.md). */
 const CLAMPED: { path: string[]; min: number; max: number; integer: boolean }[] = [
   { path: ["session", "agentToAgent", "maxPingPongTurns"], min: 0, max: 5, integer: true },
   { path: ["agents", "defaults", "subagents", "announceTimeoutMs"], min: 1, max: 2_147_000_000, integer: true },

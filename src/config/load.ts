@@ -82,7 +82,7 @@ export function describeIssues(err: z.ZodError): string {
     .join("; ");
 }
 
-/** Default agent = `agents.list[].default` → first listed (reference §1.2). */
+/** Default agent = `agents.list[].default` → first listed, as in OpenClaw. */
 export function defaultAgentId(cfg: Config): string {
   return (cfg.agents.list.find((a) => a.default) ?? cfg.agents.list[0]).id;
 }

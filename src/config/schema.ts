@@ -5,7 +5,7 @@ import { INDEX_SHARDS_DEFAULT, INDEX_SHARDS_MAX } from "../registry/shard-hash";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
 
 /**
- * The CONFIG document (DESIGN §3.1). Key names and defaults follow OpenClaw (reference Appendix A)
+ * The CONFIG document (docs/contract.md, "Configuration"). Key names and defaults follow OpenClaw (docs/openclaw-carry-over.md)
  * so an OpenClaw user can carry their config over. Unknown keys are tolerated (OpenClaw configs
  * carry many settings we do not use); known keys are validated strictly.
  */
@@ -41,7 +41,7 @@ const subagentDefaults = z.object({
   runTimeoutSeconds: z.number().min(0).default(0),
   maxSpawnDepth: z.number().int().min(1).max(5).default(1),
   maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
-  // Accepted for OpenClaw parity (Appendix A); runs are already serialised per session object.
+  // Accepted for OpenClaw parity (docs/openclaw-carry-over.md); runs are already serialised per session object.
   maxConcurrent: z.number().int().min(1).default(8),
   allowAgents: z.array(z.string()).optional(),
   requireAgentId: z.boolean().default(false),
@@ -117,7 +117,7 @@ export const ConfigSchema = z.object({
     .object({
       mainKey: z.string().transform((s) => s.trim().toLowerCase() || "main").default("main"),
       scope: z.enum(["per-sender", "global"]).default("per-sender"),
-      // Accepted for OpenClaw parity (Appendix A): channel gateways choose the DM key they post to.
+      // Accepted for OpenClaw parity (docs/openclaw-carry-over.md): channel gateways choose the DM key they post to.
       dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
       agentToAgent: z.object({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
       sendPolicy: sendPolicy.optional(),
@@ -130,7 +130,7 @@ export const ConfigSchema = z.object({
     .object({
       sessions: z
         .object({
-          // Invalid or missing visibility falls back to "tree" (reference §6.1), case-insensitive.
+          // Invalid or missing visibility falls back to "tree" as in OpenClaw, case-insensitive (test/policy.test.ts).
           visibility: z.string().optional(),
         })
         .prefault({}),

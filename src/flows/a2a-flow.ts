@@ -10,11 +10,11 @@ import { FINAL_STATUSES, type DeliveryRoute, type Provenance, type RunInput, typ
 import { log } from "../log";
 
 /**
- * The agent-to-agent flow of `sessions_send` (reference §3.6, DESIGN §4): after the primary run,
+ * The agent-to-agent flow of `sessions_send` (docs/contract.md, "Flows"; test/a2a-flow.test.ts): after the primary run,
  * requester and target alternate reply-back turns, then the target runs the announce step whose
  * reply is delivered to the target's channel.
  *
- * Where the reference runs this as a detached promise (lost on restart, #45926), here it is a
+ * Where OpenClaw runs this as a detached promise (lost on restart, issue #45926), here it is a
  * persisted state machine in the TARGET's object: one `flows` row (step number, whose turn, the
  * replies so far) plus one `a2a` timer per flow that either dispatches the current step or guards
  * it. Step runs are ordinary queued runs with an idempotency key derived from (flow, step), so a
@@ -26,7 +26,7 @@ import { log } from "../log";
 
 export { ANNOUNCE_SKIP, REPLY_SKIP };
 export const ANNOUNCE_STEP_MESSAGE = "Agent-to-agent announce step.";
-/** How long a step waits for its run before the flow moves on without it (reference: 60 s per step). */
+/** How long a step waits for its run before the flow moves on without it (60 s per step, as in OpenClaw). */
 export const STEP_WAIT_MS = 60_000;
 export const FLOW_TIMER = "a2a";
 export const NOTIFY_TIMER = "a2a_notify";
@@ -85,7 +85,7 @@ interface StepResult {
   runId?: string;
 }
 
-// ---------------------------------------------------------------- prompts (reference §3.3, §3.6 exact lines)
+// ---------------------------------------------------------------- prompts (OpenClaw's exact lines)
 
 export function messageContextPrompt(p: { requesterKey?: string; requesterChannel?: string; targetDisplayKey: string }): string {
   return [
@@ -131,12 +131,12 @@ export function announceStepPrompt(f: FlowState): string {
   ].join("\n");
 }
 
-// ---------------------------------------------------------------- announce target (reference §3.7, without the list scan)
+// ---------------------------------------------------------------- announce target (without OpenClaw's list scan)
 
 /**
  * Where the target's announce goes: the route recorded from the session's own inbound traffic,
  * else the one its key names (`<channel>:group|channel:<id>` → `to: "group:<id>"`). Never guessed
- * by scanning other sessions (reference §10 item 14).
+ * by scanning other sessions.
  */
 export function announceRoute(host: SessionObject): DeliveryRoute | null {
   return announceRouteOf(host.meta, parseCanonical(host.key, host.cfg));
@@ -234,7 +234,7 @@ function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput, start
     turns: [],
   };
   const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
-  // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (reference step 0).
+  // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (OpenClaw's step 0; test/a2a-flow.test.ts).
   if (!roundOne) return finish(host, f, "no_round_one_reply");
   f.roundOneReply = capText(roundOne, FLOW_QUOTE_BYTES);
   const canPingPong = f.maxTurns > 0 && !!f.requesterKey && f.requesterKey !== f.targetKey && roundOne !== REPLY_SKIP;
@@ -365,12 +365,12 @@ async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
       stepEnded(host, flowId, stepNo, { status: snap.status, reply: snap.reply, runId: snap.runId });
     } else if (snap && cur.guardChecks < 1) {
       // Still queued or running: give it one lease period more, which is how long a run whose
-      // executor was lost to an eviction takes to be re-queued by its session (DESIGN §3.6).
+      // executor was lost to an eviction takes to be re-queued by its session (docs/architecture.md).
       cur.guardChecks += 1;
       saveFlow(host, cur);
       host.timers.set(FLOW_TIMER, flowId, Date.now() + LEASE_MS);
     } else {
-      // The step's wait is over (or its run vanished): move on without it, as the reference does.
+      // The step's wait is over (or its run vanished): move on without it, as OpenClaw does.
       stepEnded(host, flowId, stepNo, { status: "timeout", runId: cur.stepRunId });
     }
   });

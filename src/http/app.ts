@@ -45,7 +45,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   });
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
-    // A known path with the wrong method is a 405 naming the methods it takes (DESIGN §3.3), not a 404.
+    // A known path with the wrong method is a 405 naming the methods it takes (docs/contract.md, "Endpoints"), not a 404.
     const allowed = methodsFor(app, path);
     if (allowed.length > 0) {
       c.header("Allow", allowed.join(", "));

@@ -9,7 +9,7 @@ import { requesterOf } from "./auth";
 import { log } from "../log";
 
 /**
- * `/mcp` (DESIGN §3.4): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
+ * `/mcp` (docs/contract.md, "Endpoints"): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
  *
  * Stateless on purpose: every POST carries one JSON-RPC message (or a batch) and gets a JSON answer,
  * no `Mcp-Session-Id`, no server-held stream — any Worker instance can answer any request, and the
@@ -138,7 +138,7 @@ function mcpTool(def: ToolDefinition) {
   return { name: d.name, description: d.description, inputSchema: d.parameters };
 }
 
-/** The requester session: `X-Session-Key`, else the token's main session (DESIGN §3.2). */
+/** The requester session: `X-Session-Key`, else the token's main session (docs/contract.md, "Authentication and scopes"). */
 async function toolContext(c: Context<AppEnv>): Promise<ToolContext> {
   const cfg = c.get("cfg");
   return { env: c.env, cfg, caller: await requesterOf(c, c.req.header("X-Session-Key")) };

@@ -8,7 +8,7 @@ import { intParam, rpc, targetOf } from "./route-helpers";
 const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", "dead"];
 
 /**
- * The outbox over REST (DESIGN §4 "Delivery"): what a session sent or tried to send, with dead
+ * The outbox over REST (docs/contract.md, "Flows"): what a session sent or tried to send, with dead
  * letters visible and re-queueable.
  *   GET  /v1/sessions/{key}/deliveries?status=pending|delivered|blocked|dead&limit=
  *   POST /v1/sessions/{key}/deliveries/{id}/retry

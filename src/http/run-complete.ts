@@ -6,7 +6,7 @@ import type { AppEnv } from "./app-env";
 import { jsonBody, methodNotAllowed } from "./route-helpers";
 
 /**
- * `POST /v1/runs/{runId}/complete` (DESIGN §3.5): a webhook runtime that answered 202 hands in the
+ * `POST /v1/runs/{runId}/complete` (docs/contract.md, "Endpoints"): a webhook runtime that answered 202 hands in the
  * run's reply (or error) here, with the run token it was given. Only that run's token may complete it;
  * the token itself stops working once the run has ended, so a second completion is a 401.
  */

@@ -13,7 +13,7 @@ export const invokeBody = z.object({
   dryRun: z.boolean().optional(),
 });
 
-/** OpenClaw-compatible tool invocation (DESIGN §3.3): `{ ok: true, result: { content, details } }`. */
+/** OpenClaw-compatible tool invocation (docs/contract.md, "Endpoints"): `{ ok: true, result: { content, details } }`. */
 export function toolResult(payload: unknown) {
   // Compact JSON: the payload travels twice (text and details), so whitespace would double its cost.
   return { content: [{ type: "text" as const, text: JSON.stringify(payload) }], details: payload };

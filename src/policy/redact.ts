@@ -1,5 +1,5 @@
 /**
- * Secret redaction for text that leaves a session (reference §2.2 "Redaction").
+ * Secret redaction for text that leaves a session (test/history-sanitize.test.ts).
  *
  * Only the secret value is masked; the surrounding context (`API_KEY=`, `"token": "`, `--password `,
  * `Bearer `) is kept so a reader still knows *what* was there. Every pattern is written so the regex
@@ -8,7 +8,7 @@
  * every position inside the same run.
  */
 
-/** Masking rule of the reference: long secrets keep a recognisable head/tail, short ones vanish. */
+/** Masking rule of OpenClaw: long secrets keep a recognisable head/tail, short ones vanish. */
 export function maskSecret(value: string): string {
   if (value.length < 18) return "***";
   return `${safeHead(value, 6)}…${safeTail(value, 4)}`;

@@ -1,5 +1,5 @@
 /**
- * Which sessions a requester may list / read / send to / inspect (reference §6). Pure decisions;
+ * Which sessions a requester may list / read / send to / inspect (test/policy.test.ts). Pure decisions;
  * callers supply the facts (agent ids, the target's `spawnedBy`) and turn a denial into `forbidden`.
  */
 
@@ -44,9 +44,9 @@ export function resolveEffectiveVisibility(input: {
   const configured = typeof input.configured === "string" ? input.configured.trim().toLowerCase() : "";
   let visibility: Visibility = (VISIBILITIES as readonly string[]).includes(configured) ? (configured as Visibility) : "tree";
   const clampSpawned = (input.sandboxClamp ?? "spawned") === "spawned";
-  // The reference clamps *every* mode to tree, which widens `self`; we keep that for parity.
+  // OpenClaw clamps *every* mode to tree, which widens `self`; we keep that for parity.
   if (input.sandboxed && clampSpawned) visibility = "tree";
-  // Reference §6.3 exempts sub-agent requesters: their lookups are not filtered by `spawnedBy`.
+  // OpenClaw exempts sub-agent requesters (test/policy.test.ts): their lookups are not filtered by `spawnedBy`.
   const restrictToSpawned = input.sandboxed && clampSpawned && !input.requesterIsSubagent;
   return { visibility, restrictToSpawned };
 }
@@ -74,7 +74,7 @@ const A2A_NOUN: Record<GuardAction, string> = {
 
 export type VisibilityErrorKind = "crossAgent" | "a2aDisabled" | "a2aDenied" | "self" | "tree";
 
-/** The exact denial texts of the reference guard. */
+/** The exact denial texts of OpenClaw's guard. */
 export function visibilityError(action: GuardAction, kind: VisibilityErrorKind): string {
   switch (kind) {
     case "crossAgent":
@@ -116,7 +116,7 @@ export function checkSessionAccess(input: {
   const isSelf = input.targetKey === input.requesterKey;
   if (visibility === "self" && !isSelf) return deny("self");
   if (visibility === "tree" && !isSelf) {
-    // Direct children only, as in the reference (no recursion into grandchildren).
+    // Direct children only, as in OpenClaw (no recursion into grandchildren).
     const isChild = !!input.targetSpawnedBy && input.targetSpawnedBy === input.requesterKey;
     if (!isChild) return deny("tree");
   }

@@ -1,7 +1,7 @@
 import { deriveChannel, displayKey, type ParsedKey, type SessionKind } from "../keys";
 import type { SessionMeta } from "../session/types";
 
-/** A `sessions_list` row (spec "Row shape"), built by the session object and stored in the index. */
+/** A `sessions_list` row (test/sessions-list.test.ts), built by the session object and stored in the index. */
 export interface SessionRow {
   key: string;
   agentId: string;

@@ -57,7 +57,7 @@ function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): Transcri
   const now = Date.now();
   const content: ContentBlock[] = [];
   if (step.text) content.push({ type: "text", text: step.text });
-  // Attachment bytes handed to sessions_spawn never enter the requester's persisted transcript (reference §4.7).
+  // Attachment bytes handed to sessions_spawn never enter the requester's persisted transcript (test/attachments.test.ts).
   for (const call of step.toolCalls) {
     const args = call.toolName === "sessions_spawn" ? redactAttachmentArgs(call.input) : call.input;
     content.push({ type: "toolCall", id: call.toolCallId, name: call.toolName, arguments: args });

@@ -3,7 +3,7 @@ import type { Principal } from "../http/principal";
 import { FINAL_STATUSES } from "../session/types";
 
 /**
- * Run tokens (DESIGN §3.2): minted for each webhook run, they let the external runtime act as that
+ * Run tokens (docs/contract.md, "Authentication and scopes"): minted for each webhook run, they let the external runtime act as that
  * run's session — and nothing else — until the run ends.
  *
  * Format: `sbrun.<base64url(JSON claims)>.<base64url(HMAC-SHA256(SIGNING_SECRET, "sbrun." + claims))>`.

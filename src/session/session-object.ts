@@ -30,7 +30,7 @@ import {
 } from "./types";
 import { log } from "../log";
 
-/** A run whose executor is not seen alive for this long is considered lost to an eviction (DESIGN §3.6). */
+/** A run whose executor is not seen alive for this long is considered lost to an eviction (docs/architecture.md, "Inside a session object"). */
 export const LEASE_MS = 60_000;
 /** Registry writes of one session are coalesced to at most one per this interval. */
 export const INDEX_COALESCE_MS = 1_000;
@@ -135,7 +135,7 @@ export function registerSessionExtension(ext: SessionExtension): void {
 }
 
 /**
- * One Durable Object per canonical session key (DESIGN §1). It owns the session's metadata, transcript,
+ * One Durable Object per canonical session key (docs/architecture.md). It owns the session's metadata, transcript,
  * run queue, timers and outbox in SQLite, runs one run at a time in FIFO order, and keeps its registry
  * row current. Every method is typed RPC; there is no fetch handler.
  */
@@ -317,7 +317,7 @@ export class SessionObject extends DurableObject<Env> {
     // Checked before the schema is created: a refused step leaves no storage behind.
     if (req.onlyIfExists && (!this.schemaReady || !this.meta)) throw toRpcError(new SwitchboardError("not_found", `Session not found: ${this.key}`));
     this.ensureSchema();
-    // An owner's standalone `/send on|off|inherit` is a command run (reference §5): it takes its turn in
+    // An owner's standalone `/send on|off|inherit` is a command run (test/token-scopes.test.ts): it takes its turn in
     // the queue like any message, but is answered by the send-policy extension, never by the model.
     if (req.senderIsOwner && req.input.kind === "inbound" && parseSendCommand(req.input.message)) req = { ...req, input: { ...req.input, kind: "command" } };
     const now = Date.now();
@@ -539,7 +539,7 @@ export class SessionObject extends DurableObject<Env> {
         for (const msg of res.messages) this.transcript.append(msg, runId);
         m.systemSent = true;
       } else if (row.status === "running") {
-        // The transcript records failed and cut-short runs too, as the reference does (stopReason error/aborted).
+        // The transcript records failed and cut-short runs too, as OpenClaw does (stopReason error/aborted).
         this.transcript.append(runEndedWithoutReply(m.model, outcome, now), runId);
       }
       const spent = endedRunUsage(this.sql, runId, res, ok);

@@ -1,5 +1,5 @@
 /**
- * Timers behind one multiplexed alarm (STYLE "Durable state"). A timer is a row `(kind, ref)`;
+ * Timers behind one multiplexed alarm (docs/architecture.md, "Durable-state rules"; docs/timers.md). A timer is a row `(kind, ref)`;
  * writing one in the same transaction as the state that needs it is what makes follow-ups
  * restart-safe. The alarm is always set to the earliest due row.
  */

@@ -113,7 +113,7 @@ export function userMessageOf(input: RunInput, shown: <P extends { sourceSession
   return { role: "user", content: [{ type: "text", text: input.message }], timestamp: Date.now(), ...(input.provenance ? { provenance: shown(input.provenance) } : {}) };
 }
 
-/** The transcript records failed and cut-short runs too, as the reference does (stopReason error/aborted). */
+/** The transcript records failed and cut-short runs too, as OpenClaw does (stopReason error/aborted). */
 export function runEndedWithoutReply(model: string | undefined, outcome: { status: RunStatus; error?: string }, now: number): TranscriptMessage {
   return {
     role: "assistant",

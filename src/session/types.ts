@@ -1,6 +1,6 @@
 import type { SessionKind, ChatType } from "../keys";
 
-/** Transcript message in OpenClaw's raw transcript format (reference §7). */
+/** Transcript message in OpenClaw's raw transcript format (test/sessions-history.test.ts). */
 export type ContentBlock =
   | { type: "text"; text: string }
   | { type: "image"; data?: string; mimeType?: string }

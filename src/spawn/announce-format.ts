@@ -1,7 +1,7 @@
 import { cutText, storedTextBytes } from "../session/byte-budget";
 
 /**
- * The sub-agent completion announce text (DESIGN §3.6 "Sub-agent announce"; reference §4.5 items 6–7).
+ * The sub-agent completion announce text (docs/contract.md, "Flows"; test/announce-format.test.ts).
  *
  * Status comes from the runtime outcome only — never from what the model wrote — so a child that
  * claims success in its reply but timed out is still reported as `timed out`.
@@ -107,7 +107,7 @@ export function fenceUntrusted(text: string): string {
 }
 
 /**
- * "Child completion results:" (reference §4.5 step 4, §8 item 49): every direct child in creation
+ * "Child completion results:" (as in OpenClaw; test/subagent-descendants.test.ts): every direct child in creation
  * order, each with its status and its result fenced as untrusted data. Not truncated here: the
  * announcing child freezes its whole Result (its own text and these findings) at 100 KB.
  */
@@ -121,9 +121,9 @@ export function formatChildFindings(children: ChildFinding[]): string {
 }
 
 /**
- * What a run that timed out while working with tools achieved (reference §4.5 step 5):
+ * What a run that timed out while working with tools achieved (test/subagent-run-timeout.test.ts):
  * `[Partial progress: <n> tool call(s) executed before timeout]` and its last ≤3 assistant fragments;
- * without fragments, the latest tool result (which the reference drops) so the work is not lost.
+ * without fragments, the latest tool result (which OpenClaw drops) so the work is not lost.
  */
 export function partialProgress(toolCalls: number, assistantFragments: string[], latestToolResult: string | null): string {
   const lines = [`[Partial progress: ${toolCalls} tool call(s) executed before timeout]`];
@@ -164,7 +164,7 @@ export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "
 }
 
 /**
- * A Result is frozen at this size (reference §4.5), so flow rows, hand-offs and deliveries stay bounded.
+ * A Result is frozen at this size (docs/limits.md), so flow rows, hand-offs and deliveries stay bounded.
  * Measured in stored bytes (docs/limits.md), so no characters (escaped controls) can make it larger in a row.
  */
 const FROZEN_RESULT_MAX_BYTES = 100 * 1024;

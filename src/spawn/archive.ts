@@ -2,7 +2,7 @@ import { TRANSCRIPT_CHUNK_BYTES } from "../session/byte-budget";
 import type { SessionObject } from "../session/session-object";
 
 /**
- * Cold storage for archived sub-agents (reference §10 item 11): before a child's storage is cleared,
+ * Cold storage for archived sub-agents (test/subagent-archive.test.ts): before a child's storage is cleared,
  * its transcript (the same JSONL as `GET /v1/sessions/{key}/transcript.jsonl`) goes to the optional
  * R2 bucket `ARCHIVE`, and its attachments too when `retainOnSessionKeep` asks to keep them.
  * Without the binding, archival only clears the child. The transcript is streamed in byte-budgeted chunks into

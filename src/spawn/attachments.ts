@@ -1,5 +1,5 @@
 /**
- * Inline attachments for `sessions_spawn` (reference §4.7).
+ * Inline attachments for `sessions_spawn` (docs/limits.md; test/attachments.test.ts).
  *
  * Validation only: the caller decides where the bytes go (the child's object stores them).
  * Every refusal is a *result* (`{ ok: false, status, error }`), never a throw, because the
@@ -103,7 +103,7 @@ async function sha256Hex(data: Uint8Array): Promise<string> {
 }
 
 /**
- * Validates and decodes spawn attachments. Order (as in the reference, so the same input yields
+ * Validates and decodes spawn attachments. Order (as in OpenClaw, so the same input yields
  * the same message): disabled → file count → then per file, in input order: name (empty / invalid
  * / duplicate) → content (base64 strictness or utf8 size) → file size → running total.
  * An empty list is fine even when the feature is disabled: there is nothing to refuse.
@@ -123,7 +123,7 @@ export async function validateAttachments(
   let totalBytes = 0;
 
   for (const item of list) {
-    // Trimmed like the reference: surrounding whitespace is almost always a client artefact.
+    // Trimmed like OpenClaw: surrounding whitespace is almost always a client artefact.
     const name = typeof item?.name === "string" ? item.name.trim() : "";
     const nameError = invalidNameError(name);
     if (nameError) return fail(nameError);

@@ -5,7 +5,7 @@ import type { SessionObject } from "../session/session-object";
  * A requester's active-children slots (one `subagent_child` flow row per child): reserved before a
  * child is created, so concurrent spawns never exceed `maxChildrenPerAgent`, and ended once the
  * child's completion has been absorbed by the requester. Each ended slot keeps the child's outcome,
- * so a requester that is itself a sub-agent can report all its direct children (reference §8 item 49).
+ * so a requester that is itself a sub-agent can report all its direct children (test/subagent-descendants.test.ts).
  * Everything here is synchronous: it runs inside the caller's transaction.
  */
 

@@ -2,7 +2,7 @@ import type { SessionHost } from "../session/host";
 import type { EnqueueRequest, RunInput, RunSnapshot } from "../session/types";
 
 /**
- * The child's half of `sessions_spawn` (DESIGN §4, reference §10 item 15): one transaction in the
+ * The child's half of `sessions_spawn` (docs/contract.md, "Flows"): one transaction in the
  * child's object creates the session (lineage, depth, model, thinking, label, sub-agent info),
  * stores its attachments and queues its task run. A spawn is never a multi-step saga with
  * compensating deletes: either the child exists with its task queued, or nothing happened.

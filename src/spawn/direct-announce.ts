@@ -25,7 +25,7 @@ export interface AnnounceHandoff {
   message: string | null;
   /** The requester's route captured at spawn, used when the requester has none recorded now. */
   route?: DeliveryRoute | null;
-  /** A thread-bound child's thread: the announce is delivered there (reference §4.8). */
+  /** A thread-bound child's thread: the announce is delivered there (test/thread-binding.test.ts). */
   threadId?: string;
   /** The child's status label and frozen result, kept even when the announce is silent. */
   outcome?: ChildOutcome;
@@ -57,7 +57,7 @@ export function announceRoute(host: SessionObject, h: Pick<AnnounceHandoff, "rou
 /**
  * Record the direct announce in this transcript and queue its delivery (inside the caller's
  * transaction). Keyed on the announce's idempotency key, so a repeat never delivers twice.
- * No route at all: the announce stays an internal injection (reference §8 item 44).
+ * No route at all: the announce stays an internal injection, as in OpenClaw.
  */
 export function recordDirectAnnounce(host: SessionObject, h: Pick<AnnounceHandoff, "idempotencyKey" | "childKey" | "route" | "threadId"> & { message: string }): { id: string; status: string } | undefined {
   host.transcript.append(internalMessage(h.message, h.childKey), null);

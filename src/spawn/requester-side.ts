@@ -151,7 +151,7 @@ registerSessionExtension({
 
 /**
  * The requester is told when an announce could not be delivered to its channel after the outbox's
- * last attempt (reference §9, PR #29846: OpenClaw only logged it). Once per delivery.
+ * last attempt (OpenClaw only logged it; test/subagent-announce.test.ts). Once per delivery.
  */
 onDeliveryDead("subagent_announce", (host, d) => {
   const childKey = childKeyOfAnnounce(d.idempotencyKey);

@@ -18,7 +18,7 @@ import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt
 import { log } from "../log";
 
 /**
- * The child's half of the sub-agent lifecycle (DESIGN §4 "sessions_spawn", reference §4.5–4.6),
+ * The child's half of the sub-agent lifecycle (docs/contract.md, "Flows"; test/subagent-announce.test.ts),
  * driven only by rows written in the transactions that cause them, so an eviction at any point
  * loses nothing:
  *
@@ -117,7 +117,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     const latestToolResult = latestToolResultText(host, run.runId);
     const fallback = !finalReply?.trim() && outcome === "timeout" ? (partialProgressOf(host, run.runId, latestToolResult) ?? latestToolResult) : latestToolResult;
     // Its own children still run: announcing now would report their work as missing, so the
-    // announce waits for their announces (reference §8 item 49), bounded by a cap timer.
+    // announce waits for their announces (test/subagent-descendants.test.ts), bounded by a cap timer.
     const waitForChildren = countActiveChildren(host) > 0;
     writeFlow(host, waitForChildren ? "waiting" : "step", {
       taskRunId: run.runId,
@@ -142,7 +142,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     const m = flow.material;
     const reply = run.status === "ok" ? (run.reply ?? "") : "";
     // After waiting for its children, NO_REPLY ("nothing to add") must not swallow their results: it
-    // falls back to announcing without notes (reference §8 item 46); ANNOUNCE_SKIP stays explicit silence.
+    // falls back to announcing without notes, as OpenClaw does; ANNOUNCE_SKIP stays explicit silence.
     const silent = isSilentToken(reply, "ANNOUNCE_SKIP") || (isSilentToken(reply, "NO_REPLY") && !m.deferred);
     const notes = isSilentToken(reply, "NO_REPLY") ? "" : reply;
     const announce: SubagentAnnounceInput = {

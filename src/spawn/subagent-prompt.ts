@@ -2,11 +2,11 @@ import { ANNOUNCE_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../flows/control-t
 import { displayKey } from "../keys";
 
 /**
- * The texts a sub-agent sees (reference §4.2 "Task message" and "System prompt", §4.3 notes) and the
- * prompt of its announce step (DESIGN §4 "sessions_spawn": the announce step runs in the child).
+ * The texts a sub-agent sees (OpenClaw's task message and system prompt; test/sessions-spawn.test.ts) and the
+ * prompt of its announce step (docs/contract.md, "Flows": the announce step runs in the child).
  */
 
-/** "requester" delivery: each completion arrives as a turn of this session (reference §4.3's note). */
+/** "requester" delivery: each completion arrives as a turn of this session (docs/subagents.md). */
 export const ACCEPTED_NOTE_RUN =
   "Auto-announce is push-based. After spawning children, do NOT call sessions_list, sessions_history, exec sleep, or any polling tool. Wait for completion events to arrive as user messages, track expected child session keys, and only send your final answer after ALL expected completions arrive. If a child completion event arrives AFTER your final answer, reply ONLY with NO_REPLY.";
 /** "direct" delivery, top-level requester: the announce goes to the channel by itself; nothing wakes this session. */
@@ -17,7 +17,7 @@ export const ACCEPTED_NOTE_DIRECT_INTERNAL =
   "Auto-announce is push-based: when the sub-agent finishes, its result is recorded in this transcript and reported with your own announce under \"Child completion results\". You are not woken for it, so do NOT call sessions_list, sessions_history, exec sleep, or any polling tool to wait; finish your run with your own part of the work.";
 export const ACCEPTED_NOTE_SESSION = "thread-bound session stays active after this task; continue in-thread for follow-ups.";
 
-/** The user message that starts the child's task run (reference §4.2, lines joined with blank lines). */
+/** The user message that starts the child's task run (OpenClaw's lines, joined with blank lines). */
 export function subagentTaskMessage(opts: { task: string; depth: number; maxDepth: number; mode: "run" | "session" }): string {
   const lines = [
     `[Subagent Context] You are running as a subagent (depth ${opts.depth}/${opts.maxDepth}). Results auto-announce to your requester; do not busy-poll for status.`,
@@ -37,7 +37,7 @@ export interface SubagentPromptContext {
   attachments?: { count: number; totalBytes: number; relDir: string; mountPath?: string };
 }
 
-/** Extra system prompt of every run of a sub-agent's task (reference §4.2 `subagent-system-prompt`). */
+/** Extra system prompt of every run of a sub-agent's task (OpenClaw's sub-agent system prompt). */
 export function subagentSystemPrompt(c: SubagentPromptContext): string {
   const canSpawn = c.depth < c.maxDepth;
   const parts = [

@@ -14,7 +14,7 @@ export function latestToolResultText(host: SessionObject, runId: string): string
 }
 
 /**
- * Partial progress of a task run that timed out while it worked with tools (reference §4.5 step 5):
+ * Partial progress of a task run that timed out while it worked with tools (test/subagent-run-timeout.test.ts):
  * its tool calls and last assistant fragments, or null when it made no tool call.
  */
 export function partialProgressOf(host: SessionObject, runId: string, latestToolResult: string | null): string | null {

@@ -1,6 +1,6 @@
 import type { Config } from "../config/schema";
 
-/** Who is calling a tool: the requester session, resolved by auth (DESIGN §3.2). */
+/** Who is calling a tool: the requester session, resolved by auth (docs/contract.md, "Authentication and scopes"). */
 export interface Caller {
   agentId: string;
   /** Canonical key of the requester session. */

@@ -57,7 +57,7 @@ export const SESSION_TOOL_NAMES = new Set(["sessions_list", "sessions_history", 
 
 /**
  * Session tools an orchestrator sub-agent (depth < maxSpawnDepth) keeps by default, so raising
- * maxSpawnDepth is enough to let it spawn and read its own children (reference §4.9). A leaf — every
+ * maxSpawnDepth is enough to let it spawn and read its own children (test/subagent-descendants.test.ts). A leaf — every
  * sub-agent at the default maxSpawnDepth 1 — keeps none; sessions_send and agents_list need an allow.
  */
 const ORCHESTRATOR_TOOLS = ["sessions_spawn", "sessions_list", "sessions_history"];
@@ -85,14 +85,14 @@ export function findTool(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg:
   return t;
 }
 
-/** Accept snake_case spellings of every parameter (reference §0.2), then validate with the tool's schema. */
+/** Accept snake_case spellings of every parameter (test/sessions-list.test.ts), then validate with the tool's schema. */
 export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string, unknown> {
   if (raw === undefined || raw === null) raw = {};
   if (typeof raw !== "object" || Array.isArray(raw)) throw invalid("args: expected an object");
   const args: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
     const camel = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
-    // String params are trimmed; an empty string counts as absent (reference §0.2).
+    // String params are trimmed; an empty string counts as absent, as in OpenClaw.
     const value = typeof v === "string" ? v.trim() : v;
     if (value === "") continue;
     if (!(camel in args)) args[camel] = value;

@@ -7,7 +7,7 @@ export interface ResolvedTarget {
   parsed: ParsedKey;
 }
 
-/** Effective visibility of the caller (config, sandbox clamp) — reference §6.1/§6.3. */
+/** Effective visibility of the caller (config, sandbox clamp) (test/policy.test.ts). */
 export function callerVisibility(ctx: ToolContext): { visibility: Visibility; restrictToSpawned: boolean } {
   return resolveEffectiveVisibility({
     configured: ctx.cfg.tools.sessions.visibility,
@@ -23,7 +23,7 @@ export function parseTargetKey(ctx: ToolContext, raw: string): ParsedKey {
 }
 
 /**
- * Resolve the `sessionKey` parameter of history/send (reference §1.4): keys and aliases parse
+ * Resolve the `sessionKey` parameter of history/send (test/sessions-history.test.ts): keys and aliases parse
  * directly (a well-formed key that does not exist yet is accepted); anything else is looked up as a
  * sessionId (or a custom key) in the registry, scoped to the caller's children when sandboxed.
  */
@@ -63,7 +63,7 @@ export async function resolveSessionReference(
 }
 
 /**
- * Visibility guard for one target (reference §6.1). `targetSpawnedBy` is only needed for `tree`,
+ * Visibility guard for one target (test/policy.test.ts). `targetSpawnedBy` is only needed for `tree`,
  * so callers pass it from data they already read (no extra round trip).
  */
 export function guardTarget(

@@ -12,7 +12,7 @@ import { isRefusal, refusal, type Refusal, type ToolContext } from "./context";
 import { registerTool } from "./registry";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
 
-/** Default wait of a send (reference §3.1). */
+/** Default wait of a send, OpenClaw's (test/sessions-send.test.ts). */
 export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
 /** Longest accepted `timeoutSeconds` (a 400 beyond); a wait itself is clamped to 15 min (MAX_WAIT_MS) and over MCP to 50 s. */
 export const SEND_TIMEOUT_SECONDS_MAX = 86_400;
@@ -45,12 +45,12 @@ export type SessionsSendResult =
   | { runId: string; status: "timeout" | "error"; error: string; sessionKey: string }
   | Refusal;
 
-/** Refusals carry a fresh random runId (no run was started), as in the reference (§3.2). */
+/** Refusals carry a fresh random runId (no run was started), as in OpenClaw (test/sessions-send.test.ts). */
 function refuse(status: Refusal["status"], error: string, extra: Record<string, unknown> = {}): Refusal {
   return refusal(status, error, { runId: crypto.randomUUID(), ...extra });
 }
 
-/** Label path of the reference (§3.2 step 3): agent scope checks first, then one indexed lookup. */
+/** Label path of OpenClaw (test/sessions-send.test.ts): agent scope checks first, then one indexed lookup. */
 async function resolveByLabel(ctx: ToolContext, label: string, agentIdArg: string | undefined, restrictToSpawned: boolean): Promise<ParsedKey | Refusal> {
   const agentId = (agentIdArg ?? ctx.caller.agentId).trim().toLowerCase();
   if (restrictToSpawned && agentId !== ctx.caller.agentId) return refuse("forbidden", "Sandboxed sessions_send label lookup is limited to this agent");
@@ -74,7 +74,7 @@ function maybeMeta(env: Env, key: string): Promise<SessionMeta | null> {
   return env.SESSIONS.getByName(key).getMeta();
 }
 
-/** The tool-visible outcome of a waited run (reference §3.4): the reply is that run's own, never an older one. */
+/** The tool-visible outcome of a waited run (test/sessions-send.test.ts): the reply is that run's own, never an older one. */
 function waitedResult(run: RunSnapshot, sessionKey: string, timeoutSeconds: number, delivery: SendDelivery): SessionsSendResult {
   switch (run.status) {
     case "ok":

@@ -20,13 +20,13 @@ import { registerTool, type ToolDefinition } from "./registry";
 import { log } from "../log";
 
 /**
- * `sessions_spawn` (spec "sessions_spawn", reference §4): checks in the reference's order with its
+ * `sessions_spawn` (test/sessions-spawn.test.ts, test/spawn-parameters.test.ts): checks in OpenClaw's order with its
  * texts, then one transaction in the child's object creates it and queues its task. Never blocks:
  * the result is `accepted` at once; completion is announced back to the requester by the child
  * (src/spawn/subagent-lifecycle.ts).
  */
 
-/** Channel-delivery keys the reference refuses with a pointer to the right tool (reference §4.1). */
+/** Channel-delivery keys OpenClaw refuses with a pointer to the right tool. */
 const CHANNEL_DELIVERY_KEYS = ["target", "transport", "channel", "to", "threadId", "replyTo"];
 /** Parameters of OpenClaw's external-harness runtime (runtime="acp"), which Switchboard does not run. */
 const ACP_ONLY_KEYS = ["resumeSessionId", "cwd", "streamTo"] as const;
@@ -79,7 +79,7 @@ export interface SessionsSpawnAccepted {
   threadKey?: string;
 }
 
-/** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (reference §4.4). */
+/** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (test/spawn-parameters.test.ts). */
 function resolveChildModel(cfg: Config, targetAgentId: string, explicit?: string): string {
   const agent = findAgent(cfg, targetAgentId);
   return explicit ?? agent?.subagents?.model ?? agent?.model ?? cfg.agents.defaults.subagents.model ?? cfg.agents.defaults.model;
@@ -95,7 +95,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   const sub = cfg.agents.defaults.subagents;
   checkTextSize("task", args.task, cfg.limits.maxMessageBytes);
 
-  // 0. runtime: only sub-agents run here; ACP parameters are refused with the reference's texts.
+  // 0. runtime: only sub-agents run here; ACP parameters are refused with OpenClaw's texts.
   if (args.runtime === "acp") {
     return refusal("error", 'runtime="acp" is not supported by Switchboard: sub-agents run with runtime="subagent" (omit runtime). Use agents_list to find agents to spawn.');
   }
@@ -163,7 +163,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   if (args.thinking !== undefined && !explicitThinking) return refusal("error", INVALID_THINKING(args.thinking));
   const thinking = parseThinkingLevel(resolveChildThinking(cfg, targetAgentId, explicitThinking));
 
-  // 10. model: an invalid model is an error and no run starts — never a silently ignored override (reference §9).
+  // 10. model: an invalid model is an error and no run starts — never a silently ignored override.
   const model = resolveChildModel(cfg, targetAgentId, args.model);
   const modelProblem = checkModelRef(cfg, env, model);
   if (modelProblem) return refusal("error", modelProblem, { childSessionKey: childKey });
@@ -187,7 +187,7 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   // 12. attachments (validated and hashed here; stored by the child in its spawn transaction).
   const validated = await validateAttachments(args.attachments ?? [], cfg.tools.sessions_spawn.attachments);
   if (!validated.ok) return refusal(validated.status, validated.error);
-  // Like transcriptPath, a gateway path (the reference's workspace dir does not exist here): GET <relDir>/<name>.
+  // Like transcriptPath, a gateway path (OpenClaw's workspace dir does not exist here): GET <relDir>/<name>.
   const relDir = `/v1/sessions/${encodeURIComponent(childKey)}/attachments`;
   const receipt = validated.files.length > 0 ? attachmentsReceipt(validated.files, relDir) : undefined;
   const mountPath = args.attachAs?.mountPath?.trim();
