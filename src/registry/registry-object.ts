@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { STALE_CHECKS, SubagentLane, type LaneAnswer } from "../spawn/subagent-lane";
 import type { IndexEntry, SessionRow } from "./row";
 import { moveBatch, MOVE_SCHEMA } from "./legacy-move";
+import { WritePacer } from "./write-pacing";
 
 /**
  * One shard of an agent's session index (`registry:<agentId>:<shard>`, placed by src/registry/session-index.ts).
@@ -59,6 +60,7 @@ const MIGRATIONS = [
 
 export class RegistryObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  private readonly pacer = new WritePacer();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -79,7 +81,12 @@ export class RegistryObject extends DurableObject<Env> {
    * Upsert a session's row. Writes can arrive out of order (an inline write racing a coalesced one),
    * so an older row never overwrites a newer one.
    */
-  async upsert(e: IndexEntry): Promise<void> {
+  async upsert(e: IndexEntry): Promise<{ nextWriteInMs: number }> {
+    this.writeRow(e);
+    return { nextWriteInMs: this.pacer.record(Date.now()) };
+  }
+
+  private writeRow(e: IndexEntry): void {
     this.sql.exec(
       `INSERT INTO sessions (key, session_id, kind, label, spawned_by, updated_at, listed, row_json)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -93,7 +100,7 @@ export class RegistryObject extends DurableObject<Env> {
   /** Many rows in one call (seeding, bulk imports). */
   async upsertMany(entries: IndexEntry[]): Promise<void> {
     this.ctx.storage.transactionSync(() => {
-      for (const e of entries) void this.upsert(e);
+      for (const e of entries) this.writeRow(e);
     });
   }
 

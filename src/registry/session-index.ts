@@ -109,27 +109,26 @@ export class SessionIndex {
    */
   async list(q: ListQuery): Promise<ListPage> {
     const sources = q.scope.type === "self" ? [this.rowShard(q.scope.key)] : this.allShards();
-    const pages = await Promise.all([
-      ...sources.map((s) => s.list(q) as Promise<ListPage>),
-      this.legacy().then((l) => (l ? (l.list(q) as Promise<ListPage>) : EMPTY_PAGE)),
-    ]);
-    return mergePages(pages, Math.max(1, Math.min(q.limit, 1000)));
+    // The pre-sharding object is read BEFORE the shards: a row gone from it by then was copied to its
+    // shard before it went, so one of the two reads sees it (a concurrent read could see neither).
+    const legacy = await this.legacy();
+    const old = legacy ? ((await legacy.list(q)) as ListPage) : EMPTY_PAGE;
+    const pages = await Promise.all(sources.map((s) => s.list(q) as Promise<ListPage>));
+    return mergePages([...pages, old], Math.max(1, Math.min(q.limit, 1000)));
   }
 
   async get(key: string): Promise<IndexedRow | null> {
-    // Typed through `unknown`: the stub's inferred RPC type of a row is too deep for the checker.
-    const hit = (await this.rowShard(key).get(key)) as unknown as IndexedRow | null;
-    if (hit) return hit;
+    // Pre-sharding object first (see list). Typed through `unknown`: the stub's inferred RPC type of a row is too deep for the checker.
     const legacy = await this.legacy();
-    return legacy ? ((await legacy.get(key)) as unknown as IndexedRow | null) : null;
+    const old = legacy ? ((await legacy.get(key)) as unknown as IndexedRow | null) : null;
+    return old ?? ((await this.rowShard(key).get(key)) as unknown as IndexedRow | null);
   }
 
   /** Keys whose sessionId is `id`: the locator's shard, or the pre-sharding object while it moves out. */
   async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
-    const keys = await this.idShard(id).lookupSessionId(id, spawnedBy);
-    if (keys.length > 0) return keys;
     const legacy = await this.legacy();
-    return legacy ? legacy.resolveSessionId(id, spawnedBy) : [];
+    const old = legacy ? await legacy.resolveSessionId(id, spawnedBy) : [];
+    return old.length > 0 ? old : this.idShard(id).lookupSessionId(id, spawnedBy);
   }
 
   /**
@@ -148,14 +147,15 @@ export class SessionIndex {
    * Write a session's row (the session object's coalesced sync). The sessionId locator first, when this
    * object has not written it yet: a row is never resolvable by key but not by sessionId.
    */
-  async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<void> {
+  async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<{ nextWriteInMs: number }> {
     if (!opts.locatorWritten) await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
-    await this.rowShard(entry.key).upsert(entry);
+    const paced = await this.rowShard(entry.key).upsert(entry);
     // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
     if (!drainedLegacy.has(this.agentId)) {
       const { drained } = await this.env.REGISTRY.getByName(legacyName(this.agentId)).forget(entry.key);
       if (drained) drainedLegacy.add(this.agentId);
     }
+    return paced;
   }
 
   /** Many rows at once (seeding, bulk imports): one call per shard touched. */

@@ -7,6 +7,7 @@ import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { parseSendCommand } from "../policy/send-policy";
 import { indexEntryOf, type SessionRow } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
+import { IndexSync } from "./index-sync";
 import { runBuiltinModel } from "../runners/builtin-run";
 import type { RunnerResult } from "../runners/model-runner";
 import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
@@ -32,8 +33,6 @@ import { log } from "../log";
 
 /** A run whose executor is not seen alive for this long is considered lost to an eviction (docs/architecture.md, "Inside a session object"). */
 export const LEASE_MS = 60_000;
-/** Registry writes of one session are coalesced to at most one per this interval. */
-export const INDEX_COALESCE_MS = 1_000;
 /** Longest server-side wait one call may hold. Clients re-call `wait` to wait longer. */
 export const MAX_WAIT_MS = 15 * 60_000;
 
@@ -151,9 +150,7 @@ export class SessionObject extends DurableObject<Env> {
   private pumping = false;
   private kickedWhilePumping = false;
   private waiters = new Map<string, Set<(s: RunSnapshot) => void>>();
-  private lastIndexSync = 0;
-  /** This instance wrote the sessionId locator (src/registry/session-index.ts): later syncs skip it. */
-  private locatorWritten = false;
+  private readonly indexSync = new IndexSync(this);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -344,7 +341,7 @@ export class SessionObject extends DurableObject<Env> {
       // Safety net: if this instance dies before the queue starts the run, the alarm starts it.
       this.timers.set("pump", "queue", now + LEASE_MS, undefined, { keepEarlier: true });
       // The registry row is stale from here: its write is owed durably, with the change that causes it.
-      this.scheduleIndexSync(now);
+      this.indexSync.schedule(now);
       // State that must exist exactly when this run does (a spawned child's attachments), local callers only.
       alsoInTransaction?.(this);
       return this.snapshot(this.runRow(id)!);
@@ -553,7 +550,7 @@ export class SessionObject extends DurableObject<Env> {
       );
       this.timers.clear("lease", runId);
       this.timers.clear("deadline", runId);
-      this.scheduleIndexSync(now);
+      this.indexSync.schedule(now);
       const event: RunEndedEvent = { run: this.snapshot(this.runRow(runId)!), input };
       this.onRunEnded(event);
       return event;
@@ -714,46 +711,13 @@ export class SessionObject extends DurableObject<Env> {
     await this.finishRun(runId, { status: "error", error: "Run was interrupted by a restart and could not be resumed" });
   }
 
-  // ---------------------------------------------------------------- registry sync
+  // ---------------------------------------------------------------- registry sync (src/session/index-sync.ts)
 
-  /**
-   * The registry row is stale: write it, coalesced to at most about one write per INDEX_COALESCE_MS.
-   * The timer row is written first (durable: an eviction mid-write still leaves the write to do);
-   * the write happens now when the last one is older than the interval (leading edge) or when
-   * `immediate` (a new session, a PATCH, a session going idle), else when the timer fires (trailing edge).
-   */
-  async markIndexDirty(opts: { immediate?: boolean } = {}): Promise<void> {
-    if (!this.meta) return;
-    const now = Date.now();
-    this.scheduleIndexSync(now);
-    if (opts.immediate || now - this.lastIndexSync >= INDEX_COALESCE_MS) {
-      try {
-        await this.syncIndex();
-        return;
-      } catch (err) {
-        log.warn("registry_write_failed", { sessionKey: this.key, error: err, next: "the index timer retries it" });
-      }
-    }
-    await this.timers.arm();
+  markIndexDirty(opts: { immediate?: boolean } = {}): Promise<void> {
+    return this.indexSync.markDirty(opts);
   }
 
-  /** The coalesced index timer: due when the interval since the last write has passed (never later than a due one). */
-  private scheduleIndexSync(now: number): void {
-    this.timers.set("index", "sync", Math.max(now, this.lastIndexSync + INDEX_COALESCE_MS), undefined, { keepEarlier: true });
-  }
-
-  /** Write this session's row to its agent's registry; clears the pending index timer once written. */
-  async syncIndex(): Promise<void> {
-    if (!this.meta) return;
-    this.lastIndexSync = Date.now();
-    const written = JSON.stringify(this.meta);
-    const entry = indexEntryOf(this.meta, parseCanonical(this.meta.key, this.cfg));
-    await sessionIndex(this.env, this.cfg, this.meta.agentId).upsert(entry, { locatorWritten: this.locatorWritten });
-    this.locatorWritten = true;
-    // Only if nothing changed during the write: a change made meanwhile keeps its timer (and gets written).
-    if (this.meta && this.schemaReady && JSON.stringify(this.meta) === written) {
-      this.timers.clear("index", "sync");
-      await this.timers.arm();
-    }
+  syncIndex(): Promise<void> {
+    return this.indexSync.sync();
   }
 }
