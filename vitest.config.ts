@@ -11,8 +11,6 @@ export default defineConfig({
           AGENT_TOKENS: JSON.stringify({ main: "test-main-agent-token", research: "test-research-token" }),
           SIGNING_SECRET: "test-signing-secret",
         },
-        // The optional cold-storage bucket archived sub-agent transcripts are exported to.
-        r2Buckets: ["ARCHIVE"],
       },
     }),
   ],

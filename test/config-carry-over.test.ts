@@ -199,6 +199,7 @@ describe("GET /healthz warnings", () => {
       ok: true,
       agents: ["main"],
       warnings: ["session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)", "gateway: ignored (not used by Switchboard)"],
+      archive: { bucket: true },
     });
     expect((await call("GET", "/healthz", undefined, { token: null })).json).toEqual({ ok: true, agents: ["main"] });
     expect((await call("GET", "/healthz", undefined, { token: MAIN_TOKEN })).json).toEqual({ ok: true, agents: ["main"] });

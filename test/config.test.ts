@@ -95,7 +95,7 @@ describe("an invalid CONFIG at runtime", () => {
     setConfigOverride(JSON.stringify({ agents: { list: [{ id: "main", default: true }] } }));
     const fixed = await call("GET", "/healthz");
     expect(fixed.status).toBe(200);
-    expect(fixed.json).toEqual({ ok: true, agents: ["main"], warnings: [] });
+    expect(fixed.json).toEqual({ ok: true, agents: ["main"], warnings: [], archive: { bucket: true } });
   });
 
   it("a CONFIG given as a JSON string serves requests", async () => {

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { ARCHIVE_PART_BYTES, archivePrefix } from "../src/spawn/archive";
+import { archiveStatus } from "../src/spawn/archive-read";
 import { SessionObject as SessionObjectClass, type SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
 import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
@@ -43,7 +44,23 @@ describe("sub-agent archival (cleanup keep)", () => {
     await advance(child, 1 * MIN);
 
     expect(await childState(child)).toMatchObject({ exists: false });
-    expect((await call("GET", `/v1/sessions/${enc(child)}`)).status).toBe(404);
+    // Its storage is freed, but it stays readable from the archive, marked archived (and is no longer listed).
+    const row = await call("GET", `/v1/sessions/${enc(child)}`);
+    expect(row.status).toBe(200);
+    expect(row.json).toMatchObject({ key: child, sessionId: state.meta.sessionId, spawnedBy: req, archived: true, transcriptPath: `/v1/sessions/${enc(child)}/transcript.jsonl` });
+    const hist = (await call("GET", `/v1/sessions/${enc(child)}/history?limit=50`)).json;
+    expect(hist).toMatchObject({ archived: true, sessionId: state.meta.sessionId, hasMore: false });
+    // The announce step's prompt is hidden there too; its reply (the notes) is not.
+    expect(hist.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "assistant"]);
+    expect(hist.messages.slice(1).map((m: any) => m.content[0].text)).toEqual(["result", "notes"]);
+    // The requester's sessions_history reads its archived child the same way.
+    const viaTool = await invoke("sessions_history", { sessionKey: child, includeTools: true }, { sessionKey: req });
+    expect(viaTool.details).toMatchObject({ archived: true });
+    expect(viaTool.details.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+    const jsonl = await call("GET", `/v1/sessions/${enc(child)}/transcript.jsonl`);
+    expect(jsonl.status).toBe(200);
+    expect(jsonl.headers.get("X-Switchboard-Archived")).toBe("true");
+    expect((jsonl.json as string).trim().split("\n").map((l) => JSON.parse(l).type)).toEqual(["session", "message", "message", "message", "message"]);
     expect(await listedChildren(req)).toEqual([]);
     // The requester keeps its record of the announce.
     expect(await announcesIn(req, child)).toHaveLength(1);
@@ -57,7 +74,7 @@ describe("sub-agent archival (cleanup keep)", () => {
     expect(lines[1].message.content[0].text).toContain("[Subagent Task]: archive me");
   });
 
-  it("without the ARCHIVE binding (wrangler.toml as shipped binds no bucket): archival completes on its timer — no R2 write, no retry, no dead timer", async () => {
+  it("without the ARCHIVE binding: archival keeps the session (its only copy) — no R2 write, no retry, no dead timer", async () => {
     // The test config binds a bucket; hide it from the session objects, as a deployment without R2 has none.
     const real = Object.getOwnPropertyDescriptor(SessionObjectClass.prototype, "bindings")!.get!;
     vi.spyOn(SessionObjectClass.prototype, "bindings", "get").mockImplementation(function (this: SessionObject) {
@@ -71,6 +88,53 @@ describe("sub-agent archival (cleanup keep)", () => {
     expect((await call("GET", `/v1/sessions/${enc(child)}/timers/dead`)).json.count).toBe(0);
     expect(await env.ARCHIVE!.get(`${archivePrefix("main", state.meta.sessionId)}.jsonl`)).toBeNull();
     expect(await announcesIn(req, child)).toHaveLength(1);
+    // Kept whole and live: still listed, still readable from its own storage.
+    expect(after.exists).toBe(true);
+    expect(await listedChildren(req)).toEqual([child]);
+    const row = (await call("GET", `/v1/sessions/${enc(child)}`)).json;
+    expect(row.key).toBe(child);
+    expect(row).not.toHaveProperty("archived");
+  });
+
+  it("GET /healthz tells the operator whether archived sub-agents are exported or kept", async () => {
+    expect((await call("GET", "/healthz")).json.archive).toEqual({ bucket: true });
+    expect((await call("GET", "/healthz", undefined, { token: null })).json).not.toHaveProperty("archive");
+    expect(archiveStatus({} as Env)).toEqual({
+      bucket: false,
+      note: "No ARCHIVE R2 bucket is bound: sub-agents due for archival are kept (their storage is the only copy), not exported and freed.",
+    });
+  });
+
+  it("a long archived transcript is read page by page from the archive, bounded, and `before` reaches every message", async () => {
+    const { child, state } = await spawnDone();
+    // 600 more messages (about 3 archive pages), every tenth a NO_REPLY that history hides.
+    await runInDurableObject(sessionStub(child), (obj: SessionObject) => {
+      for (let i = 1; i <= 600; i++) {
+        const msg = i % 10 === 0
+          ? { role: "assistant", content: [{ type: "text", text: "NO_REPLY" }], api: "x", provider: "x", model: "x", stopReason: "stop", timestamp: i }
+          : { role: "user", content: [{ type: "text", text: `m${i}` }], timestamp: i };
+        obj.transcript.append(msg as any, null);
+      }
+    });
+    await advance(child, 60 * MIN);
+    expect((await childState(child)).exists).toBe(false);
+    const seen: string[] = [];
+    let before: number | null = null;
+    let pages = 0;
+    for (; pages < 20; pages++) {
+      const page: any = (await call("GET", `/v1/sessions/${enc(child)}/history?limit=100${before ? `&before=${before}` : ""}`)).json;
+      expect(page.archived).toBe(true);
+      expect(page.messages.length).toBeLessThanOrEqual(100);
+      seen.unshift(...page.messages.map((m: any) => m.content[0]?.text ?? ""));
+      if (!page.hasMore) break;
+      before = page.nextBefore;
+    }
+    const expected = ["result", "notes", ...Array.from({ length: 600 }, (_, n) => n + 1).filter((n) => n % 10 !== 0).map((n) => `m${n}`)];
+    expect(seen[0]).toContain("[Subagent Task]: archive me");
+    expect(seen.slice(1)).toEqual(expected);
+    expect(pages).toBeGreaterThanOrEqual(5);
+    const pageKeys = (await env.ARCHIVE!.list({ prefix: `${archivePrefix("main", state.meta.sessionId)}/history/` })).objects.map((o) => o.key);
+    expect(pageKeys.length).toBeGreaterThanOrEqual(4);
   });
 
   it("archiveAfterMinutes is configurable; 0 never archives", async () => {

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { configWarnings, loadConfig } from "../config/load";
+import { archiveStatus } from "../spawn/archive-read";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { authenticate } from "./auth";
@@ -66,7 +67,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     const cfg = c.get("cfg");
     // Public liveness; the operator token also sees what of CONFIG was mapped or ignored (src/config/carry-over.ts).
     const operator = c.req.header("Authorization") ? (await authenticate(c, cfg)).role === "operator" : false;
-    return c.json({ ok: true, agents: cfg.agents.list.map((a) => a.id), ...(operator ? { warnings: configWarnings(cfg) } : {}) });
+    return c.json({ ok: true, agents: cfg.agents.list.map((a) => a.id), ...(operator ? { warnings: configWarnings(cfg), archive: archiveStatus(c.env) } : {}) });
   });
 
   app.use("*", (c, next) => {

@@ -32,6 +32,8 @@ export interface SessionRow {
   startedAt?: number;
   endedAt?: number;
   runtimeMs?: number;
+  /** The session was archived: its storage is freed and it is read from the archive bucket (src/spawn/archive-read.ts). */
+  archived?: boolean;
   messages?: Record<string, any>[];
 }
 

@@ -5,7 +5,7 @@ import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { parseSendCommand } from "../policy/send-policy";
-import { indexEntryOf, type SessionRow } from "../registry/row";
+import { indexEntryOf, type IndexEntry, type SessionRow } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
 import { IndexSync } from "./index-sync";
 import { runBuiltinModel } from "../runners/builtin-run";
@@ -265,7 +265,8 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   /** Delete this session: abort its work, clear its storage and its index row. Never the main session. */
-  async deleteSession(opts: { allowMain?: boolean } = {}): Promise<{ deleted: boolean }> {
+  /** `archivedAs`: the index keeps this row (marked archived, read from the archive) instead of dropping the session. */
+  async deleteSession(opts: { allowMain?: boolean; archivedAs?: IndexEntry } = {}): Promise<{ deleted: boolean }> {
     if (!this.meta) return { deleted: false };
     const parsed = parseCanonical(this.meta.key, this.cfg);
     if (parsed.kind === "main" && !opts.allowMain) {
@@ -274,14 +275,14 @@ export class SessionObject extends DurableObject<Env> {
     const { agentId, key } = this.meta;
     const release = beginClosing(this, "deleted");
     try {
-      await this.clearAll(agentId, key);
+      await this.clearAll(agentId, key, opts.archivedAs);
     } finally {
       release();
     }
     return { deleted: true };
   }
 
-  private async clearAll(agentId: string, key: string): Promise<void> {
+  private async clearAll(agentId: string, key: string, archivedAs?: IndexEntry): Promise<void> {
     for (const ext of EXTENSIONS) await ext.beforeDelete?.(this);
     this.releaseAllWaiters("aborted", "session deleted");
     const sessionId = this.meta?.sessionId;
@@ -292,7 +293,9 @@ export class SessionObject extends DurableObject<Env> {
     this.active?.abort.abort(new Error("session deleted"));
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
-    await sessionIndex(this.env, this.cfg, agentId).remove(key, sessionId);
+    const index = sessionIndex(this.env, this.cfg, agentId);
+    // An archived session keeps its (unlisted) row and its sessionId locator, so it still resolves and reads.
+    await (archivedAs ? index.upsert(archivedAs, { locatorWritten: false }) : index.remove(key, sessionId));
   }
 
   // ---------------------------------------------------------------- runs

@@ -1,22 +1,36 @@
 import { TRANSCRIPT_CHUNK_BYTES } from "../session/byte-budget";
 import type { SessionObject } from "../session/session-object";
+import { writeHistoryPages } from "./archive-pages";
+import { parseCanonical } from "../keys";
+import { indexEntryOf, type IndexEntry } from "../registry/row";
 
 /**
  * Cold storage for archived sub-agents (test/subagent-archive.test.ts): before a child's storage is cleared,
  * its transcript (the same JSONL as `GET /v1/sessions/{key}/transcript.jsonl`) goes to the optional
  * R2 bucket `ARCHIVE`, and its attachments too when `retainOnSessionKeep` asks to keep them.
- * Without the binding, archival only clears the child. The transcript is streamed in byte-budgeted chunks into
+ * Without the binding nothing is exported and the child is kept (subagent-lifecycle.ts). The transcript is streamed in byte-budgeted chunks into
  * a bounded buffer (one R2 part), so a long-lived thread-bound child archives in constant memory.
  */
+
+/** The index entry an archived session leaves: not listed, resolvable, marked `archived: true`. */
+export function archivedEntryOf(host: SessionObject): IndexEntry {
+  const meta = host.meta!;
+  const entry = indexEntryOf({ ...meta, updatedAt: Date.now() }, parseCanonical(meta.key, host.cfg));
+  return { ...entry, listed: false, row: { ...entry.row, archived: true } };
+}
 
 export function archivePrefix(agentId: string, sessionId: string): string {
   return `subagents/${agentId}/${sessionId}`;
 }
 
-export async function exportToArchive(host: SessionObject, opts: { retainAttachments: boolean }): Promise<void> {
+/**
+ * Export the session to the bucket: the JSONL transcript, its history pages (archive-pages.ts) and,
+ * when asked, its attachments. False when no bucket is bound: nothing was exported, so nothing may be freed.
+ */
+export async function exportToArchive(host: SessionObject, opts: { retainAttachments: boolean }): Promise<boolean> {
   const bucket = host.bindings.ARCHIVE;
   const meta = host.meta;
-  if (!bucket || !meta) return;
+  if (!bucket || !meta) return false;
   const prefix = archivePrefix(meta.agentId, meta.sessionId);
   const customMetadata = { sessionKey: meta.key, spawnedBy: meta.spawnedBy ?? "", archivedAt: new Date().toISOString() };
   const out = new ArchiveWriter(bucket, `${prefix}.jsonl`, { httpMetadata: { contentType: "application/x-ndjson; charset=utf-8" }, customMetadata });
@@ -33,6 +47,7 @@ export async function exportToArchive(host: SessionObject, opts: { retainAttachm
     await out.abort();
     throw err;
   }
+  await writeHistoryPages(host, bucket, prefix);
   if (opts.retainAttachments) {
     const names = host.sql.exec<{ name: string }>("SELECT name FROM attachments ORDER BY name").toArray();
     for (const { name } of names) {
@@ -43,6 +58,7 @@ export async function exportToArchive(host: SessionObject, opts: { retainAttachm
       });
     }
   }
+  return true;
 }
 
 /** R2's part size floor; every part but the last has exactly this size (R2 wants equal-sized parts). */

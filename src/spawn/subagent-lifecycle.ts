@@ -5,7 +5,7 @@ import type { TimerRow } from "../session/timers";
 import type { SubagentInfo } from "../session/types";
 import { announceResult, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome, type SubagentAnnounceInput } from "./announce-format";
 import { beginClosing } from "../session/closing";
-import { exportToArchive } from "./archive";
+import { archivedEntryOf, exportToArchive } from "./archive";
 import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./task-outcome";
 import { capText } from "../session/byte-budget";
 import { listAttachments, readAttachment } from "./child-spawn";
@@ -284,14 +284,18 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
   }
   // Closed synchronously after the busy check: a message arriving during the export is refused (409),
   // never accepted and then cleared with the storage (session/closing.ts). A failed export reopens it.
+  // No archive bucket: the session's storage is its only copy, so it is kept (GET /healthz tells the operator).
+  if (archive && !host.bindings.ARCHIVE) {
+    host.timers.clear(timer.kind, timer.ref);
+    log.warn("subagent_archive_skipped", { sessionKey: host.key, reason: "no ARCHIVE bucket is bound; the session is kept" });
+    return;
+  }
   const release = beginClosing(host, archive ? "archived" : "deleted");
   try {
-    if (archive) {
-      // Only kept children are archived (deleted ones take the DELETE_TIMER path).
-      await exportToArchive(host, { retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep });
-    }
-    // deleteSession clears every table (attachments included), the alarm and the registry row.
-    await host.deleteSession();
+    // Only kept children are archived (deleted ones take the DELETE_TIMER path); the index keeps an archived row.
+    const archivedAs = archive && (await exportToArchive(host, { retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep })) ? archivedEntryOf(host) : undefined;
+    // deleteSession clears every table (attachments included), the alarm and the registry row (or marks it archived).
+    await host.deleteSession(archivedAs ? { archivedAs } : {});
   } finally {
     release();
   }

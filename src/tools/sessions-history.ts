@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { displayKey } from "../keys";
 import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
+import { archivedHistory, archivedRow } from "../spawn/archive-read";
 import { isRefusal, type Refusal, type ToolContext } from "./context";
 import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
 
@@ -18,6 +19,8 @@ export type SessionsHistoryArgs = z.infer<typeof sessionsHistorySchema>;
 export interface SessionsHistoryResult {
   sessionKey: string;
   sessionId?: string;
+  /** Read from the archive bucket: the session was archived (src/spawn/archive-read.ts). */
+  archived?: true;
   messages: unknown[];
   truncated: boolean;
   droppedMessages: boolean;
@@ -54,13 +57,19 @@ export async function readHistory(
   onlyIfSpawnedBy?: string,
 ): Promise<SessionsHistoryResult | null> {
   const limit = Math.min(HISTORY_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? HISTORY_DEFAULT_LIMIT)));
-  const page = await env.SESSIONS.getByName(canonicalKey).history({
-    limit,
-    before: args.before !== undefined ? Math.floor(args.before) : undefined,
-    includeTools: args.includeTools === true,
+  const opts = { limit, before: args.before !== undefined ? Math.floor(args.before) : undefined, includeTools: args.includeTools === true };
+  let page: Awaited<ReturnType<ReturnType<Env["SESSIONS"]["getByName"]>["history"]>> & { archived?: true } = await env.SESSIONS.getByName(canonicalKey).history({
+    ...opts,
     maxBytes: HISTORY_BYTE_CAP,
     ...(onlyIfSpawnedBy !== undefined ? { onlyIfSpawnedBy } : {}),
   });
+  // No live session (or not the caller's child as far as the object knows): an archived one is read from the bucket.
+  if (page.denied || !page.sessionId) {
+    const row = await archivedRow(env, canonicalKey);
+    if (row && (onlyIfSpawnedBy === undefined || row.spawnedBy === onlyIfSpawnedBy)) {
+      page = { ...(await archivedHistory(env, row, opts)), sessionId: row.sessionId, ...(row.spawnedBy ? { spawnedBy: row.spawnedBy } : {}), archived: true };
+    }
+  }
   if (page.denied) return null;
   const s = sanitizeHistoryMessages(page.messages);
   const kept = s.messages as { __switchboard?: { seq: number } }[];
@@ -71,6 +80,7 @@ export async function readHistory(
   return {
     sessionKey: displayKey(canonicalKey),
     ...(page.sessionId ? { sessionId: page.sessionId } : {}),
+    ...(page.archived ? { archived: true as const } : {}),
     messages: s.messages,
     // A page the object ended at its byte budget held fewer messages than asked: that is a drop too.
     truncated: s.truncated || page.cutByBytes,
