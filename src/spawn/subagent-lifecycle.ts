@@ -282,14 +282,14 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
     host.timers.set(timer.kind, timer.ref, Date.now() + ARCHIVE_RETRY_MS);
     return;
   }
-  // Closed synchronously after the busy check: a message arriving during the export is refused (409),
-  // never accepted and then cleared with the storage (session/closing.ts). A failed export reopens it.
   // No archive bucket: the session's storage is its only copy, so it is kept (GET /healthz tells the operator).
   if (archive && !host.bindings.ARCHIVE) {
     host.timers.clear(timer.kind, timer.ref);
     log.warn("subagent_archive_skipped", { sessionKey: host.key, reason: "no ARCHIVE bucket is bound; the session is kept" });
     return;
   }
+  // Closed synchronously after the checks above (no await since): a message arriving during the export is refused (409),
+  // never accepted and then cleared with the storage (session/closing.ts). A failed export reopens it.
   const release = beginClosing(host, archive ? "archived" : "deleted");
   try {
     // Only kept children are archived (deleted ones take the DELETE_TIMER path); the index keeps an archived row.
