@@ -2,7 +2,8 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { forbidden, invalid } from "../src/errors";
 import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
-import { sessionIndex } from "../src/registry/session-index";
+import { SessionIndex, sessionIndex } from "../src/registry/session-index";
+import { INDEX_SHARDS_MAX } from "../src/registry/shard-hash";
 import { indexEntryOf, type IndexEntry } from "../src/registry/row";
 import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
 import type { SessionMeta } from "../src/session/types";
@@ -25,6 +26,15 @@ const seedSessionsBody = z.object({
   /** Make every `childEvery`-th session a sub-agent spawned by `childrenOf` (tree visibility). */
   childrenOf: z.string().min(1).optional(),
   childEvery: z.number().int().min(1).optional(),
+});
+
+const shardCount = z.number().int().min(1).max(INDEX_SHARDS_MAX);
+const indexSeedBody = z.object({ agentId: z.string().min(1).max(64), shards: shardCount, from: z.number().int().min(0).default(0), count: z.number().int().min(1).max(SEED_SESSIONS_MAX_BATCH) });
+const indexListQuery = z.object({ agentId: z.string().min(1).max(64), shards: shardCount, limit: z.number().int().min(1).max(200) });
+/** At most 1,000 writes per request (a Worker request's subrequest budget) and 64 in flight. */
+const indexWritesBody = z.object({
+  agentId: z.string().min(1).max(64), shards: shardCount, from: z.number().int().min(0).default(0),
+  sessions: z.number().int().min(1).max(1_000_000), count: z.number().int().min(1).max(1_000), concurrency: z.number().int().min(1).max(64),
 });
 
 const seedTranscriptBody = z.object({
@@ -81,6 +91,44 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     const parsed = parseSessionKey(body.sessionKey, keyContextOf(c.get("cfg")));
     const res = await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "seedTranscript", { count: body.count, startText: body.startText, textBytes: body.textBytes });
     return c.json({ sessionKey: parsed.canonicalKey, seeded: body.count, total: res.total });
+  });
+
+  /**
+   * The index at a given shard count (bench/index.mjs): seed, list one page, or write rows as fast as
+   * the shards take them. The shard count is a parameter here so one run compares 1 and N shards.
+   */
+  app.post("/v1/_bench/index/seed", async (c) => {
+    requireOperator(c);
+    const body = parseBody(indexSeedBody, await jsonBody(c));
+    const cfg = c.get("cfg");
+    const entries = Array.from({ length: body.count }, (_, i) => syntheticEntry(cfg, body.agentId, body.from + i, Date.now()));
+    await new SessionIndex(c.env, body.shards, body.agentId).upsertMany(entries);
+    return c.json({ seeded: entries.length });
+  });
+
+  app.get("/v1/_bench/index/list", async (c) => {
+    requireOperator(c);
+    const q = parseBody(indexListQuery, { agentId: c.req.query("agentId"), shards: Number(c.req.query("shards")), limit: Number(c.req.query("limit") ?? 50) });
+    const page = await new SessionIndex(c.env, q.shards, q.agentId).list({ scope: { type: "agent" }, limit: q.limit });
+    return c.json({ count: page.rows.length, sessions: page.rows, next: page.next });
+  });
+
+  /** `count` row writes (sessions `from`… cycling over `sessions`), `concurrency` in flight; the answer says how long they took. */
+  app.post("/v1/_bench/index/writes", async (c) => {
+    requireOperator(c);
+    const body = parseBody(indexWritesBody, await jsonBody(c));
+    const cfg = c.get("cfg");
+    const index = new SessionIndex(c.env, body.shards, body.agentId);
+    const t0 = performance.now();
+    let next = 0;
+    const worker = async () => {
+      while (next < body.count) {
+        const n = body.from + (next++ % body.sessions);
+        await index.upsert(syntheticEntry(cfg, body.agentId, n, Date.now()), { locatorWritten: true });
+      }
+    };
+    await Promise.all(Array.from({ length: body.concurrency }, worker));
+    return c.json({ writes: body.count, ms: performance.now() - t0 });
   });
 
   /** A session's runs in queue order with their transcript positions (the send-order check). */

@@ -10,6 +10,7 @@ import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { benchSends } from "./sends.mjs";
 import { benchSizes, seedSizes, SIZE_AGENTS } from "./sizes.mjs";
+import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
@@ -33,7 +34,7 @@ const CONFIG = {
     defaults: { model: "builtin/echo" },
     list: [
       { id: "main", default: true }, { id: "small" }, { id: "big" }, { id: "hist" }, { id: "send" }, { id: "tree", sandbox: { mode: "all" } },
-      { id: SIZE_AGENTS.max }, { id: SIZE_AGENTS.ordinary },
+      { id: SIZE_AGENTS.max }, { id: SIZE_AGENTS.ordinary }, { id: INDEX_AGENTS.one }, { id: INDEX_AGENTS.many },
     ],
   },
   tools: { sessions: { visibility: "agent" } },
@@ -208,10 +209,11 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   log("Seeding…");
-  if (only !== "sizes") {
+  if (only === undefined || only === "index") await seedIndex(request, log);
+  if (only !== "sizes" && only !== "index") {
     await seed(request);
     await sanityCheck(request);
   }
@@ -244,6 +246,12 @@ async function main() {
     log("", sizes.lines.join("\n"), "");
   }
 
+  let index = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "index") {
+    index = await benchIndex(request, log);
+    log("", index.lines.join("\n"), "");
+  }
+
   let sends = null;
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
@@ -268,6 +276,10 @@ async function main() {
     "## Byte budgets (maximum-size messages beside ordinary ones)",
     "",
     ...sizes.lines,
+    "",
+    "## Session index: 1 shard vs 16 (docs/scale.md)",
+    "",
+    ...index.lines,
     "",
     "## Sends (1,000 fire-and-forget sends)",
     "",
