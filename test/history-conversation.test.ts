@@ -1,4 +1,5 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { migrate } from "../src/session/schema";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
@@ -73,5 +74,23 @@ describe("sessions_history hides control tokens and internal prompts", () => {
       before = page.nextBefore;
     }
     expect(seen).toEqual(["user:q1", "assistant:a-q1", "user:q2", "user:q3", "assistant:a-q3", "user:q4", "user:q5", "assistant:a-q5", "user:q6"]);
+  });
+
+  it("rows written before the marking existed are marked once by the schema migration", async () => {
+    setConfigOverride(subagentConfig());
+    installFakes((c) => (c.lastUser === "quiet please" ? "NO_REPLY" : "hello back"));
+    const key = requesterKey("hist-migrate");
+    await sendAndWait(key, "hi");
+    await sendAndWait(key, "quiet please");
+    // As an older version wrote them: nothing marked, the schema one step behind.
+    await runInDurableObject(sessionStub(key), (_obj, state) => {
+      const sql = state.storage.sql;
+      sql.exec("UPDATE messages SET is_tool = 0");
+      sql.exec("UPDATE message_heads SET is_tool = 0");
+      sql.exec("UPDATE schema_version SET version = version - 1");
+    });
+    expect(texts((await history(key, "limit=50")).messages)).toContain("assistant:NO_REPLY");
+    await runInDurableObject(sessionStub(key), (_obj, state) => migrate(state.storage.sql));
+    expect(texts((await history(key, "limit=50")).messages)).toEqual(["user:hi", "assistant:hello back", "user:quiet please"]);
   });
 });
