@@ -50,6 +50,25 @@ describe("session index shards", () => {
     expect(keysOf(page)).toEqual(Array.from({ length: 10 }, (_, i) => `agent:spread:s${119 - i}`));
   });
 
+  it("a page whose rows crowd into one shard is still the exact newest page (shards asked for a share, then for more)", async () => {
+    configure(["skew"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 8 } });
+    const t0 = Date.now() - 100_000;
+    const inShard0: string[] = [];
+    const elsewhere: string[] = [];
+    for (let i = 0; inShard0.length < 40 || elsewhere.length < 40; i++) {
+      const key = `agent:skew:k${i}`;
+      (shardOf(key, 8) === 0 ? inShard0 : elsewhere).push(key);
+    }
+    // The 40 newest rows all live in shard 0; 40 older ones elsewhere.
+    const rows = [...elsewhere.slice(0, 40).map((key, i) => ({ key, updatedAt: t0 + i })), ...inShard0.slice(0, 40).map((key, i) => ({ key, updatedAt: t0 + 1000 + i }))];
+    await sessionIndex(env, loadConfig(env), "skew").upsertMany(entries(rows));
+    const expected = [...rows].sort((a, b) => b.updatedAt - a.updatedAt).map((r) => r.key);
+    const first = await invoke("sessions_list", { limit: 30 }, { sessionKey: "agent:skew:main" });
+    expect(keysOf(first)).toEqual(expected.slice(0, 30));
+    const second = await invoke("sessions_list", { limit: 30, cursor: first.details.nextCursor }, { sessionKey: "agent:skew:main" });
+    expect(keysOf(second)).toEqual(expected.slice(30, 60));
+  });
+
   it("session.indexShards is bounded (1–256) and named in the error", async () => {
     setConfigOverride({ session: { indexShards: 0 }, agents: { list: [{ id: "main", default: true }] } });
     const r = await call("GET", "/v1/sessions");
