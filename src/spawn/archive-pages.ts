@@ -1,5 +1,5 @@
 import { takeWithinBudget } from "../session/byte-budget";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 
 /**
  * History pages of an archived session, so `sessions_history` reads it in bounded steps without the
@@ -23,7 +23,7 @@ export const historyPageKey = (prefix: string, n: number) => `${prefix}/history/
 export const historyIndexKey = (prefix: string) => `${prefix}/history/index.json`;
 
 /** Written page by page (one page in memory at a time), the index last: an index always points at written pages. */
-export async function writeHistoryPages(host: SessionObject, bucket: R2Bucket, prefix: string): Promise<void> {
+export async function writeHistoryPages(host: SessionHost, bucket: R2Bucket, prefix: string): Promise<void> {
   const pages: [number, number][] = [];
   for (let after = 0; ; ) {
     const sizes = host.sql

@@ -1,5 +1,5 @@
 import { TRANSCRIPT_CHUNK_BYTES } from "../session/byte-budget";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import { writeHistoryPages } from "./archive-pages";
 import { parseCanonical } from "../keys";
 import { indexEntryOf, type IndexEntry } from "../registry/row";
@@ -13,7 +13,7 @@ import { indexEntryOf, type IndexEntry } from "../registry/row";
  */
 
 /** The index entry an archived session leaves: not listed, resolvable, marked `archived: true`. */
-export function archivedEntryOf(host: SessionObject): IndexEntry {
+export function archivedEntryOf(host: SessionHost): IndexEntry {
   const meta = host.meta!;
   const entry = indexEntryOf({ ...meta, updatedAt: Date.now() }, parseCanonical(meta.key, host.cfg));
   return { ...entry, listed: false, row: { ...entry.row, archived: true } };
@@ -27,7 +27,7 @@ export function archivePrefix(agentId: string, sessionId: string): string {
  * Export the session to the bucket: the JSONL transcript, its history pages (archive-pages.ts) and,
  * when asked, its attachments. False when no bucket is bound: nothing was exported, so nothing may be freed.
  */
-export async function exportToArchive(host: SessionObject, opts: { retainAttachments: boolean }): Promise<boolean> {
+export async function exportToArchive(host: SessionHost, opts: { retainAttachments: boolean }): Promise<boolean> {
   const bucket = host.bindings.ARCHIVE;
   const meta = host.meta;
   if (!bucket || !meta) return false;
