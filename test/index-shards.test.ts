@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
@@ -8,7 +8,7 @@ import { indexEntryOf, type IndexEntry } from "../src/registry/row";
 import { sessionIndex } from "../src/registry/session-index";
 import { legacyName, shardName, shardOf } from "../src/registry/shard-hash";
 import type { SessionMeta } from "../src/session/types";
-import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { call, enc, flushIndex, invoke, sendAndWait, sessionStub } from "./helpers/http";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -273,4 +273,29 @@ describe("index write pacing", () => {
     expect(due).toBeGreaterThan(3000);
     expect(due).toBeLessThanOrEqual(5000);
   });
+
+  it("a message into a known session is answered without waiting for its index write, which the index timer still makes", async () => {
+    configure(["offpath"], { tools: { sessions: { visibility: "agent" } } });
+    const key = "agent:offpath:chat";
+    await sendAndWait(key, "first");
+    // A fresh instance (no write in its memory): the next message is a leading-edge write.
+    await abortAllDurableObjects();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const original = RegistryObject.prototype.upsert;
+    const upsert = vi.spyOn(RegistryObject.prototype, "upsert").mockImplementation(async function (this: RegistryObject, e: IndexEntry) {
+      await gate;
+      return original.call(this, e);
+    });
+    const posted = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "second" });
+    expect(posted.status).toBe(202);
+    expect(upsert.mock.calls.filter(([e]) => e.key === key).length).toBeLessThanOrEqual(1);
+    release();
+    await call("GET", `/v1/runs/${posted.json.runId}/wait?timeoutMs=10000`);
+    await flushIndex(key);
+    const row = (await invoke("sessions_list", { limit: 5 }, { sessionKey: "agent:offpath:main" })).details.sessions.find((r: any) => r.key === key);
+    const meta = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
+    expect(row.updatedAt).toBe(meta.updatedAt);
+  });
 });
+

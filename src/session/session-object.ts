@@ -350,8 +350,11 @@ export class SessionObject extends DurableObject<Env> {
       return this.snapshot(this.runRow(id)!);
     });
     await this.timers.arm();
-    // A new session is listed at once; further messages of a busy session are coalesced.
-    await this.markIndexDirty({ immediate: created });
+    // A new session is listed before its first send is answered. A known session's row write is owed by the
+    // timer row written above, so it stays off the caller's path (test/index-shards.test.ts).
+    const indexed = this.markIndexDirty({ immediate: created });
+    if (created) await indexed;
+    else indexed.catch((err) => log.warn("registry_write_failed", { sessionKey: this.key, error: err, next: "the index timer retries it" }));
     this.kick();
     return snap;
   }
