@@ -18,6 +18,7 @@ import { runDueTimers } from "./timer-policy";
 import { assertOpen, beginClosing } from "./closing";
 import { recordInboundRoute } from "./inbound-route";
 import { Timers, type TimerRow } from "./timers";
+import { RunWaiters } from "./run-waiters";
 import { capReplyAndError, TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
 import { runEndedWithoutReply, Transcript, userMessageOf, type BudgetedPage } from "./transcript";
 import {
@@ -149,7 +150,7 @@ export class SessionObject extends DurableObject<Env> {
   private active: { runId: string; abort: AbortController } | null = null;
   private pumping = false;
   private kickedWhilePumping = false;
-  private waiters = new Map<string, Set<(s: RunSnapshot) => void>>();
+  private readonly waiters = new RunWaiters();
   private readonly indexSync = new IndexSync(this);
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -374,18 +375,7 @@ export class SessionObject extends DurableObject<Env> {
     const now = await this.getRun(runId);
     if (!now || FINAL_STATUSES.has(now.status) || timeoutMs <= 0) return now;
     const ms = Math.min(timeoutMs, MAX_WAIT_MS);
-    return new Promise<RunSnapshot>((resolve) => {
-      const set = this.waiters.get(runId) ?? new Set();
-      this.waiters.set(runId, set);
-      const done = (s: RunSnapshot) => {
-        clearTimeout(timer);
-        set.delete(done);
-        if (set.size === 0) this.waiters.delete(runId);
-        resolve(s);
-      };
-      const timer = setTimeout(() => done(this.snapshot(this.runRow(runId)!)), ms);
-      set.add(done);
-    });
+    return this.waiters.wait(runId, ms, () => this.snapshot(this.runRow(runId)!));
   }
 
   async abortRun(runId: string): Promise<RunSnapshot | null> {
@@ -567,8 +557,7 @@ export class SessionObject extends DurableObject<Env> {
     // lists it with the run's usage and model; a busy session (queue not empty) stays coalesced.
     const idle = this.sql.exec("SELECT 1 FROM runs WHERE status = 'queued' LIMIT 1").toArray().length === 0;
     await this.markIndexDirty({ immediate: idle });
-    const set = this.waiters.get(runId);
-    if (set) for (const w of [...set]) w(ended.run);
+    this.waiters.release(runId, ended.run);
     this.afterRunEnded(ended);
     this.kick();
   }
@@ -587,12 +576,10 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   private releaseAllWaiters(status: RunStatus, error: string): void {
-    for (const [runId, set] of this.waiters) {
+    this.waiters.releaseAll((runId) => {
       const row = this.runRow(runId);
-      const s = row ? { ...this.snapshot(row), status, error } : ({ runId, sessionKey: displayKey(this.key), status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
-      for (const w of [...set]) w(s);
-    }
-    this.waiters.clear();
+      return row ? { ...this.snapshot(row), status, error } : ({ runId, sessionKey: displayKey(this.key), status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
+    });
   }
 
   // ---------------------------------------------------------------- transcript reads
