@@ -5,6 +5,7 @@ import { setConfigOverride } from "../src/config/load";
 import { EVENT_SEPARATOR, INTERNAL_CONTEXT_BEGIN, INTERNAL_CONTEXT_END, REPLY_INSTRUCTION_INTERNAL, REPLY_INSTRUCTION_USER } from "../src/spawn/completion-event";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { ACCEPTED_NOTE_DIRECT } from "../src/spawn/subagent-prompt";
+import { quiesce } from "./helpers/quiesce";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { answers, childrenIn, delivered, drive, isTurn, relay, REQUESTER_MODE, setup, spawnChildren, stepsOf } from "./helpers/requester-turns";
 import { announcesIn, childState, installFakes, outboxOf, releaseHangingRequests, requesterKey, settle, subagentConfig, type ModelAnswer, type ModelCall } from "./helpers/subagents";
@@ -14,8 +15,10 @@ import { announcesIn, childState, installFakes, outboxOf, releaseHangingRequests
  * reply is what reaches the channel; the direct announce is the fallback (requester gone, turn failed).
  */
 
-afterEach(() => {
+afterEach(async () => {
   releaseHangingRequests();
+  // Background work of the test's last run (slot release, index write) finishes before the next test or teardown.
+  await quiesce();
   setConfigOverride(null);
   vi.restoreAllMocks();
 });

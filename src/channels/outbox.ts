@@ -204,6 +204,11 @@ export function retryDelivery(host: SessionObject, id: string): DeliveryView | n
 /** Attempts currently in flight in this isolate, so two alarm passes never POST the same row at once. */
 const inFlight = new WeakMap<SessionObject, Set<string>>();
 
+/** Deliveries of this object whose webhook POST is in flight (their timer is pushed ahead meanwhile, so no timer row shows them). */
+export function deliveriesInFlight(host: SessionObject): number {
+  return inFlight.get(host)?.size ?? 0;
+}
+
 /** One delivery attempt of a due `outbox` timer. */
 async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
   const busy = inFlight.get(host) ?? new Set<string>();

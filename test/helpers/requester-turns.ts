@@ -2,6 +2,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { expect } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { ACCEPTED_NOTE_RUN } from "../../src/spawn/subagent-prompt";
+import { quiesce } from "./quiesce";
 import { advance, invoke, sendAndWait, sessionStub } from "./http";
 import { childState, installFakes, requesterKey, subagentConfig, type ModelAnswer, type ModelCall } from "./subagents";
 
@@ -43,6 +44,11 @@ export async function unfinished(keys: string[]): Promise<boolean> {
   return false;
 }
 
+async function anyDue(keys: string[]): Promise<boolean> {
+  for (const key of keys) if ((await stepsOf(key)).dueTimers.length > 0) return true;
+  return false;
+}
+
 /**
  * Drive the requester and its children one step at a time — finish the runs in flight, then run the
  * due timers of one object — until nothing is left to do. `between` runs after every step (an eviction).
@@ -64,7 +70,11 @@ export async function drive(keys: () => string[], between?: () => Promise<void>)
       steps++;
       await between?.();
     }
-    if (!acted) return steps;
+    if (!acted) {
+      // Nothing due, but work started after a run ended (a delivery POST, a slot release) may still be in flight.
+      await quiesce();
+      if (!(await anyDue(keys()))) return steps;
+    }
   }
   throw new Error("did not settle");
 }
