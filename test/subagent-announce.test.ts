@@ -1,4 +1,4 @@
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
@@ -104,10 +104,22 @@ describe("sub-agent announce: format", () => {
         config: { tools: { subagents: { tools: { allow: ["agents_list"] } } } },
         args: { runTimeoutSeconds: 5 },
         beforeSettle: async (child) => {
-          // Not yet: 4.9 s in, the run is still going.
-          await advance(child, 4_900);
-          expect((await call("GET", `/v1/runs/${(await childState(child)).runs[0].id}`)).json.status).toBe("running");
-          await advance(child, 100);
+          // The deadline is the run's start + runTimeoutSeconds. The clock is moved explicitly (real time passes
+          // under load): with the deadline still ahead an alarm leaves the run going; once it is due, the alarm aborts it.
+          const runIdOfChild = (await childState(child)).runs[0].id;
+          const pinDeadline = (dueAt: () => number) =>
+            runInDurableObject(sessionStub(child), (_obj, state) => {
+              const sql = state.storage.sql;
+              const { started_at } = sql.exec<{ started_at: number }>("SELECT started_at FROM runs WHERE id = ?", runIdOfChild).one();
+              const { due_at } = sql.exec<{ due_at: number }>("SELECT due_at FROM timers WHERE kind = 'deadline' AND ref = ?", runIdOfChild).one();
+              sql.exec("UPDATE timers SET due_at = ? WHERE kind = 'deadline' AND ref = ?", dueAt(), runIdOfChild);
+              return due_at - started_at;
+            });
+          expect(await pinDeadline(() => Date.now() + 60_000)).toBe(5_000);
+          await runDurableObjectAlarm(sessionStub(child));
+          expect((await call("GET", `/v1/runs/${runIdOfChild}`)).json.status).toBe("running");
+          await pinDeadline(() => Date.now());
+          await runDurableObjectAlarm(sessionStub(child));
         },
       },
     );
