@@ -1,4 +1,5 @@
 import { SwitchboardError } from "../errors";
+import { utf8ByteLength } from "../policy/history-sanitize";
 import type { ContentBlock, TranscriptMessage } from "./types";
 
 /**
@@ -51,20 +52,8 @@ export function storedTextBytes(s: string): number {
   return n;
 }
 
-/** Plain UTF-8 size of a JSON document string (what SQLite stores for it). */
-export function jsonBytes(json: string): number {
-  let n = 0;
-  for (let i = 0; i < json.length; i++) {
-    const c = json.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < json.length && (json.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      n += 4;
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
+/** Plain UTF-8 size of a JSON document string (what SQLite stores for it): the one UTF-8 counter, shared with history sanitising. */
+export const jsonBytes = utf8ByteLength;
 
 /** `text` cut so that it and its marker fit in `maxBytes` (stored size); unchanged when it already fits. */
 export function capText(text: string, maxBytes: number): string {
