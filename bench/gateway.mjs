@@ -21,7 +21,9 @@ export async function stopAllGateways() {
 async function assertPortFree(port) {
   await new Promise((resolve, reject) => {
     const srv = createServer();
-    srv.once("error", () => reject(new Error(`port ${port} is already in use on 127.0.0.1; stop whatever listens there first`)));
+    srv.once("error", () =>
+      reject(new Error(`port ${port} is already in use on 127.0.0.1; stop whatever listens there first`)),
+    );
     srv.listen(port, "127.0.0.1", () => srv.close(resolve));
   });
 }
@@ -43,7 +45,10 @@ export async function buildSnapshot(outdir, logFile) {
   closeSync(log);
   const code = await new Promise((resolve) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), BUILD_TIMEOUT_MS);
-    child.once("exit", (c) => (clearTimeout(timer), resolve(c)));
+    child.once("exit", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
   });
   if (code !== 0) throw new Error(`building the Worker failed (exit ${code}); see ${logFile}`);
   return `${outdir}/worker.js`; // named after the entry, bench/worker.ts
@@ -62,7 +67,20 @@ export async function startGateway({ script, port, persistTo, logFile, envFile, 
   // would otherwise mix with the bench's fixed ones.
   writeFileSync(envFile, "# intentionally empty: the benchmark passes its variables with --var\n");
   const log = openSync(logFile, "w");
-  const args = ["wrangler", "dev", script, "--no-bundle", "--port", String(port), "--ip", "127.0.0.1", "--persist-to", persistTo, "--env-file", envFile];
+  const args = [
+    "wrangler",
+    "dev",
+    script,
+    "--no-bundle",
+    "--port",
+    String(port),
+    "--ip",
+    "127.0.0.1",
+    "--persist-to",
+    persistTo,
+    "--env-file",
+    envFile,
+  ];
   args.push("--show-interactive-dev-session=false", "--log-level", process.env.BENCH_LOG_LEVEL ?? "warn");
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
   const child = spawn("npx", args, {
@@ -72,7 +90,12 @@ export async function startGateway({ script, port, persistTo, logFile, envFile, 
   });
   closeSync(log);
   let exited = false;
-  const exitedPromise = new Promise((resolve) => child.once("exit", () => ((exited = true), resolve())));
+  const exitedPromise = new Promise((resolve) =>
+    child.once("exit", () => {
+      exited = true;
+      resolve();
+    }),
+  );
 
   const stop = async () => {
     running.delete(stop);

@@ -14,27 +14,40 @@ export async function seedIndex(request, log) {
   for (const [side, agentId] of Object.entries(INDEX_AGENTS)) {
     const t0 = performance.now();
     for (let from = 0; from < SESSIONS; from += 5_000) {
-      await request("POST", "/v1/_bench/index/seed", { agentId, shards: SHARDS[side], from, count: Math.min(5_000, SESSIONS - from) });
+      await request("POST", "/v1/_bench/index/seed", {
+        agentId,
+        shards: SHARDS[side],
+        from,
+        count: Math.min(5_000, SESSIONS - from),
+      });
     }
-    log(`  seeded ${SESSIONS} index rows of agent "${agentId}" over ${SHARDS[side]} shard(s) in ${fmt((performance.now() - t0) / 1000)} s`);
+    log(
+      `  seeded ${SESSIONS} index rows of agent "${agentId}" over ${SHARDS[side]} shard(s) in ${fmt((performance.now() - t0) / 1000)} s`,
+    );
   }
 }
 
 export async function benchIndex(request, log) {
-  const list = (side) => () => request("GET", `/v1/_bench/index/list?agentId=${INDEX_AGENTS[side]}&shards=${SHARDS[side]}&limit=50`);
+  const list = (side) => () =>
+    request("GET", `/v1/_bench/index/list?agentId=${INDEX_AGENTS[side]}&shards=${SHARDS[side]}&limit=50`);
   for (const side of Object.keys(INDEX_AGENTS)) {
     const r = (await list(side)()).json;
-    if (r.count !== 50 || !r.next) throw new Error(`index list of ${INDEX_AGENTS[side]}: expected a full page of 50 and a cursor, got ${r.count}`);
+    if (r.count !== 50 || !r.next)
+      throw new Error(`index list of ${INDEX_AGENTS[side]}: expected a full page of 50 and a cursor, got ${r.count}`);
   }
   // Writes, interleaved by round: the same sessions and the same number of writes on both sides.
   const writes = { one: { writes: 0, ms: 0 }, many: { writes: 0, ms: 0 } };
   for (let round = 0; round < WRITES.rounds; round++) {
     for (const side of round % 2 ? ["many", "one"] : ["one", "many"]) {
       const t0 = performance.now();
-      await runPool(WRITES.requests, WRITES.concurrency, (i) =>
+      await runPool(WRITES.requests, WRITES.concurrency, (_i) =>
         request("POST", "/v1/_bench/index/writes", {
-          agentId: INDEX_AGENTS[side], shards: SHARDS[side], from: 0, sessions: SESSIONS,
-          count: WRITES.perRequest, concurrency: WRITES.inside,
+          agentId: INDEX_AGENTS[side],
+          shards: SHARDS[side],
+          from: 0,
+          sessions: SESSIONS,
+          count: WRITES.perRequest,
+          concurrency: WRITES.inside,
         }).then((r) => {
           if (r.status !== 200) throw new Error(`index writes: ${r.status} ${JSON.stringify(r.json)}`);
           return r;
@@ -45,7 +58,9 @@ export async function benchIndex(request, log) {
     }
   }
   const rate = (side) => writes[side].writes / (writes[side].ms / 1000);
-  log(`Measuring index listing at 1 and ${SHARDS.many} shards: ${LIST_LOAD.requests} requests each, concurrency ${LIST_LOAD.concurrency}…`);
+  log(
+    `Measuring index listing at 1 and ${SHARDS.many} shards: ${LIST_LOAD.requests} requests each, concurrency ${LIST_LOAD.concurrency}…`,
+  );
   const rows = await measureInterleaved(
     [
       { name: `index page of 50, 1 shard`, call: list("one") },

@@ -8,7 +8,10 @@ export function client(base, token) {
   return async function request(method, path, body, { timeoutMs = REQUEST_TIMEOUT_MS } = {}) {
     const res = await fetch(base + path, {
       method,
-      headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { "Content-Type": "application/json" } : {}) },
+      headers: {
+        Authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { "Content-Type": "application/json" } : {}),
+      },
       body: body !== undefined ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -26,7 +29,8 @@ export function client(base, token) {
       text,
       bytes: Buffer.byteLength(text),
       get json() {
-        return (parsed ??= JSON.parse(text));
+        parsed ??= JSON.parse(text);
+        return parsed;
       },
     };
   };

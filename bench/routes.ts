@@ -1,16 +1,16 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { forbidden, invalid } from "../src/errors";
-import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
-import { SessionIndex, sessionIndex } from "../src/registry/session-index";
-import { INDEX_SHARDS_MAX } from "../src/registry/shard-hash";
-import { indexEntryOf, type IndexEntry } from "../src/registry/row";
-import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
-import type { SessionMeta } from "../src/session/types";
 import type { AppEnv } from "../src/http/app-env";
-import { callExtension } from "../src/session/session-object";
 import { authorizeKey } from "../src/http/auth";
 import { jsonBody, parseBody } from "../src/http/route-helpers";
+import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
+import { type IndexEntry, indexEntryOf } from "../src/registry/row";
+import { SessionIndex, sessionIndex } from "../src/registry/session-index";
+import { INDEX_SHARDS_MAX } from "../src/registry/shard-hash";
+import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
+import { callExtension } from "../src/session/session-object";
+import type { SessionMeta } from "../src/session/types";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 const SEED_SESSIONS_MAX_BATCH = 5_000;
@@ -29,12 +29,25 @@ const seedSessionsBody = z.object({
 });
 
 const shardCount = z.number().int().min(1).max(INDEX_SHARDS_MAX);
-const indexSeedBody = z.object({ agentId: z.string().min(1).max(64), shards: shardCount, from: z.number().int().min(0).default(0), count: z.number().int().min(1).max(SEED_SESSIONS_MAX_BATCH) });
-const indexListQuery = z.object({ agentId: z.string().min(1).max(64), shards: shardCount, limit: z.number().int().min(1).max(200) });
+const indexSeedBody = z.object({
+  agentId: z.string().min(1).max(64),
+  shards: shardCount,
+  from: z.number().int().min(0).default(0),
+  count: z.number().int().min(1).max(SEED_SESSIONS_MAX_BATCH),
+});
+const indexListQuery = z.object({
+  agentId: z.string().min(1).max(64),
+  shards: shardCount,
+  limit: z.number().int().min(1).max(200),
+});
 /** At most 1,000 writes per request (a Worker request's subrequest budget) and 64 in flight. */
 const indexWritesBody = z.object({
-  agentId: z.string().min(1).max(64), shards: shardCount, from: z.number().int().min(0).default(0),
-  sessions: z.number().int().min(1).max(1_000_000), count: z.number().int().min(1).max(1_000), concurrency: z.number().int().min(1).max(64),
+  agentId: z.string().min(1).max(64),
+  shards: shardCount,
+  from: z.number().int().min(0).default(0),
+  sessions: z.number().int().min(1).max(1_000_000),
+  count: z.number().int().min(1).max(1_000),
+  concurrency: z.number().int().min(1).max(64),
 });
 
 const seedTranscriptBody = z.object({
@@ -73,7 +86,9 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     if (!cfg.agents.list.some((a) => a.id === agentId)) throw invalid(`agentId: unknown agent "${agentId}"`);
     const now = Date.now();
     const entries: IndexEntry[] = [];
-    const parent = body.childrenOf ? parseSessionKey(body.childrenOf, keyContextOf(cfg, agentId)).canonicalKey : undefined;
+    const parent = body.childrenOf
+      ? parseSessionKey(body.childrenOf, keyContextOf(cfg, agentId)).canonicalKey
+      : undefined;
     for (let n = body.from; n < body.from + body.count; n++) {
       const child = parent !== undefined && n % (body.childEvery ?? 1) === 0;
       entries.push(syntheticEntry(cfg, agentId, n, now, child ? parent : undefined));
@@ -87,9 +102,14 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   app.post("/v1/_bench/seed/transcript", async (c) => {
     requireOperator(c);
     const body = parseBody(seedTranscriptBody, await jsonBody(c));
-    if (body.textBytes && body.count * body.textBytes > SEED_MESSAGES_MAX_BATCH_BYTES) throw invalid(`count × textBytes: at most ${SEED_MESSAGES_MAX_BATCH_BYTES} bytes per request`);
+    if (body.textBytes && body.count * body.textBytes > SEED_MESSAGES_MAX_BATCH_BYTES)
+      throw invalid(`count × textBytes: at most ${SEED_MESSAGES_MAX_BATCH_BYTES} bytes per request`);
     const parsed = parseSessionKey(body.sessionKey, keyContextOf(c.get("cfg")));
-    const res = await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "seedTranscript", { count: body.count, startText: body.startText, textBytes: body.textBytes });
+    const res = await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "seedTranscript", {
+      count: body.count,
+      startText: body.startText,
+      textBytes: body.textBytes,
+    });
     return c.json({ sessionKey: parsed.canonicalKey, seeded: body.count, total: res.total });
   });
 
@@ -101,14 +121,20 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     requireOperator(c);
     const body = parseBody(indexSeedBody, await jsonBody(c));
     const cfg = c.get("cfg");
-    const entries = Array.from({ length: body.count }, (_, i) => syntheticEntry(cfg, body.agentId, body.from + i, Date.now()));
+    const entries = Array.from({ length: body.count }, (_, i) =>
+      syntheticEntry(cfg, body.agentId, body.from + i, Date.now()),
+    );
     await new SessionIndex(c.env, body.shards, body.agentId).upsertMany(entries);
     return c.json({ seeded: entries.length });
   });
 
   app.get("/v1/_bench/index/list", async (c) => {
     requireOperator(c);
-    const q = parseBody(indexListQuery, { agentId: c.req.query("agentId"), shards: Number(c.req.query("shards")), limit: Number(c.req.query("limit") ?? 50) });
+    const q = parseBody(indexListQuery, {
+      agentId: c.req.query("agentId"),
+      shards: Number(c.req.query("shards")),
+      limit: Number(c.req.query("limit") ?? 50),
+    });
     const page = await new SessionIndex(c.env, q.shards, q.agentId).list({ scope: { type: "agent" }, limit: q.limit });
     return c.json({ count: page.rows.length, sessions: page.rows, next: page.next });
   });
@@ -135,7 +161,10 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/_bench/run-order/:key", async (c) => {
     requireOperator(c);
     const parsed = parseSessionKey(c.req.param("key"), keyContextOf(c.get("cfg")));
-    return c.json({ sessionKey: parsed.canonicalKey, runs: await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "runOrder", RUN_ORDER_MAX) });
+    return c.json({
+      sessionKey: parsed.canonicalKey,
+      runs: await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "runOrder", RUN_ORDER_MAX),
+    });
   });
 }
 
@@ -146,13 +175,18 @@ function requireOperator(c: Context<AppEnv>): void {
   if (c.get("principal").role !== "operator") throw forbidden("Bench seeding needs the operator token");
 }
 
-
 /**
  * Index entry of synthetic session `n`: a sub-agent of `spawnedBy` when given, else one in five is a
  * group chat so kind filters have something to filter; updatedAt steps back one second per session
  * so the list order is total and stable.
  */
-function syntheticEntry(cfg: AppEnv["Variables"]["cfg"], agentId: string, n: number, now: number, spawnedBy?: string): IndexEntry {
+function syntheticEntry(
+  cfg: AppEnv["Variables"]["cfg"],
+  agentId: string,
+  n: number,
+  now: number,
+  spawnedBy?: string,
+): IndexEntry {
   const id = String(n).padStart(6, "0");
   const key = spawnedBy
     ? `agent:${agentId}:subagent:s${id}`

@@ -7,10 +7,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
+import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { benchSends } from "./sends.mjs";
-import { benchSizes, seedSizes, SIZE_AGENTS } from "./sizes.mjs";
-import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
+import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
@@ -33,8 +33,16 @@ const CONFIG = {
   agents: {
     defaults: { model: "builtin/echo" },
     list: [
-      { id: "main", default: true }, { id: "small" }, { id: "big" }, { id: "hist" }, { id: "send" }, { id: "tree", sandbox: { mode: "all" } },
-      { id: SIZE_AGENTS.max }, { id: SIZE_AGENTS.ordinary }, { id: INDEX_AGENTS.one }, { id: INDEX_AGENTS.many },
+      { id: "main", default: true },
+      { id: "small" },
+      { id: "big" },
+      { id: "hist" },
+      { id: "send" },
+      { id: "tree", sandbox: { mode: "all" } },
+      { id: SIZE_AGENTS.max },
+      { id: SIZE_AGENTS.ordinary },
+      { id: INDEX_AGENTS.one },
+      { id: INDEX_AGENTS.many },
     ],
   },
   tools: { sessions: { visibility: "agent" } },
@@ -73,10 +81,16 @@ async function seed(request) {
     const t0 = performance.now();
     for (let from = 0; from < TREE.total; from += 5_000) {
       await request("POST", "/v1/_bench/seed/sessions", {
-        agentId: TREE.agentId, from, count: Math.min(5_000, TREE.total - from), childrenOf: `agent:${TREE.agentId}:main`, childEvery: TREE.childEvery,
+        agentId: TREE.agentId,
+        from,
+        count: Math.min(5_000, TREE.total - from),
+        childrenOf: `agent:${TREE.agentId}:main`,
+        childEvery: TREE.childEvery,
       });
     }
-    log(`  seeded ${TREE.total} sessions of agent "${TREE.agentId}" (${TREE.total / TREE.childEvery} spawned by its main session) in ${fmt((performance.now() - t0) / 1000)} s`);
+    log(
+      `  seeded ${TREE.total} sessions of agent "${TREE.agentId}" (${TREE.total / TREE.childEvery} spawned by its main session) in ${fmt((performance.now() - t0) / 1000)} s`,
+    );
   }
   for (const [sessionKey, total] of Object.entries(TRANSCRIPTS)) {
     const t0 = performance.now();
@@ -87,25 +101,44 @@ async function seed(request) {
   }
 }
 
-const listCall = (request, agentId, args = {}) => () =>
-  request("POST", "/tools/invoke", { tool: "sessions_list", sessionKey: `agent:${agentId}:main`, args });
-const historyCall = (request, key, args = {}) => () =>
-  request("POST", "/tools/invoke", { tool: "sessions_history", sessionKey: "agent:hist:main", args: { sessionKey: key, ...args } });
+const listCall =
+  (request, agentId, args = {}) =>
+  () =>
+    request("POST", "/tools/invoke", { tool: "sessions_list", sessionKey: `agent:${agentId}:main`, args });
+const historyCall =
+  (request, key, args = {}) =>
+  () =>
+    request("POST", "/tools/invoke", {
+      tool: "sessions_history",
+      sessionKey: "agent:hist:main",
+      args: { sessionKey: key, ...args },
+    });
 
 /** Every scenario must answer what a user would expect before it is timed (same page sizes on both sides). */
 async function sanityCheck(request) {
   for (const [agentId, total] of Object.entries(SIZES)) {
     const d = (await listCall(request, agentId)()).json.result.details;
-    if (d.count !== 50 || !d.nextCursor) throw new Error(`sessions_list of ${agentId} (${total} sessions): expected a full page of 50 and a cursor, got ${d.count}`);
+    if (d.count !== 50 || !d.nextCursor)
+      throw new Error(
+        `sessions_list of ${agentId} (${total} sessions): expected a full page of 50 and a cursor, got ${d.count}`,
+      );
   }
   const tree = (await listCall(request, TREE.agentId)()).json.result.details;
-  if (tree.count !== 50 || !tree.nextCursor || tree.visibility !== "tree" || tree.sessions.some((r) => r.spawnedBy !== `agent:${TREE.agentId}:main`)) {
-    throw new Error(`sessions_list of the sandboxed agent: expected 50 of its children and a cursor, got ${tree.count} (${tree.visibility})`);
+  if (
+    tree.count !== 50 ||
+    !tree.nextCursor ||
+    tree.visibility !== "tree" ||
+    tree.sessions.some((r) => r.spawnedBy !== `agent:${TREE.agentId}:main`)
+  ) {
+    throw new Error(
+      `sessions_list of the sandboxed agent: expected 50 of its children and a cursor, got ${tree.count} (${tree.visibility})`,
+    );
   }
   // Every child is reachable through the cursor, once each, newest first.
   const children = [];
   for (let cursor, page = 0; page < 10; page++) {
-    const d = (await listCall(request, TREE.agentId, { limit: 40, ...(cursor ? { cursor } : {}) })()).json.result.details;
+    const d = (await listCall(request, TREE.agentId, { limit: 40, ...(cursor ? { cursor } : {}) })()).json.result
+      .details;
     children.push(...d.sessions);
     cursor = d.nextCursor;
     if (!cursor) break;
@@ -113,13 +146,17 @@ async function sanityCheck(request) {
   const expected = TREE.total / TREE.childEvery;
   const ordered = children.every((r, i) => i === 0 || r.updatedAt <= children[i - 1].updatedAt);
   if (new Set(children.map((r) => r.key)).size !== expected || children.length !== expected || !ordered) {
-    throw new Error(`paging the sandboxed agent's tree: expected ${expected} distinct children newest first, got ${children.length}`);
+    throw new Error(
+      `paging the sandboxed agent's tree: expected ${expected} distinct children newest first, got ${children.length}`,
+    );
   }
   for (const [key, total] of Object.entries(TRANSCRIPTS)) {
     const d = (await historyCall(request, key)()).json.result.details;
-    if (d.messages.length !== 50 || !d.hasMore) throw new Error(`sessions_history of ${key} (${total}): expected 50 messages and more, got ${d.messages.length}`);
+    if (d.messages.length !== 50 || !d.hasMore)
+      throw new Error(`sessions_history of ${key} (${total}): expected 50 messages and more, got ${d.messages.length}`);
     const newest = d.messages.at(-1).__switchboard?.seq;
-    if (newest !== undefined && newest !== total) throw new Error(`sessions_history of ${key}: newest seq ${newest}, expected ${total}`);
+    if (newest !== undefined && newest !== total)
+      throw new Error(`sessions_history of ${key}: newest seq ${newest}, expected ${total}`);
   }
 }
 
@@ -128,7 +165,9 @@ function readTable(rows) {
   const lines = [
     "| scenario | requests | requests/s | p50 ms | p99 ms | response bytes |",
     "|---|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.name} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.bytes} |`),
+    ...rows.map(
+      (r) => `| ${r.name} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.bytes} |`,
+    ),
   ];
   const ratio = (a, b) => {
     const p50 = by[a].p50 / by[b].p50;
@@ -152,7 +191,10 @@ function readTable(rows) {
     "",
     `| ratio | p50 | p99 | time per request (1/rps) | bar ≤ ${BAR}× (p50) |`,
     "|---|---:|---:|---:|---|",
-    ...ratios.map((r) => `| ${r.label} | ${fmt(r.p50, 2)}× | ${fmt(r.p99, 2)}× | ${fmt(r.rps, 2)}× | ${r.pass ? "met" : `missed by ${fmt((r.p50 / BAR - 1) * 100, 0)}%`} |`),
+    ...ratios.map(
+      (r) =>
+        `| ${r.label} | ${fmt(r.p50, 2)}× | ${fmt(r.p99, 2)}× | ${fmt(r.rps, 2)}× | ${r.pass ? "met" : `missed by ${fmt((r.p50 / BAR - 1) * 100, 0)}%`} |`,
+    ),
   );
   return { lines, ratios };
 }
@@ -196,7 +238,9 @@ function sendTable(res) {
 async function main() {
   mkdirSync(OUT, { recursive: true });
   const started = performance.now();
-  log(`Starting gateway on 127.0.0.1:${PORT} (a build snapshot in bench/out/build, fresh state in bench/out/state, log in bench/out/wrangler.log)…`);
+  log(
+    `Starting gateway on 127.0.0.1:${PORT} (a build snapshot in bench/out/build, fresh state in bench/out/state, log in bench/out/wrangler.log)…`,
+  );
   const script = await buildSnapshot(join(OUT, "build"), join(OUT, "build.log"));
   gateway = await startGateway({
     script,
@@ -221,23 +265,34 @@ async function main() {
 
   let read = { lines: [`(skipped: BENCH_ONLY=${only})`] };
   if (only === undefined || only === "reads") {
-  log(`Measuring read paths: ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, concurrency ${LOAD.concurrency}, ${LOAD.rounds} interleaved rounds…`);
-  const scenarios = [
-    { name: "bare route", call: ((k) => () => request("GET", `/v1/_bench/ping/${encodeURIComponent(k)}`))("agent:hist:ping") },
-    { name: "sessions_list @100", call: listCall(request, "small") },
-    { name: "sessions_list @100k", call: listCall(request, "big") },
-    { name: "sessions_history @100", call: historyCall(request, "agent:hist:t100") },
-    { name: "sessions_history @100k", call: historyCall(request, "agent:hist:t100k") },
-    { name: "sessions_list @100k, tree (sandboxed)", call: listCall(request, TREE.agentId) },
-    // The bare route again, carrying a filler as large as a 50-row list page through the object and the response.
-    { name: "bare route, 60 KB response", call: () => request("GET", `/v1/_bench/ping/${encodeURIComponent("agent:hist:ping")}?pad=60000`) },
-    // The same queries with a page of one: what is left when the payload is as small as the bare route's.
-    { name: "sessions_list @100k, limit 1", call: listCall(request, "big", { limit: 1 }) },
-    { name: "sessions_history @100k, limit 1", call: historyCall(request, "agent:hist:t100k", { limit: 1 }) },
-  ];
-  const rows = await measureInterleaved(scenarios, LOAD);
-  read = readTable(rows);
-  log("", read.lines.join("\n"), "");
+    log(
+      `Measuring read paths: ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, concurrency ${LOAD.concurrency}, ${LOAD.rounds} interleaved rounds…`,
+    );
+    const scenarios = [
+      {
+        name: "bare route",
+        call: (
+          (k) => () =>
+            request("GET", `/v1/_bench/ping/${encodeURIComponent(k)}`)
+        )("agent:hist:ping"),
+      },
+      { name: "sessions_list @100", call: listCall(request, "small") },
+      { name: "sessions_list @100k", call: listCall(request, "big") },
+      { name: "sessions_history @100", call: historyCall(request, "agent:hist:t100") },
+      { name: "sessions_history @100k", call: historyCall(request, "agent:hist:t100k") },
+      { name: "sessions_list @100k, tree (sandboxed)", call: listCall(request, TREE.agentId) },
+      // The bare route again, carrying a filler as large as a 50-row list page through the object and the response.
+      {
+        name: "bare route, 60 KB response",
+        call: () => request("GET", `/v1/_bench/ping/${encodeURIComponent("agent:hist:ping")}?pad=60000`),
+      },
+      // The same queries with a page of one: what is left when the payload is as small as the bare route's.
+      { name: "sessions_list @100k, limit 1", call: listCall(request, "big", { limit: 1 }) },
+      { name: "sessions_history @100k, limit 1", call: historyCall(request, "agent:hist:t100k", { limit: 1 }) },
+    ];
+    const rows = await measureInterleaved(scenarios, LOAD);
+    read = readTable(rows);
+    log("", read.lines.join("\n"), "");
   }
 
   let sizes = { lines: [`(skipped: BENCH_ONLY=${only})`] };
@@ -256,7 +311,13 @@ async function main() {
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
     log("Measuring sends (issue 3)…");
-    sends = await benchSends({ request, base: gateway.base, token: TOKEN, count: Number(process.env.BENCH_SENDS ?? 1_000), log });
+    sends = await benchSends({
+      request,
+      base: gateway.base,
+      token: TOKEN,
+      count: Number(process.env.BENCH_SENDS ?? 1_000),
+      log,
+    });
     sendLines = sendTable(sends);
     log("", sendLines.join("\n"), "");
   }

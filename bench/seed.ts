@@ -11,9 +11,13 @@ const FILLER = "The quick brown fox jumps over the lazy dog while the session la
 export function syntheticMessage(n: number, startText: string, textBytes?: number): TranscriptMessage {
   const base = `${startText} #${n}: ${FILLER} ${FILLER}`;
   // `textBytes`: a message of that size (the byte-budget benchmark seeds maximum-size messages).
-  const text = textBytes && textBytes > base.length ? base + " " + FILLER.repeat(Math.ceil(textBytes / FILLER.length)).slice(0, textBytes - base.length - 1) : base;
+  const text =
+    textBytes && textBytes > base.length
+      ? `${base} ${FILLER.repeat(Math.ceil(textBytes / FILLER.length)).slice(0, textBytes - base.length - 1)}`
+      : base;
   const timestamp = Date.now();
-  if (n % 2 === 1) return { role: "user", content: [{ type: "text", text }], timestamp, provenance: { kind: "external_user" } };
+  if (n % 2 === 1)
+    return { role: "user", content: [{ type: "text", text }], timestamp, provenance: { kind: "external_user" } };
   return {
     role: "assistant",
     content: [{ type: "text", text }],

@@ -35,18 +35,30 @@ function sender(request, path, requesterKey, retries) {
   const once =
     path === "sessions_send"
       ? async (key, text, idempotencyKey) => {
-          const res = await request("POST", "/tools/invoke", {
-            tool: "sessions_send",
-            sessionKey: requesterKey,
-            args: { sessionKey: key, message: text, timeoutSeconds: 0, idempotencyKey },
-          }, { timeoutMs: BURST_CALL_TIMEOUT_MS });
+          const res = await request(
+            "POST",
+            "/tools/invoke",
+            {
+              tool: "sessions_send",
+              sessionKey: requesterKey,
+              args: { sessionKey: key, message: text, timeoutSeconds: 0, idempotencyKey },
+            },
+            { timeoutMs: BURST_CALL_TIMEOUT_MS },
+          );
           const d = res.json.result.details;
-          if (d.status !== "accepted" || !d.runId) throw new Error(`sessions_send did not accept: ${JSON.stringify(d).slice(0, 300)}`);
+          if (d.status !== "accepted" || !d.runId)
+            throw new Error(`sessions_send did not accept: ${JSON.stringify(d).slice(0, 300)}`);
           return d.runId;
         }
       : async (key, text, idempotencyKey) => {
-          const res = await request("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: text, idempotencyKey }, { timeoutMs: BURST_CALL_TIMEOUT_MS });
-          if (res.json.status !== "accepted" || !res.json.runId) throw new Error(`inbound message not accepted: ${res.text.slice(0, 300)}`);
+          const res = await request(
+            "POST",
+            `/v1/sessions/${encodeURIComponent(key)}/messages`,
+            { message: text, idempotencyKey },
+            { timeoutMs: BURST_CALL_TIMEOUT_MS },
+          );
+          if (res.json.status !== "accepted" || !res.json.runId)
+            throw new Error(`inbound message not accepted: ${res.text.slice(0, 300)}`);
           return res.json.runId;
         };
   return (key, text) => {
@@ -94,7 +106,12 @@ async function waitAll(request, runIds, concurrency) {
       if (left <= 0) throw new Error(`run ${runIds[i]} did not end within ${WAIT_DEADLINE_MS / 1000}s`);
       let res;
       try {
-        res = await request("GET", `/v1/runs/${encodeURIComponent(runIds[i])}/wait?timeoutMs=${Math.min(left, 20_000)}`, undefined, { timeoutMs: 45_000 });
+        res = await request(
+          "GET",
+          `/v1/runs/${encodeURIComponent(runIds[i])}/wait?timeoutMs=${Math.min(left, 20_000)}`,
+          undefined,
+          { timeoutMs: 45_000 },
+        );
       } catch (err) {
         // A wait is safe to repeat: a dropped or parked connection just means "ask again".
         if (err.status === undefined || err.status === 503) continue;
@@ -122,7 +139,10 @@ async function drainQueue(request, key) {
 
 function textOf(message) {
   if (typeof message.content === "string") return message.content;
-  return (message.content ?? []).filter((b) => b.type === "text").map((b) => b.text).join("");
+  return (message.content ?? [])
+    .filter((b) => b.type === "text")
+    .map((b) => b.text)
+    .join("");
 }
 
 async function readTranscript(base, token, key) {
@@ -150,7 +170,8 @@ async function readTranscript(base, token, key) {
 function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
   const problems = [];
   const textOfRun = new Map(runIds.map((id, i) => [id, texts[i]]));
-  if (new Set(runIds).size !== runIds.length) problems.push("the gateway returned the same runId for two different sends");
+  if (new Set(runIds).size !== runIds.length)
+    problems.push("the gateway returned the same runId for two different sends");
   const ours = runOrder.filter((r) => textOfRun.has(r.runId));
   if (ours.length !== runIds.length) problems.push(`queue holds ${ours.length} of ${runIds.length} accepted runs`);
   const notOk = ours.filter((r) => r.status !== "ok");
@@ -164,9 +185,10 @@ function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
     if (r.userSeq === null || r.userSeq <= lastSeq) outOfOrder++;
     lastSeq = r.userSeq ?? lastSeq;
     const user = bySeq.get(r.userSeq);
-    if (!user || user.role !== "user" || textOf(user) !== textOfRun.get(r.runId)) wrongText++;
+    if (user?.role !== "user" || textOf(user) !== textOfRun.get(r.runId)) wrongText++;
     const reply = bySeq.get((r.userSeq ?? 0) + 1);
-    if (!reply || reply.role !== "assistant" || reply.stopReason !== "stop" || !textOf(reply).includes(textOfRun.get(r.runId))) missingReply++;
+    if (reply?.role !== "assistant" || reply.stopReason !== "stop" || !textOf(reply).includes(textOfRun.get(r.runId)))
+      missingReply++;
   }
   if (outOfOrder) problems.push(`${outOfOrder} runs out of queue order in the transcript`);
   if (wrongText) problems.push(`${wrongText} runs whose transcript message is not the text sent`);
@@ -185,7 +207,9 @@ function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
 
   // Real-time order: if send A was answered before send B was sent, A must be ahead of B in the queue.
   const qseqOf = new Map(ours.map((r) => [r.runId, r.qseq]));
-  const byAnswer = runIds.map((id, i) => ({ q: qseqOf.get(id) ?? Infinity, at: answeredAt[i] })).sort((a, b) => a.at - b.at);
+  const byAnswer = runIds
+    .map((id, i) => ({ q: qseqOf.get(id) ?? Infinity, at: answeredAt[i] }))
+    .sort((a, b) => a.at - b.at);
   const prefixMaxQ = [];
   for (const a of byAnswer) prefixMaxQ.push(Math.max(prefixMaxQ.at(-1) ?? -Infinity, a.q));
   let constrained = 0;
@@ -203,23 +227,45 @@ function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
       if (prefixMaxQ[lo - 1] >= (qseqOf.get(id) ?? -Infinity)) rtViolations++;
     }
   });
-  if (rtViolations) problems.push(`${rtViolations} sends queued ahead of a send that was answered before they were sent`);
-  return { ok: problems.length === 0, problems, checked: ours.length, distinct: seen.size, lost, twice, outOfOrder, constrained };
+  if (rtViolations)
+    problems.push(`${rtViolations} sends queued ahead of a send that was answered before they were sent`);
+  return {
+    ok: problems.length === 0,
+    problems,
+    checked: ours.length,
+    distinct: seen.size,
+    lost,
+    twice,
+    outOfOrder,
+    constrained,
+  };
 }
 
 /** Run the send bursts and checks; returns rows for the report and the fan-in check. */
-export async function benchSends({ request, base, token, count = 1_000, requesterKey = "agent:send:main", log = () => {} }) {
+export async function benchSends({
+  request,
+  base,
+  token,
+  count = 1_000,
+  requesterKey = "agent:send:main",
+  log = () => {},
+}) {
   const path = await detectSendPath(request, requesterKey);
   log(`  send path: ${path}`);
   const retries = { count: 0 };
   const send = sender(request, path, requesterKey, retries);
   // POST: a GET dropped by the dev proxy would be parked forever instead of failing (see bench/routes.ts).
   const pingRetries = { count: 0 };
-  const ping = (key) => withRetry(() => request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }), pingRetries);
+  const ping = (key) =>
+    withRetry(
+      () =>
+        request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }),
+      pingRetries,
+    );
   const texts = Array.from({ length: count }, (_, i) => SEND_TEXT(i + 1));
 
   // Warm the worker and both code paths (a different session, so the checks below see only the bursts).
-  await runPool(50, 8, (i) => ping("agent:send:warm"));
+  await runPool(50, 8, (_i) => ping("agent:send:warm"));
   await runPool(50, 8, (i) => send("agent:send:warm", `warm-up ${i}`));
 
   // --- one session: bare burst, then the send burst, then wait until every run has ended
@@ -236,15 +282,26 @@ export async function benchSends({ request, base, token, count = 1_000, requeste
   // next burst is not measured against a busy session and the transcript below is final.
   const runOrder = await drainQueue(request, fanInKey);
   const fanInDrainedMs = performance.now() - fanIn.t0;
-  log(`  fan-in runs ended after ${(fanInDoneMs / 1000).toFixed(1)} s, queue idle after ${(fanInDrainedMs / 1000).toFixed(1)} s`);
+  log(
+    `  fan-in runs ended after ${(fanInDoneMs / 1000).toFixed(1)} s, queue idle after ${(fanInDrainedMs / 1000).toFixed(1)} s`,
+  );
   const bySeq = await readTranscript(base, token, fanInKey);
-  const check = checkFanIn({ runIds: fanInIds, texts, sentAt: fanIn.sentAt, answeredAt: fanIn.answeredAt, runOrder, bySeq });
+  const check = checkFanIn({
+    runIds: fanInIds,
+    texts,
+    sentAt: fanIn.sentAt,
+    answeredAt: fanIn.answeredAt,
+    runOrder,
+    bySeq,
+  });
 
   // --- 1,000 sessions: bare burst over 1,000 fresh objects, then one send into each of 1,000 sessions
   const bareSpread = await burst(`bare ×${count} → ${count} objects`, count, (i) => ping(`agent:send:bare-${i}`));
   const bareSpreadRetries = pingRetries.count - bareOneRetries;
   log(`  ${bareSpread.stats.name}: answered in ${(bareSpread.stats.wall / 1000).toFixed(1)} s`);
-  const spread = await burst(`send ×${count} → ${count} sessions`, count, (i) => send(`agent:send:spread-${i}`, texts[i]));
+  const spread = await burst(`send ×${count} → ${count} sessions`, count, (i) =>
+    send(`agent:send:spread-${i}`, texts[i]),
+  );
   log(`  ${spread.stats.name}: answered in ${(spread.stats.wall / 1000).toFixed(1)} s`);
   const spreadRetries = retries.count - fanInRetries;
   const spreadRuns = await waitAll(request, spread.results, 16);
@@ -260,7 +317,10 @@ export async function benchSends({ request, base, token, count = 1_000, requeste
     [
       { name: "bare route", call: () => ping("agent:send:steady") },
       { name: `${label} → one session`, call: () => send("agent:send:steady", `steady #${steadyOne++}`) },
-      { name: `${label} → a new session each`, call: () => send(`agent:send:steady-${steadyNew}`, `steady #${steadyNew++}`) },
+      {
+        name: `${label} → a new session each`,
+        call: () => send(`agent:send:steady-${steadyNew}`, `steady #${steadyNew++}`),
+      },
     ],
     { warmup: 40, requests: 400, rounds: 10, concurrency: 8 },
   );
@@ -268,13 +328,33 @@ export async function benchSends({ request, base, token, count = 1_000, requeste
 
   const rows = [
     { ...bareOne.stats, retried: bareOneRetries },
-    { ...fanIn.stats, retried: fanInRetries, drainedMs: fanInDrainedMs, followUps: runOrder.length - count, allRanMs: fanInDoneMs, runsPerSec: count / (fanInDoneMs / 1000), ended: fanInRuns.filter((r) => r.status === "ok").length },
+    {
+      ...fanIn.stats,
+      retried: fanInRetries,
+      drainedMs: fanInDrainedMs,
+      followUps: runOrder.length - count,
+      allRanMs: fanInDoneMs,
+      runsPerSec: count / (fanInDoneMs / 1000),
+      ended: fanInRuns.filter((r) => r.status === "ok").length,
+    },
     { ...bareSpread.stats, retried: bareSpreadRetries },
-    { ...spread.stats, retried: spreadRetries, allRanMs: spreadDoneMs, runsPerSec: count / (spreadDoneMs / 1000), ended: spreadRuns.length - spreadBad },
+    {
+      ...spread.stats,
+      retried: spreadRetries,
+      allRanMs: spreadDoneMs,
+      runsPerSec: count / (spreadDoneMs / 1000),
+      ended: spreadRuns.length - spreadBad,
+    },
   ];
   const overhead = {
-    oneSession: { meanMs: fanIn.stats.mean - bareOne.stats.mean, perSendMs: (fanIn.stats.wall - bareOne.stats.wall) / count },
-    spread: { meanMs: spread.stats.mean - bareSpread.stats.mean, perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count },
+    oneSession: {
+      meanMs: fanIn.stats.mean - bareOne.stats.mean,
+      perSendMs: (fanIn.stats.wall - bareOne.stats.wall) / count,
+    },
+    spread: {
+      meanMs: spread.stats.mean - bareSpread.stats.mean,
+      perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count,
+    },
   };
   return { path, count, rows, check, spreadBad, overhead, steady };
 }

@@ -19,11 +19,15 @@ const benchRpc = {
    * Append `count` synthetic turns' messages (user/assistant alternating) in one transaction, so the
    * benchmark builds a 100,000-message transcript in seconds instead of running 50,000 real runs.
    */
-  async seedTranscript(host: SessionObject, arg: { count: number; startText: string; textBytes?: number }): Promise<{ total: number }> {
+  async seedTranscript(
+    host: SessionObject,
+    arg: { count: number; startText: string; textBytes?: number },
+  ): Promise<{ total: number }> {
     await host.ensureSession();
     const first = host.transcript.count() + 1;
     host.storage.transactionSync(() => {
-      for (let n = first; n < first + arg.count; n++) host.transcript.append(syntheticMessage(n, arg.startText, arg.textBytes), null);
+      for (let n = first; n < first + arg.count; n++)
+        host.transcript.append(syntheticMessage(n, arg.startText, arg.textBytes), null);
     });
     return { total: first + arg.count - 1 };
   },
@@ -32,10 +36,16 @@ const benchRpc = {
    * Runs in acceptance (qseq) order with the transcript seq of their user message, so the benchmark
    * can prove end to end that queue order equals transcript order.
    */
-  runOrder(host: SessionObject, limit: number): { runId: string; qseq: number; status: RunStatus; userSeq: number | null }[] {
+  runOrder(
+    host: SessionObject,
+    limit: number,
+  ): { runId: string; qseq: number; status: RunStatus; userSeq: number | null }[] {
     if (!host.hasStorage) return [];
     return host.sql
-      .exec<{ id: string; qseq: number; status: RunStatus; user_seq: number | null }>("SELECT id, qseq, status, user_seq FROM runs ORDER BY qseq LIMIT ?", limit)
+      .exec<{ id: string; qseq: number; status: RunStatus; user_seq: number | null }>(
+        "SELECT id, qseq, status, user_seq FROM runs ORDER BY qseq LIMIT ?",
+        limit,
+      )
       .toArray()
       .map((r) => ({ runId: r.id, qseq: r.qseq, status: r.status, userSeq: r.user_seq }));
   },

@@ -24,25 +24,44 @@ export async function seedSizes(request, log) {
     for (let s = 0; s < SESSIONS; s++) {
       for (let done = 0; done < MESSAGES[label]; done += SEED_BATCH) {
         const count = Math.min(SEED_BATCH, MESSAGES[label] - done);
-        await request("POST", "/v1/_bench/seed/transcript", { sessionKey: sessionKey(agentId, s), count, ...(label === "max" ? { textBytes: MAX_MESSAGE_BYTES } : {}) });
+        await request("POST", "/v1/_bench/seed/transcript", {
+          sessionKey: sessionKey(agentId, s),
+          count,
+          ...(label === "max" ? { textBytes: MAX_MESSAGE_BYTES } : {}),
+        });
       }
     }
-    log(`  seeded ${SESSIONS} sessions × ${MESSAGES[label]} ${label} messages (agent "${agentId}") in ${fmt((performance.now() - t0) / 1000)} s`);
+    log(
+      `  seeded ${SESSIONS} sessions × ${MESSAGES[label]} ${label} messages (agent "${agentId}") in ${fmt((performance.now() - t0) / 1000)} s`,
+    );
   }
 }
 
 export async function benchSizes(request, log) {
   const history = (agentId, limit) => () =>
-    request("POST", "/tools/invoke", { tool: "sessions_history", sessionKey: `agent:${agentId}:main`, args: { sessionKey: sessionKey(agentId, 0), ...(limit ? { limit } : {}) } });
-  const list = (agentId) => () => request("POST", "/tools/invoke", { tool: "sessions_list", sessionKey: `agent:${agentId}:main`, args: { messageLimit: 20 } });
+    request("POST", "/tools/invoke", {
+      tool: "sessions_history",
+      sessionKey: `agent:${agentId}:main`,
+      args: { sessionKey: sessionKey(agentId, 0), ...(limit ? { limit } : {}) },
+    });
+  const list = (agentId) => () =>
+    request("POST", "/tools/invoke", {
+      tool: "sessions_list",
+      sessionKey: `agent:${agentId}:main`,
+      args: { messageLimit: 20 },
+    });
   // Both sides must answer what a user expects before they are timed.
   for (const agentId of Object.values(SIZE_AGENTS)) {
     const h = (await history(agentId)()).json.result.details;
-    if (h.messages.length === 0 || h.bytes > 80 * 1024) throw new Error(`sessions_history of ${agentId}: ${h.messages.length} messages, ${h.bytes} bytes`);
+    if (h.messages.length === 0 || h.bytes > 80 * 1024)
+      throw new Error(`sessions_history of ${agentId}: ${h.messages.length} messages, ${h.bytes} bytes`);
     const l = (await list(agentId)()).json.result.details;
-    if (l.count < SESSIONS || l.sessions.some((r) => r.key.includes(":size-") && !(r.messages?.length > 0))) throw new Error(`sessions_list of ${agentId}: previews missing`);
+    if (l.count < SESSIONS || l.sessions.some((r) => r.key.includes(":size-") && !(r.messages?.length > 0)))
+      throw new Error(`sessions_list of ${agentId}: previews missing`);
   }
-  log(`Measuring byte budgets: ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, concurrency ${LOAD.concurrency}, ${LOAD.rounds} interleaved rounds…`);
+  log(
+    `Measuring byte budgets: ${LOAD.requests} requests per scenario after ${LOAD.warmup} warm-up, concurrency ${LOAD.concurrency}, ${LOAD.rounds} interleaved rounds…`,
+  );
   const scenarios = [
     { name: "history, ordinary messages", call: history(SIZE_AGENTS.ordinary) },
     { name: "history, 512 KiB messages", call: history(SIZE_AGENTS.max) },
@@ -64,11 +83,16 @@ export async function benchSizes(request, log) {
     "",
     "| scenario | requests | requests/s | p50 ms | p99 ms | response bytes |",
     "|---|---:|---:|---:|---:|---:|",
-    ...rows.map((r) => `| ${r.name} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.bytes} |`),
+    ...rows.map(
+      (r) => `| ${r.name} | ${r.requests} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} | ${r.bytes} |`,
+    ),
     "",
     `| ratio | p50 | p99 | goal ≤ ${BAR}× (p50) |`,
     "|---|---:|---:|---|",
-    ...pairs.map((p) => `| ${p.label} | ${fmt(p.p50, 2)}× | ${fmt(p.p99, 2)}× | ${p.p50 <= BAR ? "met" : `missed by ${fmt((p.p50 / BAR - 1) * 100, 0)}%`} |`),
+    ...pairs.map(
+      (p) =>
+        `| ${p.label} | ${fmt(p.p50, 2)}× | ${fmt(p.p99, 2)}× | ${p.p50 <= BAR ? "met" : `missed by ${fmt((p.p50 / BAR - 1) * 100, 0)}%`} |`,
+    ),
   ];
   return { lines, pairs };
 }

@@ -8,8 +8,8 @@ import "../src/index"; // every production extension, registered exactly as in p
 import { benchRoutes } from "./routes";
 import "./session-seeding";
 
-export { SessionObject } from "../src/session/session-object";
 export { RegistryObject } from "../src/registry/registry-object";
+export { SessionObject } from "../src/session/session-object";
 
 export const benchApp = createApp(benchRoutes);
 

@@ -18,13 +18,22 @@ const CONCURRENCY = Number(process.env.TEST_CONCURRENCY ?? 2);
 const args = process.argv.slice(2);
 const named = args.filter((a) => a.endsWith(".test.ts"));
 const extra = args.filter((a) => !a.endsWith(".test.ts"));
-const files = named.length ? named : readdirSync("test").filter((f) => f.endsWith(".test.ts")).sort().map((f) => `test/${f}`);
+const files = named.length
+  ? named
+  : readdirSync("test")
+      .filter((f) => f.endsWith(".test.ts"))
+      .sort()
+      .map((f) => `test/${f}`);
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour escapes
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, "");
 
 function runFile(file) {
   return new Promise((resolve) => {
-    const child = spawn("npx", ["vitest", "run", file, ...extra], { detached: true, env: { ...process.env, FORCE_COLOR: "0" } });
+    const child = spawn("npx", ["vitest", "run", file, ...extra], {
+      detached: true,
+      env: { ...process.env, FORCE_COLOR: "0" },
+    });
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
@@ -65,8 +74,17 @@ async function worker() {
     if (r.status === "hang") r = await runFile(file);
     results.push(r);
     const mark = r.status.startsWith("pass") ? "✓" : "✗";
-    console.log(`${mark} ${file} — ${r.passed} passed${r.failedCount ? `, ${r.failedCount} failed` : ""}${r.status === "pass-teardown-hang" ? " (vitest pool hung at teardown after reporting; killed)" : ""}${r.status === "hang" ? " (hung twice before reporting)" : ""}`);
-    if (!r.status.startsWith("pass")) console.log(r.text.split("\n").filter((l) => /×|FAIL|Error|expected|✗|AssertionError|❯/.test(l)).slice(0, 60).join("\n"));
+    console.log(
+      `${mark} ${file} — ${r.passed} passed${r.failedCount ? `, ${r.failedCount} failed` : ""}${r.status === "pass-teardown-hang" ? " (vitest pool hung at teardown after reporting; killed)" : ""}${r.status === "hang" ? " (hung twice before reporting)" : ""}`,
+    );
+    if (!r.status.startsWith("pass"))
+      console.log(
+        r.text
+          .split("\n")
+          .filter((l) => /×|FAIL|Error|expected|✗|AssertionError|❯/.test(l))
+          .slice(0, 60)
+          .join("\n"),
+      );
   }
 }
 await Promise.all(Array.from({ length: Math.min(CONCURRENCY, files.length) }, worker));
@@ -78,6 +96,8 @@ const testsFailed = results.reduce((n, r) => n + r.failedCount, 0) + bad.filter(
 const hung = results.filter((r) => r.status === "pass-teardown-hang");
 console.log(`\nTest files: ${ok.length} passed, ${bad.length} failed (of ${files.length})`);
 // Reported apart: these files' tests all passed, then the pool never exited (see the header comment).
-console.log(`Teardown hangs: ${hung.length}${hung.length ? ` (${hung.map((r) => r.file).join(", ")}; their tests passed, the vitest pool did not exit and was killed)` : ""}`);
+console.log(
+  `Teardown hangs: ${hung.length}${hung.length ? ` (${hung.map((r) => r.file).join(", ")}; their tests passed, the vitest pool did not exit and was killed)` : ""}`,
+);
 console.log(`${testsPassed} passed, ${testsFailed} failed`);
 process.exit(bad.length ? 1 : 0);

@@ -15,8 +15,8 @@ import "./session/dead-timer-rpc"; // dead timers over /v1 (GET …/timers/dead,
 import "./session/run-log"; // one run_ended log line per run (src/log.ts)
 import "./spawn/thread-binding"; // thread=true: a thread key whose inbound messages run in the sub-agent
 
-export { SessionObject } from "./session/session-object";
 export { RegistryObject } from "./registry/registry-object";
+export { SessionObject } from "./session/session-object";
 
 const app = createApp();
 

@@ -86,7 +86,8 @@ export function parseSessionKey(raw: string, ctx: KeyContext): ParsedKey {
   if (parts[0] === "agent") {
     if (parts.length < 3) throw invalid(`Malformed session key "${clip(raw)}": expected agent:<agentId>:<rest>`);
     agentId = parts[1];
-    if (!AGENT_ID_RE.test(agentId)) throw invalid(`Malformed session key "${clip(raw)}": invalid agent id "${clip(agentId)}"`);
+    if (!AGENT_ID_RE.test(agentId))
+      throw invalid(`Malformed session key "${clip(raw)}": invalid agent id "${clip(agentId)}"`);
     restParts = parts.slice(2);
   } else {
     // Un-prefixed keys (cron:, hook:, node-, <channel>:group:<id>, custom) belong to the default agent (test/keys.test.ts).
@@ -101,7 +102,14 @@ export function parseSessionKey(raw: string, ctx: KeyContext): ParsedKey {
 }
 
 function globalKey(ctx: KeyContext): ParsedKey {
-  return { canonicalKey: "global", agentId: ctx.defaultAgentId, rest: "global", kind: "main", isSubagent: false, isCronRun: false };
+  return {
+    canonicalKey: "global",
+    agentId: ctx.defaultAgentId,
+    rest: "global",
+    kind: "main",
+    isSubagent: false,
+    isCronRun: false,
+  };
 }
 
 function classify(canonicalKey: string, agentId: string, rest: string, ctx: KeyContext): ParsedKey {
@@ -125,7 +133,9 @@ function classify(canonicalKey: string, agentId: string, rest: string, ctx: KeyC
   else if (parts[0] === "subagent") out.isSubagent = true;
 
   // `<channel>:group|channel|direct:<id>`, `direct:<peer>`, `<channel>:<account>:direct:<peer>`.
-  const typeAt = parts.findIndex((p, i) => i < parts.length - 1 && (p === "group" || p === "channel" || p === "direct" || p === "dm"));
+  const typeAt = parts.findIndex(
+    (p, i) => i < parts.length - 1 && (p === "group" || p === "channel" || p === "direct" || p === "dm"),
+  );
   if (out.kind === "other" && !out.isSubagent && typeAt >= 0) {
     const t = parts[typeAt];
     out.chatType = t === "dm" ? "direct" : (t as ChatType);
@@ -153,7 +163,10 @@ export function shownProvenance<P extends { sourceSessionKey?: string }>(p: P): 
  * Channel column of a list row (test/sessions-list.test.ts): groups → the recorded channel (else the
  * key's), direct → lastChannel, cron/hook/node → internal, else unknown.
  */
-export function deriveChannel(parsed: ParsedKey, recorded: { channel?: string | null; lastChannel?: string | null }): string {
+export function deriveChannel(
+  parsed: ParsedKey,
+  recorded: { channel?: string | null; lastChannel?: string | null },
+): string {
   if (parsed.kind === "cron" || parsed.kind === "hook" || parsed.kind === "node") return "internal";
   if (parsed.kind === "group") return recorded.channel || parsed.channel || recorded.lastChannel || "unknown";
   return recorded.lastChannel || recorded.channel || parsed.channel || "unknown";
@@ -165,12 +178,21 @@ function clip(s: string): string {
 
 /** Key context for a caller under a config (mainKey, scope and default agent come from config). */
 export function keyContextOf(
-  cfg: { session: { mainKey: string; scope: "per-sender" | "global" }; agents: { list: { id: string; default?: boolean }[] } },
+  cfg: {
+    session: { mainKey: string; scope: "per-sender" | "global" };
+    agents: { list: { id: string; default?: boolean }[] };
+  },
   callerAgentId?: string,
   callerKey?: string,
 ): KeyContext {
   const defaultAgentId = (cfg.agents.list.find((a) => a.default) ?? cfg.agents.list[0]).id;
-  return { callerAgentId: callerAgentId ?? defaultAgentId, callerKey, mainKey: cfg.session.mainKey, scope: cfg.session.scope, defaultAgentId };
+  return {
+    callerAgentId: callerAgentId ?? defaultAgentId,
+    callerKey,
+    mainKey: cfg.session.mainKey,
+    scope: cfg.session.scope,
+    defaultAgentId,
+  };
 }
 
 /** Parse a key that is already canonical (stored keys, object names). */

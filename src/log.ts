@@ -65,7 +65,8 @@ function scrub(value: unknown, depth: number): unknown {
   if (Array.isArray(value)) return value.slice(0, MAX_KEYS).map((v) => scrub(v, depth + 1));
   if (typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value).slice(0, MAX_KEYS)) out[k] = SECRET_FIELD.test(k) ? REDACTED : scrub(v, depth + 1);
+    for (const [k, v] of Object.entries(value).slice(0, MAX_KEYS))
+      out[k] = SECRET_FIELD.test(k) ? REDACTED : scrub(v, depth + 1);
     return out;
   }
   return String(value);
@@ -76,7 +77,16 @@ export function logEvent(level: LogLevel, event: string, fields: LogFields = {})
   let line: string;
   try {
     line = JSON.stringify({ level, event, ...(scrub(fields, 0) as object) });
-    if (line.length > MAX_LINE_CHARS) line = JSON.stringify({ level, event, requestId: fields.requestId, sessionKey: fields.sessionKey, runId: fields.runId, truncated: true, text: line.slice(0, MAX_LINE_CHARS / 2) });
+    if (line.length > MAX_LINE_CHARS)
+      line = JSON.stringify({
+        level,
+        event,
+        requestId: fields.requestId,
+        sessionKey: fields.sessionKey,
+        runId: fields.runId,
+        truncated: true,
+        text: line.slice(0, MAX_LINE_CHARS / 2),
+      });
   } catch {
     line = JSON.stringify({ level, event, unserializable: true });
   }

@@ -1,11 +1,19 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LEASE_MS, SessionObject } from "../src/session/session-object";
-import { STEP_WAIT_MS } from "../src/flows/a2a-flow";
-import { setConfigOverride } from "../src/config/load";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
+import { setConfigOverride } from "../src/config/load";
+import { STEP_WAIT_MS } from "../src/flows/a2a-flow";
+import { LEASE_MS, SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { baseConfig, deferred, deliveriesOf, flowsOf, installFakes, until, type ModelRequest } from "./helpers/scripted";
+import {
+  baseConfig,
+  deferred,
+  deliveriesOf,
+  flowsOf,
+  installFakes,
+  type ModelRequest,
+  until,
+} from "./helpers/scripted";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -37,9 +45,19 @@ describe("agent-to-agent flow", () => {
       if (r.kind === "announce") return "announce now";
       return "plain";
     });
-    const res = await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 10 }, { sessionKey: k.req });
+    const res = await invoke(
+      "sessions_send",
+      { sessionKey: k.target, message: "ping", timeoutSeconds: 10 },
+      { sessionKey: k.req },
+    );
     expect(res.status).toBe(200);
-    expect(res.details).toEqual({ runId: expect.any(String), status: "ok", reply: "initial", sessionKey: k.target, delivery: { status: "pending", mode: "announce" } });
+    expect(res.details).toEqual({
+      runId: expect.any(String),
+      status: "ok",
+      reply: "initial",
+      sessionKey: k.target,
+      delivery: { status: "pending", mode: "announce" },
+    });
 
     const flow = await doneFlow(k.target);
     expect(flow.outcome).toBe("announced");
@@ -71,7 +89,14 @@ describe("agent-to-agent flow", () => {
       idempotencyKey: `a2a:${flow.id}:announce`,
     });
     expect(hook.headers["idempotency-key"]).toBe(`a2a:${flow.id}:announce`);
-    expect(await verifyWebhookSignature("hook-secret", hook.headers["x-switchboard-timestamp"], hook.rawBody, hook.headers["x-switchboard-signature"])).toBe(true);
+    expect(
+      await verifyWebhookSignature(
+        "hook-secret",
+        hook.headers["x-switchboard-timestamp"],
+        hook.rawBody,
+        hook.headers["x-switchboard-signature"],
+      ),
+    ).toBe(true);
 
     const delivered = await until(async () => {
       const d = await deliveriesOf(k.target, "delivered");
@@ -83,11 +108,15 @@ describe("agent-to-agent flow", () => {
     // Both transcripts hold the inter-session turns with provenance; the target's route was not touched.
     const hist = await call("GET", `/v1/sessions/${enc(k.target)}/history?limit=50`);
     const users = hist.json.messages.filter((m: any) => m.role === "user");
-    expect(users[0]).toMatchObject({ provenance: { kind: "inter_session", sourceSessionKey: k.req, sourceTool: "sessions_send" } });
+    expect(users[0]).toMatchObject({
+      provenance: { kind: "inter_session", sourceSessionKey: k.req, sourceTool: "sessions_send" },
+    });
     // The announce step's prompt is ours, not a turn of the conversation: shown only with includeTools.
     expect(users.map((u: any) => u.content[0].text)).toEqual(["ping", "pong-1"]);
     const withInternal = await call("GET", `/v1/sessions/${enc(k.target)}/history?limit=50&includeTools=true`);
-    expect(withInternal.json.messages.filter((m: any) => m.role === "user").map((u: any) => u.content[0].text)).toEqual(["ping", "pong-1", "Agent-to-agent announce step."]);
+    expect(withInternal.json.messages.filter((m: any) => m.role === "user").map((u: any) => u.content[0].text)).toEqual(
+      ["ping", "pong-1", "Agent-to-agent announce step."],
+    );
     const row = await call("GET", `/v1/sessions/${enc(k.target)}`);
     expect(row.json.lastChannel).toBeUndefined();
   });
@@ -95,9 +124,26 @@ describe("agent-to-agent flow", () => {
   it("fire-and-forget returns accepted at once and the flow still makes 4 runs and one announce (ref §8 18)", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
-    const fakes = installFakes((r) => (r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : r.kind === "announce" ? "announce now" : "x"));
-    const res = await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
-    expect(res.details).toEqual({ runId: expect.any(String), status: "accepted", sessionKey: k.target, delivery: { status: "pending", mode: "announce" } });
+    const fakes = installFakes((r) =>
+      r.kind === "primary"
+        ? "initial"
+        : r.kind === "turn"
+          ? `pong-${r.turn}`
+          : r.kind === "announce"
+            ? "announce now"
+            : "x",
+    );
+    const res = await invoke(
+      "sessions_send",
+      { sessionKey: k.target, message: "ping", timeoutSeconds: 0 },
+      { sessionKey: k.req },
+    );
+    expect(res.details).toEqual({
+      runId: expect.any(String),
+      status: "accepted",
+      sessionKey: k.target,
+      delivery: { status: "pending", mode: "announce" },
+    });
     await doneFlow(k.target);
     await until(async () => expect(fakes.hooks).toHaveLength(1));
     expect(fakes.model.map((m) => m.kind)).toEqual(["primary", "turn", "turn", "announce"]);
@@ -106,7 +152,12 @@ describe("agent-to-agent flow", () => {
   // REPLY_SKIP at every position: the primary reply, the requester's turn, the target's turn.
   it.each([
     { at: "primary", script: { primary: "REPLY_SKIP" }, kinds: ["primary", "announce"], latest: "(not available)." },
-    { at: "turn 1", script: { turn1: "  REPLY_SKIP  " }, kinds: ["primary", "turn", "announce"], latest: "(not available)." },
+    {
+      at: "turn 1",
+      script: { turn1: "  REPLY_SKIP  " },
+      kinds: ["primary", "turn", "announce"],
+      latest: "(not available).",
+    },
     { at: "turn 2", script: { turn2: "REPLY_SKIP" }, kinds: ["primary", "turn", "turn", "announce"], latest: "pong-1" },
   ])("REPLY_SKIP at $at ends the ping-pong; the announce still runs", async ({ script, kinds, latest }) => {
     const k = keys();
@@ -139,7 +190,15 @@ describe("agent-to-agent flow", () => {
   it("ANNOUNCE_SKIP as a ping-pong turn is ordinary text (only the announce step treats it as silence)", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
-    const fakes = installFakes((r) => (r.kind === "turn" && r.turn === 1 ? "ANNOUNCE_SKIP" : r.kind === "announce" ? "posted" : r.kind === "turn" ? "pong-2" : "initial"));
+    const fakes = installFakes((r) =>
+      r.kind === "turn" && r.turn === 1
+        ? "ANNOUNCE_SKIP"
+        : r.kind === "announce"
+          ? "posted"
+          : r.kind === "turn"
+            ? "pong-2"
+            : "initial",
+    );
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     await doneFlow(k.target);
     expect(fakes.model.map((m) => m.kind)).toEqual(["primary", "turn", "turn", "announce"]);
@@ -169,7 +228,9 @@ describe("agent-to-agent flow", () => {
   it("maxPingPongTurns 5: five alternating turns (requester first), then the announce", async () => {
     const k = keys();
     setConfigOverride(baseConfig({ session: { agentToAgent: { maxPingPongTurns: 5 } } }));
-    const fakes = installFakes((r) => (r.kind === "turn" ? `pong-${r.turn}` : r.kind === "announce" ? "fin" : "initial"));
+    const fakes = installFakes((r) =>
+      r.kind === "turn" ? `pong-${r.turn}` : r.kind === "announce" ? "fin" : "initial",
+    );
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     const flow = await doneFlow(k.target);
     expect(fakes.model.map((m) => [m.kind, m.turn ?? null, m.session === k.req ? "req" : "target"])).toEqual([
@@ -200,7 +261,11 @@ describe("agent-to-agent flow", () => {
     setConfigOverride(baseConfig({ channels: {} }));
     const fakes = installFakes((r) => (r.kind === "announce" ? "ANNOUNCE_SKIP" : "self reply"));
     const me = "agent:main:main";
-    const res = await invoke("sessions_send", { sessionKey: "main", message: "note to self", timeoutSeconds: 10 }, { sessionKey: me });
+    const res = await invoke(
+      "sessions_send",
+      { sessionKey: "main", message: "note to self", timeoutSeconds: 10 },
+      { sessionKey: me },
+    );
     expect(res.details).toMatchObject({ status: "ok", reply: "self reply", sessionKey: me });
     const flows = await until(async () => {
       const f = (await flowsOf(me)).filter((x) => x.originalMessage === "note to self");
@@ -214,7 +279,9 @@ describe("agent-to-agent flow", () => {
   it("an error in a ping-pong turn stops the ping-pong; the announce still runs", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
-    const fakes = installFakes((r) => (r.kind === "turn" ? new Error("provider exploded") : r.kind === "announce" ? "after error" : "initial"));
+    const fakes = installFakes((r) =>
+      r.kind === "turn" ? new Error("provider exploded") : r.kind === "announce" ? "after error" : "initial",
+    );
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     const flow = await doneFlow(k.target);
     expect(fakes.model.map((m) => m.kind)).toEqual(["primary", "turn", "announce"]);
@@ -226,7 +293,11 @@ describe("agent-to-agent flow", () => {
     const k = keys();
     setConfigOverride(baseConfig());
     const fakes = installFakes(() => new Error("model down"));
-    const res = await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 10 }, { sessionKey: k.req });
+    const res = await invoke(
+      "sessions_send",
+      { sessionKey: k.target, message: "ping", timeoutSeconds: 10 },
+      { sessionKey: k.req },
+    );
     expect(res.details).toMatchObject({ status: "error", sessionKey: k.target });
     expect(res.details.error).toContain("model down");
     const flow = await doneFlow(k.target);
@@ -263,7 +334,9 @@ describe("agent-to-agent flow", () => {
     await until(async () => expect(fakes.hooks).toHaveLength(1));
     expect(flow.turns.map((t: any) => t.reply)).toEqual(["pong-1", "pong-2"]);
     const texts = async (key: string) =>
-      (await call("GET", `/v1/sessions/${enc(key)}/history?limit=50`)).json.messages.filter((m: any) => m.role === "user").map((m: any) => m.content[0].text);
+      (await call("GET", `/v1/sessions/${enc(key)}/history?limit=50`)).json.messages
+        .filter((m: any) => m.role === "user")
+        .map((m: any) => m.content[0].text);
     expect(await texts(k.target)).toEqual(["ping", "pong-1"]);
     expect(await texts(k.req)).toEqual(["initial"]);
     expect(await deliveriesOf(k.target)).toHaveLength(1);
@@ -272,7 +345,9 @@ describe("agent-to-agent flow", () => {
   it("an eviction between steps (after a run ended, before the next step was dispatched) is resumed by the alarm", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
-    const fakes = installFakes((r) => (r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : "announce now"));
+    const fakes = installFakes((r) =>
+      r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : "announce now",
+    );
     // The first dispatch of turn 1 dies with the instance before it reaches the requester.
     const realEnqueue = SessionObject.prototype.enqueue;
     let failed = 0;
@@ -297,7 +372,9 @@ describe("agent-to-agent flow", () => {
   it("a crash after the step was queued but before its run id was noted never queues it twice", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
-    const fakes = installFakes((r) => (r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : "announce now"));
+    const fakes = installFakes((r) =>
+      r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : "announce now",
+    );
     const realEnqueue = SessionObject.prototype.enqueue;
     let lostAck = 0;
     vi.spyOn(SessionObject.prototype, "enqueue").mockImplementation(async function (this: SessionObject, req) {
@@ -320,10 +397,17 @@ describe("agent-to-agent flow", () => {
   it("a lost callback: the target's guard re-checks the step's run by id and moves on; the late callback is ignored", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
-    const fakes = installFakes((r) => (r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : "announce now"));
+    const fakes = installFakes((r) =>
+      r.kind === "primary" ? "initial" : r.kind === "turn" ? `pong-${r.turn}` : "announce now",
+    );
     const realCall = SessionObject.prototype.extensionCall;
     let refused = 0;
-    const spy = vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (this: SessionObject, name, method, arg) {
+    const spy = vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+      this: SessionObject,
+      name,
+      method,
+      arg,
+    ) {
       if (method === "stepEnded") {
         refused++;
         return Promise.reject(new Error("target unreachable"));
@@ -366,13 +450,17 @@ describe("agent-to-agent flow", () => {
     const k = keys();
     setConfigOverride(baseConfig());
     const gate = deferred<string>();
-    const fakes = installFakes((r) => (r.kind === "turn" && r.turn === 1 ? gate.promise : r.kind === "primary" ? "initial" : "announce now"));
+    const fakes = installFakes((r) =>
+      r.kind === "turn" && r.turn === 1 ? gate.promise : r.kind === "primary" ? "initial" : "announce now",
+    );
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary", "turn"]));
     expect((await call("DELETE", `/v1/sessions/${enc(k.target)}`)).status).toBe(200);
     gate.resolve("pong-1");
     await until(async () => {
-      const pending = await runInDurableObject(sessionStub(k.req), async (_o, st) => st.storage.sql.exec("SELECT * FROM timers WHERE kind = 'a2a_notify'").toArray());
+      const pending = await runInDurableObject(sessionStub(k.req), async (_o, st) =>
+        st.storage.sql.exec("SELECT * FROM timers WHERE kind = 'a2a_notify'").toArray(),
+      );
       expect(pending).toEqual([]);
     });
     expect(fakes.model).toHaveLength(2);
@@ -383,7 +471,9 @@ describe("agent-to-agent flow", () => {
     const k = keys();
     setConfigOverride(baseConfig());
     const gate = deferred<string>();
-    const fakes = installFakes((r) => (r.kind === "primary" ? gate.promise : r.kind === "announce" ? "announce now" : "plain"));
+    const fakes = installFakes((r) =>
+      r.kind === "primary" ? gate.promise : r.kind === "announce" ? "announce now" : "plain",
+    );
     await sendAndWait(k.req, "hello");
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     await until(async () => expect(fakes.model.map((m) => m.kind)).toContain("primary"));

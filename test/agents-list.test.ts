@@ -4,26 +4,40 @@ import { invoke, RESEARCH_TOKEN } from "./helpers/http";
 
 afterEach(() => setConfigOverride(null));
 
-const agentsList = (sessionKey = "agent:main:main", token?: string) => invoke("agents_list", {}, { sessionKey, ...(token ? { token } : {}) });
+const agentsList = (sessionKey = "agent:main:main", token?: string) =>
+  invoke("agents_list", {}, { sessionKey, ...(token ? { token } : {}) });
 
 describe("agents_list (reference §2.5, §8 item 53)", () => {
   it("default: only the requester agent", async () => {
     const r = await agentsList();
     expect(r.status).toBe(200);
-    expect(r.details).toEqual({ requester: "main", allowAny: false, agents: [{ id: "main", name: "Main", configured: true }] });
+    expect(r.details).toEqual({
+      requester: "main",
+      allowAny: false,
+      agents: [{ id: "main", name: "Main", configured: true }],
+    });
     expect(JSON.parse(r.body.result.content[0].text)).toEqual(r.details);
   });
 
   it("the requester is the agent of the requester session (or of the token)", async () => {
     expect((await agentsList("agent:research:main")).details.requester).toBe("research");
-    expect((await agentsList("main", RESEARCH_TOKEN)).details).toEqual({ requester: "research", allowAny: false, agents: [{ id: "research", name: "Research", configured: true }] });
+    expect((await agentsList("main", RESEARCH_TOKEN)).details).toEqual({
+      requester: "research",
+      allowAny: false,
+      agents: [{ id: "research", name: "Research", configured: true }],
+    });
   });
 
   it("per-agent allowlist: requester first, the rest sorted; ids normalised; unconfigured ids are configured:false", async () => {
     setConfigOverride({
       agents: {
         list: [
-          { id: "main", name: "Main", default: true, subagents: { allowAgents: ["Research", " zeta ", "coder", "main", "research"] } },
+          {
+            id: "main",
+            name: "Main",
+            default: true,
+            subagents: { allowAgents: ["Research", " zeta ", "coder", "main", "research"] },
+          },
           { id: "research", name: "Research" },
           { id: "coder", name: "  " },
         ],
@@ -42,15 +56,29 @@ describe("agents_list (reference §2.5, §8 item 53)", () => {
   });
 
   it("falls back to agents.defaults.subagents.allowAgents", async () => {
-    setConfigOverride({ agents: { defaults: { subagents: { allowAgents: ["research"] } }, list: [{ id: "main", default: true }, { id: "research" }] } });
+    setConfigOverride({
+      agents: {
+        defaults: { subagents: { allowAgents: ["research"] } },
+        list: [{ id: "main", default: true }, { id: "research" }],
+      },
+    });
     expect((await agentsList()).details.agents.map((a: any) => a.id)).toEqual(["main", "research"]);
     // A per-agent list wins over the defaults (here: an empty one).
-    setConfigOverride({ agents: { defaults: { subagents: { allowAgents: ["research"] } }, list: [{ id: "main", default: true, subagents: { allowAgents: [] } }, { id: "research" }] } });
+    setConfigOverride({
+      agents: {
+        defaults: { subagents: { allowAgents: ["research"] } },
+        list: [{ id: "main", default: true, subagents: { allowAgents: [] } }, { id: "research" }],
+      },
+    });
     expect((await agentsList()).details.agents.map((a: any) => a.id)).toEqual(["main"]);
   });
 
   it('"*" allows every configured agent', async () => {
-    setConfigOverride({ agents: { list: [{ id: "main", default: true, subagents: { allowAgents: ["*"] } }, { id: "research" }, { id: "coder" }] } });
+    setConfigOverride({
+      agents: {
+        list: [{ id: "main", default: true, subagents: { allowAgents: ["*"] } }, { id: "research" }, { id: "coder" }],
+      },
+    });
     expect((await agentsList()).details).toEqual({
       requester: "main",
       allowAny: true,

@@ -1,12 +1,12 @@
-import { describe, it, expect } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseConfig } from "../src/config/load";
 import type { Config } from "../src/config/schema";
 import {
-  validateAttachments,
-  attachmentsReceipt,
-  redactAttachmentArgs,
   type AttachmentInput,
   type AttachmentsConfig,
+  attachmentsReceipt,
+  redactAttachmentArgs,
+  validateAttachments,
 } from "../src/spawn/attachments";
 
 /** The defaults a config without `tools.sessions_spawn.attachments` gets: what sessions_spawn really uses. */
@@ -53,13 +53,23 @@ describe("validateAttachments — gate and counts", () => {
 
   it("too many files → file_count_exceeded, checked before any name", async () => {
     // The bad names prove the count check runs first.
-    const inputs = [{ name: "..", content: "" }, { name: "", content: "" }, { name: "c", content: "" }];
+    const inputs = [
+      { name: "..", content: "" },
+      { name: "", content: "" },
+      { name: "c", content: "" },
+    ];
     const r = await errorOf(inputs, { ...ON, maxFiles: 2 });
     expect(r).toEqual({ ok: false, status: "error", error: "attachments_file_count_exceeded (maxFiles=2)" });
   });
 
   it("exactly maxFiles files are accepted", async () => {
-    const r = await validateAttachments([{ name: "a", content: "1" }, { name: "b", content: "2" }], { ...ON, maxFiles: 2 });
+    const r = await validateAttachments(
+      [
+        { name: "a", content: "1" },
+        { name: "b", content: "2" },
+      ],
+      { ...ON, maxFiles: 2 },
+    );
     expect(r.ok).toBe(true);
   });
 });
@@ -88,13 +98,20 @@ describe("validateAttachments — names", () => {
   });
 
   it("duplicates → duplicate_name (after trimming, like the reference)", async () => {
-    const r = await errorOf([{ name: "a.txt", content: "1" }, { name: " a.txt ", content: "2" }]);
+    const r = await errorOf([
+      { name: "a.txt", content: "1" },
+      { name: " a.txt ", content: "2" },
+    ]);
     expect(r.error).toBe("attachments_duplicate_name (a.txt)");
   });
 
   it("names are case-sensitive and dotfiles other than the manifest are fine", async () => {
     const r = await validateAttachments(
-      [{ name: "A.txt", content: "1" }, { name: "a.txt", content: "2" }, { name: ".env.example", content: "3" }],
+      [
+        { name: "A.txt", content: "1" },
+        { name: "a.txt", content: "2" },
+        { name: ".env.example", content: "3" },
+      ],
       ON,
     );
     expect(r.ok && r.files.map((f) => f.name)).toEqual(["A.txt", "a.txt", ".env.example"]);
@@ -154,7 +171,7 @@ describe("validateAttachments — strict base64", () => {
     for (const b of big) bin += String.fromCharCode(b);
     const ok = await validateAttachments([{ name: "big.bin", content: btoa(bin), encoding: "base64" }], ON);
     expect(ok.ok && ok.files[0].bytes).toBe(1048576);
-    const over = await errorOf([{ name: "big.bin", content: btoa(bin + "\u00ab"), encoding: "base64" }]);
+    const over = await errorOf([{ name: "big.bin", content: btoa(`${bin}\u00ab`), encoding: "base64" }]);
     expect(over.error).toBe(bad);
   });
   it("whitespace inside the encoding is stripped (line-wrapped base64 works)", async () => {
@@ -163,9 +180,9 @@ describe("validateAttachments — strict base64", () => {
   });
   it("pre-decode guard: raw length over 2× the max encoding is refused even if it strips to valid", async () => {
     // max encoded = 16 chars → guard at 32 raw chars. "aGk=" + 29 spaces = 33 raw chars.
-    expect((await one("aGk=" + " ".repeat(29))).error).toBe(bad);
+    expect((await one(`aGk=${" ".repeat(29)}`)).error).toBe(bad);
     // 32 raw chars is still inside the guard and decodes fine.
-    const r = await validateAttachments([{ name: "f", content: "aGk=" + " ".repeat(28), encoding: "base64" }], SMALL);
+    const r = await validateAttachments([{ name: "f", content: `aGk=${" ".repeat(28)}`, encoding: "base64" }], SMALL);
     expect(r.ok).toBe(true);
   });
 });
@@ -190,13 +207,22 @@ describe("validateAttachments — utf8 and totals", () => {
   });
   it("running total over the cap → total_bytes_exceeded with the total reached", async () => {
     const r = await errorOf(
-      [{ name: "a", content: "1234567890" }, { name: "b", content: "123456" }],
+      [
+        { name: "a", content: "1234567890" },
+        { name: "b", content: "123456" },
+      ],
       SMALL, // total cap 15: 10 + 6 = 16
     );
     expect(r.error).toBe("attachments_total_bytes_exceeded (totalBytes=16 maxTotalBytes=15)");
   });
   it("total exactly at the cap is accepted", async () => {
-    const r = await validateAttachments([{ name: "a", content: "1234567890" }, { name: "b", content: "12345" }], SMALL);
+    const r = await validateAttachments(
+      [
+        { name: "a", content: "1234567890" },
+        { name: "b", content: "12345" },
+      ],
+      SMALL,
+    );
     expect(r.ok && r.totalBytes).toBe(15);
   });
   it("non-string content → materialization_failed instead of a crash", async () => {
@@ -206,7 +232,7 @@ describe("validateAttachments — utf8 and totals", () => {
 });
 
 describe("materialized files", () => {
-  it("sha256 of \"hello\" is the well-known digest; mimeType kept; data is the UTF-8 bytes", async () => {
+  it('sha256 of "hello" is the well-known digest; mimeType kept; data is the UTF-8 bytes', async () => {
     const r = await validateAttachments([{ name: "h.txt", content: "hello", mimeType: "text/plain" }], ON);
     expect(r.ok).toBe(true);
     if (!r.ok) return;
@@ -227,7 +253,13 @@ describe("materialized files", () => {
 
 describe("attachmentsReceipt", () => {
   it("summarises without content", async () => {
-    const r = await validateAttachments([{ name: "a", content: "hello" }, { name: "b", content: "xy" }], ON);
+    const r = await validateAttachments(
+      [
+        { name: "a", content: "hello" },
+        { name: "b", content: "xy" },
+      ],
+      ON,
+    );
     if (!r.ok) throw new Error(r.error);
     const receipt = attachmentsReceipt(r.files, ".switchboard/attachments/123");
     expect(receipt).toEqual({

@@ -33,16 +33,28 @@ describe("bearer tokens (DESIGN §3.2)", () => {
       expect(bad.status).toBe(401);
       expect(bad.json).toEqual(UNAUTHORIZED("Invalid bearer token"));
     }
-    const basic = await call("GET", "/v1/sessions", undefined, { token: null, headers: { ...freshClient(), Authorization: `Basic ${btoa("a:b")}` } });
+    const basic = await call("GET", "/v1/sessions", undefined, {
+      token: null,
+      headers: { ...freshClient(), Authorization: `Basic ${btoa("a:b")}` },
+    });
     expect(basic.status).toBe(401);
     // A prefix or an extension of a valid token is not valid.
-    expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY.slice(0, -1), headers: freshClient() })).status).toBe(401);
-    expect((await call("GET", "/v1/agents", undefined, { token: `${GATEWAY}x`, headers: freshClient() })).status).toBe(401);
+    expect(
+      (await call("GET", "/v1/agents", undefined, { token: GATEWAY.slice(0, -1), headers: freshClient() })).status,
+    ).toBe(401);
+    expect((await call("GET", "/v1/agents", undefined, { token: `${GATEWAY}x`, headers: freshClient() })).status).toBe(
+      401,
+    );
   });
 
   it("an unauthenticated message creates nothing", async () => {
     const key = "agent:main:auth-nothing";
-    const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "sneaky" }, { token: "wrong", headers: freshClient() });
+    const r = await call(
+      "POST",
+      `/v1/sessions/${enc(key)}/messages`,
+      { message: "sneaky" },
+      { token: "wrong", headers: freshClient() },
+    );
     expect(r.status).toBe(401);
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).status).toBe(404);
   });
@@ -75,7 +87,10 @@ describe("bearer tokens (DESIGN §3.2)", () => {
     expect(asOther.status).toBe(403);
     expect(asOther.body).toEqual({
       ok: false,
-      error: { type: "forbidden", message: 'The token of agent "research" cannot act on session agent:main:main (agent "main")' },
+      error: {
+        type: "forbidden",
+        message: 'The token of agent "research" cannot act on session agent:main:main (agent "main")',
+      },
     });
     for (const [method, path, body] of [
       ["GET", `/v1/sessions/${enc("agent:main:auth-confined")}`],
@@ -94,11 +109,15 @@ describe("bearer tokens (DESIGN §3.2)", () => {
       expect(r.json.error.type).toBe("forbidden");
     }
     // Un-prefixed keys belong to the default agent (main), so they are out of research's reach too.
-    expect((await call("POST", "/v1/sessions/cron:auth-x/messages", { message: "x" }, { token: RESEARCH_TOKEN })).status).toBe(403);
+    expect(
+      (await call("POST", "/v1/sessions/cron:auth-x/messages", { message: "x" }, { token: RESEARCH_TOKEN })).status,
+    ).toBe(403);
     // Nothing changed: still one user message, no label.
     const row = await call("GET", `/v1/sessions/${enc("agent:main:auth-confined")}`, undefined, { token: MAIN_TOKEN });
     expect(row.json.label).toBeUndefined();
-    const hist = await call("GET", `/v1/sessions/${enc("agent:main:auth-confined")}/history`, undefined, { token: MAIN_TOKEN });
+    const hist = await call("GET", `/v1/sessions/${enc("agent:main:auth-confined")}/history`, undefined, {
+      token: MAIN_TOKEN,
+    });
     expect(hist.json.messages.filter((m: any) => m.role === "user")).toHaveLength(1);
   });
 
@@ -118,7 +137,10 @@ describe("repeated failures (429)", () => {
 
   it("the Rate Limiting binding counts one client's failures: past its limit that client gets 429 with Retry-After, even with a valid token; others are unaffected", async () => {
     // The in-isolate fallback's setting does not apply while the binding is bound.
-    setConfigOverride({ agents: { list: [{ id: "main", default: true }, { id: "research" }] }, limits: { authFailuresPerMinute: 3 } });
+    setConfigOverride({
+      agents: { list: [{ id: "main", default: true }, { id: "research" }] },
+      limits: { authFailuresPerMinute: 3 },
+    });
     const attacker = { "CF-Connecting-IP": `203.0.113.${Math.floor(Math.random() * 250)}` };
     const statuses: number[] = [];
     // The binding counts in fixed periods: a period boundary during the loop may restart the count once.
@@ -130,7 +152,13 @@ describe("repeated failures (429)", () => {
     expect(statuses.at(-1)).toBe(429);
     const limited = await call("GET", "/v1/agents", undefined, { token: "guess-again", headers: attacker });
     expect(limited.status).toBe(429);
-    expect(limited.json).toEqual({ ok: false, error: { type: "rate_limited", message: expect.stringMatching(/^Too many failed authentication attempts; retry after \d+s$/) } });
+    expect(limited.json).toEqual({
+      ok: false,
+      error: {
+        type: "rate_limited",
+        message: expect.stringMatching(/^Too many failed authentication attempts; retry after \d+s$/),
+      },
+    });
     expect(Number(limited.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
     expect(Number(limited.headers.get("Retry-After"))).toBeLessThanOrEqual(60);
     // A valid token from the same client is refused too, so guesses cannot be interleaved with good calls.
@@ -138,13 +166,19 @@ describe("repeated failures (429)", () => {
     // The count lives in the binding, not in this isolate: it refuses the client too.
     expect((await env.AUTH_FAILURES!.limit({ key: attacker["CF-Connecting-IP"] })).success).toBe(false);
     // Another client is not affected.
-    expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY, headers: { "CF-Connecting-IP": "198.51.100.1" } })).status).toBe(200);
+    expect(
+      (await call("GET", "/v1/agents", undefined, { token: GATEWAY, headers: { "CF-Connecting-IP": "198.51.100.1" } }))
+        .status,
+    ).toBe(200);
   });
 
   it("a client refused by the binding is blocked for one period, then let through", async () => {
     const refusing = { limit: async () => ({ success: false }) } as RateLimit;
     const t0 = 1_000_000;
-    await expect(authLimiter.recordFailure("c", refusing, 10, t0)).rejects.toMatchObject({ status: 429, headers: { "Retry-After": "60" } });
+    await expect(authLimiter.recordFailure("c", refusing, 10, t0)).rejects.toMatchObject({
+      status: 429,
+      headers: { "Retry-After": "60" },
+    });
     expect(() => authLimiter.assertAllowed("c", t0 + 1_000)).toThrow(/retry after 59s/);
     expect(() => authLimiter.assertAllowed("other", t0 + 1_000)).not.toThrow();
     expect(() => authLimiter.assertAllowed("c", t0 + 60_000)).not.toThrow();

@@ -21,7 +21,8 @@ import { GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "./helpers/http
 const SEED = 902_026;
 const runs = (n: number) => n;
 /** Lone surrogates replaced: URLs and header values cannot carry them (JSON bodies still do, escaped). */
-const wellFormed = (s: string) => s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+const wellFormed = (s: string) =>
+  s.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
 
 // ---------------------------------------------------------------- raw JSON
 
@@ -36,7 +37,10 @@ class Raw {
 function toJson(v: unknown): string {
   if (v instanceof Raw) return v.text;
   if (Array.isArray(v)) return `[${v.map(toJson).join(",")}]`;
-  if (v && typeof v === "object") return `{${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`).join(",")}}`;
+  if (v && typeof v === "object")
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}:${toJson(x)}`)
+      .join(",")}}`;
   return JSON.stringify(v) ?? "null";
 }
 
@@ -58,28 +62,91 @@ const KEYS_VALID = [
   "unknown",
   "3f1c2a9e-0000-4000-8000-000000000003",
 ];
-const KEYS_BAD = ["", " ", ":", "agent:", "agent::main", "agent:Main:x", "agent:main:", "agent:../x", "a".repeat(600), "agent:main:" + "x".repeat(520), "\u0000", "agent:main:\u0000", "agent:main:%2F", "🙂", "agent:🙂:main", "__proto__", "constructor"];
+const KEYS_BAD = [
+  "",
+  " ",
+  ":",
+  "agent:",
+  "agent::main",
+  "agent:Main:x",
+  "agent:main:",
+  "agent:../x",
+  "a".repeat(600),
+  `agent:main:${"x".repeat(520)}`,
+  "\u0000",
+  "agent:main:\u0000",
+  "agent:main:%2F",
+  "🙂",
+  "agent:🙂:main",
+  "__proto__",
+  "constructor",
+];
 
-const numbersRaw = fc.constantFrom("1e400", "-1e400", "1e-400", "-0", "9007199254740993", "1.7976931348623157e308", "123456789012345678901234567890", "0.0000001", "1E2", "-1");
+const numbersRaw = fc.constantFrom(
+  "1e400",
+  "-1e400",
+  "1e-400",
+  "-0",
+  "9007199254740993",
+  "1.7976931348623157e308",
+  "123456789012345678901234567890",
+  "0.0000001",
+  "1E2",
+  "-1",
+);
 const numbers = fc.oneof(
-  fc.constantFrom(0, -0, 1, -1, 0.5, 1.5, 2 ** 31, 2 ** 53, -(2 ** 53), 1e21, 1e308, -1e308, 5e-324, Number.MAX_SAFE_INTEGER),
+  fc.constantFrom(
+    0,
+    -0,
+    1,
+    -1,
+    0.5,
+    1.5,
+    2 ** 31,
+    2 ** 53,
+    -(2 ** 53),
+    1e21,
+    1e308,
+    -1e308,
+    5e-324,
+    Number.MAX_SAFE_INTEGER,
+  ),
   fc.integer(),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   numbersRaw.map((t) => new Raw(t)),
 );
-const controlString = fc.array(fc.integer({ min: 0, max: 0x1f }), { maxLength: 12 }).map((cs) => String.fromCharCode(...cs));
+const controlString = fc
+  .array(fc.integer({ min: 0, max: 0x1f }), { maxLength: 12 })
+  .map((cs) => String.fromCharCode(...cs));
 const strings = fc.oneof(
   fc.string({ maxLength: 24 }),
   fc.string({ unit: "binary", maxLength: 24 }),
   fc.string({ unit: "grapheme", maxLength: 24 }),
   controlString,
-  fc.constantFrom("", " ", "\u0000", "\u202e", "\ud800", "null", "true", "0", "NaN", "Infinity", "-1", "1e400", "/send off", "main", "group", "__proto__"),
+  fc.constantFrom(
+    "",
+    " ",
+    "\u0000",
+    "\u202e",
+    "\ud800",
+    "null",
+    "true",
+    "0",
+    "NaN",
+    "Infinity",
+    "-1",
+    "1e400",
+    "/send off",
+    "main",
+    "group",
+    "__proto__",
+  ),
   fc.constantFrom(100_000, 600_000).map((n) => "x".repeat(n)),
   fc.constant("é".repeat(200_000)),
   fc.constant("\u0000".repeat(50_000)),
 );
 const deep = fc.integer({ min: 50, max: 3000 }).map((d) => new Raw("[".repeat(d) + "]".repeat(d)));
-const deepObject = fc.integer({ min: 50, max: 1500 }).map((d) => new Raw('{"a":'.repeat(d) + "1" + "}".repeat(d)));
+const deepObject = fc.integer({ min: 50, max: 1500 }).map((d) => new Raw(`${'{"a":'.repeat(d)}1${"}".repeat(d)}`));
 const leaf = fc.oneof(fc.constantFrom(null, true, false), numbers, strings);
 const junk: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 6, arbitrary: leaf },
@@ -92,10 +159,19 @@ const junk: fc.Arbitrary<unknown> = fc.oneof(
 
 /** A field's plausible values (the mutation below supplies the junk). */
 const field = (plausible: fc.Arbitrary<unknown>) => plausible;
-const keyArb = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...KEYS_VALID) }, { weight: 1, arbitrary: fc.constantFrom(...KEYS_BAD) }, { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 40 }) });
+const keyArb = fc.oneof(
+  { weight: 3, arbitrary: fc.constantFrom(...KEYS_VALID) },
+  { weight: 1, arbitrary: fc.constantFrom(...KEYS_BAD) },
+  { weight: 1, arbitrary: fc.string({ unit: "binary", maxLength: 40 }) },
+);
 /** Mostly null: an optional extra that is present now and then. */
-const rarely = <T>(a: fc.Arbitrary<T>) => fc.oneof({ weight: 6, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: a });
-const unknownFields = fc.dictionary(fc.string({ maxLength: 12 }).filter((k) => !/^[a-z]/i.test(k) || k.length > 10), junk, { maxKeys: 2 });
+const rarely = <T>(a: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 6, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: a });
+const unknownFields = fc.dictionary(
+  fc.string({ maxLength: 12 }).filter((k) => !/^[a-z]/i.test(k) || k.length > 10),
+  junk,
+  { maxKeys: 2 },
+);
 
 /**
  * An object of plausible fields (each present or not) with, most of the time, exactly one field — known or
@@ -104,7 +180,15 @@ const unknownFields = fc.dictionary(fc.string({ maxLength: 12 }).filter((k) => !
 function objectOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<Record<string, unknown>> {
   const names = Object.keys(fields);
   return fc
-    .tuple(fc.record(fields, { requiredKeys: [] }), fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 4, arbitrary: fc.constantFrom(...names, "$unknown", "$unknown") }), junk, unknownFields)
+    .tuple(
+      fc.record(fields, { requiredKeys: [] }),
+      fc.oneof(
+        { weight: 1, arbitrary: fc.constant(null) },
+        { weight: 4, arbitrary: fc.constantFrom(...names, "$unknown", "$unknown") },
+      ),
+      junk,
+      unknownFields,
+    )
     .map(([known, mutated, bad, extra]) => {
       const out: Record<string, unknown> = { ...known };
       if (mutated === "$unknown") Object.assign(out, extra);
@@ -115,11 +199,20 @@ function objectOf(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<R
 
 const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
   sessions_list: objectOf({
-    kinds: field(fc.array(fc.constantFrom("main", "group", "cron", "hook", "node", "other", "GROUP", "bogus"), { maxLength: 8 })),
+    kinds: field(
+      fc.array(fc.constantFrom("main", "group", "cron", "hook", "node", "other", "GROUP", "bogus"), { maxLength: 8 }),
+    ),
     limit: field(fc.integer({ min: 1, max: 10 })),
     activeMinutes: field(fc.integer({ min: 1, max: 100_000 })),
     messageLimit: field(fc.integer({ min: 0, max: 3 })),
-    cursor: field(fc.constantFrom("WzEsImEiXQ", btoa(JSON.stringify([1e400, "x"])), "WzFlNDAwLCJ4Il0", btoa("[1,2]"))),
+    cursor: field(
+      fc.constantFrom(
+        "WzEsImEiXQ",
+        btoa(JSON.stringify([Number.POSITIVE_INFINITY, "x"])),
+        "WzFlNDAwLCJ4Il0",
+        btoa("[1,2]"),
+      ),
+    ),
   }),
   sessions_history: objectOf({
     sessionKey: field(keyArb),
@@ -208,22 +301,50 @@ function resolveFresh(v: unknown, fresh: string[]): unknown {
 }
 
 const toolsInvoke: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(fc.constantFrom(...TOOL_NAMES), tokenArb, fc.boolean(), keyOrFresh, fc.nat(9).map((n) => n === 0), rarely(junk), fc.option(fc.boolean()))
+  .tuple(
+    fc.constantFrom(...TOOL_NAMES),
+    tokenArb,
+    fc.boolean(),
+    keyOrFresh,
+    fc.nat(9).map((n) => n === 0),
+    rarely(junk),
+    fc.option(fc.boolean()),
+  )
   .chain(([tool, token, freshRequester, requester, argsAreJunk, topJunk, dryRun]) =>
     (argsAreJunk ? junk : TOOL_ARGS[tool]).map((args) => {
       const fresh: string[] = [];
-      const a = args && typeof args === "object" && !Array.isArray(args) && !(args instanceof Raw) ? { ...(args as Record<string, unknown>) } : args;
-      if (a && typeof a === "object" && !(a instanceof Raw) && "sessionKey" in a) (a as Record<string, unknown>).sessionKey = resolveFresh((a as Record<string, unknown>).sessionKey, fresh);
-      const sessionKey = freshRequester ? resolveFresh(FRESH, fresh) : requester === FRESH ? resolveFresh(FRESH, fresh) : requester;
+      const a =
+        args && typeof args === "object" && !Array.isArray(args) && !(args instanceof Raw)
+          ? { ...(args as Record<string, unknown>) }
+          : args;
+      if (a && typeof a === "object" && !(a instanceof Raw) && "sessionKey" in a)
+        (a as Record<string, unknown>).sessionKey = resolveFresh((a as Record<string, unknown>).sessionKey, fresh);
+      const sessionKey = freshRequester
+        ? resolveFresh(FRESH, fresh)
+        : requester === FRESH
+          ? resolveFresh(FRESH, fresh)
+          : requester;
       const body: Record<string, unknown> = { tool, args: a, sessionKey };
       if (topJunk !== null) body.action = topJunk;
       if (dryRun !== null) body.dryRun = dryRun;
-      return { surface: `/tools/invoke ${tool}`, method: "POST", path: "/tools/invoke", body: toJson(body), token, fresh };
+      return {
+        surface: `/tools/invoke ${tool}`,
+        method: "POST",
+        path: "/tools/invoke",
+        body: toJson(body),
+        token,
+        fresh,
+      };
     }),
   );
 
 const mcpCall: fc.Arbitrary<FuzzRequest> = fc
-  .tuple(fc.constantFrom(...TOOL_NAMES), tokenArb, fc.nat(9).map((n) => n === 0), rarely(keyArb))
+  .tuple(
+    fc.constantFrom(...TOOL_NAMES),
+    tokenArb,
+    fc.nat(9).map((n) => n === 0),
+    rarely(keyArb),
+  )
   .chain(([tool, token, argsAreJunk, header]) =>
     (argsAreJunk ? junk : TOOL_ARGS[tool]).map((args) => {
       const fresh: string[] = [];
@@ -231,7 +352,15 @@ const mcpCall: fc.Arbitrary<FuzzRequest> = fc
       fresh.push(requester);
       const h = header !== null ? headerSafe(header) : undefined;
       const msg = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: tool, arguments: args } };
-      return { surface: `/mcp ${tool}`, method: "POST", path: "/mcp", body: toJson(msg), token, headers: { Accept: "application/json, text/event-stream", "X-Session-Key": h ?? requester }, fresh: h ? [] : fresh };
+      return {
+        surface: `/mcp ${tool}`,
+        method: "POST",
+        path: "/mcp",
+        body: toJson(msg),
+        token,
+        headers: { Accept: "application/json, text/event-stream", "X-Session-Key": h ?? requester },
+        fresh: h ? [] : fresh,
+      };
     }),
   );
 
@@ -240,13 +369,38 @@ const mcpJunk: fc.Arbitrary<FuzzRequest> = fc
     tokenArb,
     fc.oneof(
       junk,
-      objectOf({ jsonrpc: field(fc.constant("2.0")), id: field(fc.integer()), method: field(fc.constantFrom("initialize", "ping", "tools/list", "tools/call", "nope")), params: junk }),
-      fc.array(objectOf({ jsonrpc: fc.constant("2.0"), id: field(fc.integer()), method: field(fc.constantFrom("ping", "tools/list", "tools/call")), params: junk }), { maxLength: 40 }),
+      objectOf({
+        jsonrpc: field(fc.constant("2.0")),
+        id: field(fc.integer()),
+        method: field(fc.constantFrom("initialize", "ping", "tools/list", "tools/call", "nope")),
+        params: junk,
+      }),
+      fc.array(
+        objectOf({
+          jsonrpc: fc.constant("2.0"),
+          id: field(fc.integer()),
+          method: field(fc.constantFrom("ping", "tools/list", "tools/call")),
+          params: junk,
+        }),
+        { maxLength: 40 },
+      ),
     ),
   )
-  .map(([token, body]) => ({ surface: "/mcp json-rpc", method: "POST", path: "/mcp", body: toJson(body), token, headers: { Accept: "application/json, text/event-stream" }, fresh: [] }));
+  .map(([token, body]) => ({
+    surface: "/mcp json-rpc",
+    method: "POST",
+    path: "/mcp",
+    body: toJson(body),
+    token,
+    headers: { Accept: "application/json, text/event-stream" },
+    fresh: [],
+  }));
 
-const queryJunk = fc.oneof(strings.filter((s) => s.length < 3000), fc.constantFrom("1e400", "-1", "0", "NaN", "Infinity", "99999999999999999999999", "1.5", "", "group,".repeat(200)), fc.integer().map(String));
+const queryJunk = fc.oneof(
+  strings.filter((s) => s.length < 3000),
+  fc.constantFrom("1e400", "-1", "0", "NaN", "Infinity", "99999999999999999999999", "1.5", "", "group,".repeat(200)),
+  fc.integer().map(String),
+);
 /** Plausible values per query parameter; as with bodies, most queries carry exactly one junk value. */
 const QUERY_PLAUSIBLE: Record<string, fc.Arbitrary<string>> = {
   agentId: fc.constantFrom("main", "research", "nope"),
@@ -261,7 +415,11 @@ const QUERY_PLAUSIBLE: Record<string, fc.Arbitrary<string>> = {
 };
 function query(names: string[]): fc.Arbitrary<string> {
   return fc
-    .tuple(fc.record(Object.fromEntries(names.map((n) => [n, QUERY_PLAUSIBLE[n]])), { requiredKeys: [] }), fc.option(fc.constantFrom(...names)), queryJunk)
+    .tuple(
+      fc.record(Object.fromEntries(names.map((n) => [n, QUERY_PLAUSIBLE[n]])), { requiredKeys: [] }),
+      fc.option(fc.constantFrom(...names)),
+      queryJunk,
+    )
     .map(([q, mutated, bad]) => {
       const s = new URLSearchParams();
       for (const [k, v] of Object.entries(q)) s.set(k, v as string);
@@ -296,7 +454,11 @@ const completeBody = objectOf({
   usage: field(objectOf({ input: field(fc.nat()), output: field(fc.nat()) })),
   model: field(fc.string({ maxLength: 10 })),
 });
-const runIdArb = fc.oneof(fc.constantFrom("run-1", "", "x".repeat(3000), "agent%3Amain%3Amain.abc"), fc.string({ unit: "binary", maxLength: 30 }), fc.constant("$seedRun"));
+const runIdArb = fc.oneof(
+  fc.constantFrom("run-1", "", "x".repeat(3000), "agent%3Amain%3Amain.abc"),
+  fc.string({ unit: "binary", maxLength: 30 }),
+  fc.constant("$seedRun"),
+);
 
 let seedRunId = "";
 const runPath = (id: string) => encodeURIComponent(wellFormed(id === "$seedRun" ? seedRunId : id) || "-");
@@ -305,56 +467,162 @@ const v1: fc.Arbitrary<FuzzRequest> = fc.oneof(
   fc.tuple(keyOrFresh, messageBody, tokenArb).map(([k, b, token]) => {
     const fresh: string[] = [];
     const key = resolveFresh(k, fresh) as string;
-    return { surface: "POST /v1/sessions/:key/messages", method: "POST", path: `/v1/sessions/${pathKey(key)}/messages`, body: toJson(b), token, fresh };
+    return {
+      surface: "POST /v1/sessions/:key/messages",
+      method: "POST",
+      path: `/v1/sessions/${pathKey(key)}/messages`,
+      body: toJson(b),
+      token,
+      fresh,
+    };
   }),
   fc.tuple(keyOrFresh, fc.oneof(patchBody, junk), tokenArb).map(([k, b, token]) => {
     const fresh: string[] = [];
     const key = resolveFresh(k, fresh) as string;
-    return { surface: "PATCH /v1/sessions/:key", method: "PATCH", path: `/v1/sessions/${pathKey(key)}`, body: toJson(b), token, fresh };
+    return {
+      surface: "PATCH /v1/sessions/:key",
+      method: "PATCH",
+      path: `/v1/sessions/${pathKey(key)}`,
+      body: toJson(b),
+      token,
+      fresh,
+    };
   }),
   fc.tuple(fc.oneof(fc.constant(FRESH), fc.constantFrom(...KEYS_BAD)), tokenArb).map(([k, token]) => {
     const fresh: string[] = [];
     const key = resolveFresh(k, fresh) as string;
-    return { surface: "DELETE /v1/sessions/:key", method: "DELETE", path: `/v1/sessions/${pathKey(key)}`, token, fresh };
+    return {
+      surface: "DELETE /v1/sessions/:key",
+      method: "DELETE",
+      path: `/v1/sessions/${pathKey(key)}`,
+      token,
+      fresh,
+    };
   }),
-  fc.tuple(query(["agentId", "limit", "kinds", "activeMinutes", "cursor"]), tokenArb).map(([q, token]) => ({ surface: "GET /v1/sessions", method: "GET", path: `/v1/sessions${q}`, token, fresh: [] })),
-  fc.tuple(keyOrFresh, fc.constantFrom("", "/history", "/transcript.jsonl", "/deliveries", "/attachments", "/attachments/a.txt", "/timers/dead"), query(["limit", "before", "includeTools", "status"]), tokenArb).map(([k, sub, q, token]) => {
-    const fresh: string[] = [];
-    const key = resolveFresh(k, fresh) as string;
-    return { surface: `GET /v1/sessions/:key${sub}`, method: "GET", path: `/v1/sessions/${pathKey(key)}${sub}${q}`, token, fresh };
-  }),
-  fc.tuple(keyOrFresh, fc.string({ unit: "binary", maxLength: 30 }), fc.constantFrom("deliveries", "timers/dead/outbox"), tokenArb).map(([k, id, what, token]) => {
-    const fresh: string[] = [];
-    const key = resolveFresh(k, fresh) as string;
-    return { surface: `POST /v1/sessions/:key/${what}/:id/retry`, method: "POST", path: `/v1/sessions/${pathKey(key)}/${what}/${encodeURIComponent(wellFormed(id) || "-")}/retry`, token, fresh };
-  }),
-  fc.tuple(runIdArb, fc.constantFrom("", "/wait", "/abort", "/complete"), query(["timeoutMs"]), fc.option(completeBody), tokenArb).map(([id, sub, q, b, token]) => ({
-    surface: `${sub === "" || sub === "/wait" ? "GET" : "POST"} /v1/runs/:id${sub}`,
-    method: sub === "" || sub === "/wait" ? "GET" : "POST",
-    path: `/v1/runs/${runPath(id)}${sub}${sub === "/wait" ? q : ""}`,
-    body: sub === "/complete" && b !== null ? toJson(b) : undefined,
-    token,
-    fresh: [],
-  })),
+  fc
+    .tuple(query(["agentId", "limit", "kinds", "activeMinutes", "cursor"]), tokenArb)
+    .map(([q, token]) => ({ surface: "GET /v1/sessions", method: "GET", path: `/v1/sessions${q}`, token, fresh: [] })),
+  fc
+    .tuple(
+      keyOrFresh,
+      fc.constantFrom(
+        "",
+        "/history",
+        "/transcript.jsonl",
+        "/deliveries",
+        "/attachments",
+        "/attachments/a.txt",
+        "/timers/dead",
+      ),
+      query(["limit", "before", "includeTools", "status"]),
+      tokenArb,
+    )
+    .map(([k, sub, q, token]) => {
+      const fresh: string[] = [];
+      const key = resolveFresh(k, fresh) as string;
+      return {
+        surface: `GET /v1/sessions/:key${sub}`,
+        method: "GET",
+        path: `/v1/sessions/${pathKey(key)}${sub}${q}`,
+        token,
+        fresh,
+      };
+    }),
+  fc
+    .tuple(
+      keyOrFresh,
+      fc.string({ unit: "binary", maxLength: 30 }),
+      fc.constantFrom("deliveries", "timers/dead/outbox"),
+      tokenArb,
+    )
+    .map(([k, id, what, token]) => {
+      const fresh: string[] = [];
+      const key = resolveFresh(k, fresh) as string;
+      return {
+        surface: `POST /v1/sessions/:key/${what}/:id/retry`,
+        method: "POST",
+        path: `/v1/sessions/${pathKey(key)}/${what}/${encodeURIComponent(wellFormed(id) || "-")}/retry`,
+        token,
+        fresh,
+      };
+    }),
+  fc
+    .tuple(
+      runIdArb,
+      fc.constantFrom("", "/wait", "/abort", "/complete"),
+      query(["timeoutMs"]),
+      fc.option(completeBody),
+      tokenArb,
+    )
+    .map(([id, sub, q, b, token]) => ({
+      surface: `${sub === "" || sub === "/wait" ? "GET" : "POST"} /v1/runs/:id${sub}`,
+      method: sub === "" || sub === "/wait" ? "GET" : "POST",
+      path: `/v1/runs/${runPath(id)}${sub}${sub === "/wait" ? q : ""}`,
+      body: sub === "/complete" && b !== null ? toJson(b) : undefined,
+      token,
+      fresh: [],
+    })),
   fc.tuple(fc.constantFrom("/v1/tools", "/v1/agents"), fc.option(keyArb), tokenArb).map(([path, h, token]) => {
     const hv = h !== null ? headerSafe(h) : undefined;
-    return { surface: `GET ${path}`, method: "GET", path, token, headers: hv !== undefined ? { "X-Session-Key": hv } : undefined, fresh: [] };
+    return {
+      surface: `GET ${path}`,
+      method: "GET",
+      path,
+      token,
+      headers: hv !== undefined ? { "X-Session-Key": hv } : undefined,
+      fresh: [],
+    };
   }),
 );
 
 /** Bodies that are not JSON objects at all, or JSON that no serializer would write. */
 const rawBodies: fc.Arbitrary<FuzzRequest> = fc
   .tuple(
-    fc.constantFrom("/tools/invoke", "/mcp", "/v1/sessions/agent%3Amain%3Afz-raw/messages", "/v1/sessions/agent%3Amain%3Afz-raw", "/v1/runs/x/complete"),
+    fc.constantFrom(
+      "/tools/invoke",
+      "/mcp",
+      "/v1/sessions/agent%3Amain%3Afz-raw/messages",
+      "/v1/sessions/agent%3Amain%3Afz-raw",
+      "/v1/runs/x/complete",
+    ),
     fc.constantFrom("POST", "PATCH"),
     fc.oneof(
-      fc.constantFrom("", "{", "}", "null", "[]", "\"str\"", "1e400", "{\"limit\":1e400}", "{\"message\":\"x\",\"threadId\":1e400}", "{\"tool\":\"sessions_list\",\"args\":{\"limit\":1e400}}", "{\"tool\":\"sessions_list\",\"args\":{\"activeMinutes\":1e308}}", "{\"tool\":\"sessions_spawn\",\"args\":{\"task\":\"t\",\"runTimeoutSeconds\":1e308}}", "{\"a\":NaN}", "\u0000", "{\"message\":\"\\u0000\"}", "\ufeff{}", "{\"__proto__\":{\"x\":1}}"),
+      fc.constantFrom(
+        "",
+        "{",
+        "}",
+        "null",
+        "[]",
+        '"str"',
+        "1e400",
+        '{"limit":1e400}',
+        '{"message":"x","threadId":1e400}',
+        '{"tool":"sessions_list","args":{"limit":1e400}}',
+        '{"tool":"sessions_list","args":{"activeMinutes":1e308}}',
+        '{"tool":"sessions_spawn","args":{"task":"t","runTimeoutSeconds":1e308}}',
+        '{"a":NaN}',
+        "\u0000",
+        '{"message":"\\u0000"}',
+        "\ufeff{}",
+        '{"__proto__":{"x":1}}',
+      ),
       fc.string({ unit: "binary", maxLength: 60 }),
       deep.map((r) => r.text),
       deepObject.map((r) => r.text),
     ),
   )
-  .map(([path, method, body]) => ({ surface: `raw ${method} ${path.split("/")[1]}`, method: path === "/tools/invoke" || path === "/mcp" || path.endsWith("complete") || path.endsWith("messages") ? "POST" : method, path, body, token: GATEWAY, headers: { "Content-Type": "application/json" }, fresh: [] }));
+  .map(([path, method, body]) => ({
+    surface: `raw ${method} ${path.split("/")[1]}`,
+    method:
+      path === "/tools/invoke" || path === "/mcp" || path.endsWith("complete") || path.endsWith("messages")
+        ? "POST"
+        : method,
+    path,
+    body,
+    token: GATEWAY,
+    headers: { "Content-Type": "application/json" },
+    fresh: [],
+  }));
 
 // ---------------------------------------------------------------- the check
 
@@ -368,12 +636,18 @@ let tried = 0;
 const bySurface = new Map<string, { n: number; statuses: Map<number, number> }>();
 
 async function registryTotal(): Promise<number> {
-  const [a, b] = await Promise.all([env.REGISTRY.getByName("registry:main").count(), env.REGISTRY.getByName("registry:research").count()]);
+  const [a, b] = await Promise.all([
+    env.REGISTRY.getByName("registry:main").count(),
+    env.REGISTRY.getByName("registry:research").count(),
+  ]);
   return a + b;
 }
 
 function describeRequest(r: FuzzRequest): string {
-  const body = r.body === undefined ? "" : ` ${r.body.length > 300 ? `${r.body.slice(0, 300)}… (${r.body.length} chars)` : r.body}`;
+  const body =
+    r.body === undefined
+      ? ""
+      : ` ${r.body.length > 300 ? `${r.body.slice(0, 300)}… (${r.body.length} chars)` : r.body}`;
   return `${r.method} ${r.path.length > 200 ? `${r.path.slice(0, 200)}…` : r.path}${body}`;
 }
 
@@ -390,7 +664,11 @@ async function check(r: FuzzRequest): Promise<boolean> {
   // The Worker's fetch handler is called directly: the test runtime's SELF.fetch slows down with every
   // request it has served (a 100th request costs ~2 ms, a 400th ~50 ms), which would cap a run at a few hundred inputs.
   const ctx = createExecutionContext();
-  const res = await worker.fetch(new Request(`https://switchboard.test${r.path}`, { method: r.method, headers, body: r.body }), env as Env, ctx);
+  const res = await worker.fetch(
+    new Request(`https://switchboard.test${r.path}`, { method: r.method, headers, body: r.body }),
+    env as Env,
+    ctx,
+  );
   const text = await res.text();
   await waitOnExecutionContext(ctx);
   clearTimeout(watchdog);
@@ -409,13 +687,17 @@ async function check(r: FuzzRequest): Promise<boolean> {
     const child = /"childSessionKey":"([^"]+)"/.exec(text)?.[1];
     if (child && text.includes('"status":"accepted"')) {
       const timeout = (await env.SESSIONS.getByName(child).getMeta())?.subagent?.runTimeoutSeconds ?? 0;
-      if (!Number.isFinite(timeout) || timeout > 31 * 24 * 3600) return found(`accepted spawn with runTimeoutSeconds ${timeout}`);
-      const dues = await runInDurableObject(env.SESSIONS.getByName(child), (_o, state) => state.storage.sql.exec<{ kind: string; due_at: number }>("SELECT kind, due_at FROM timers").toArray());
+      if (!Number.isFinite(timeout) || timeout > 31 * 24 * 3600)
+        return found(`accepted spawn with runTimeoutSeconds ${timeout}`);
+      const dues = await runInDurableObject(env.SESSIONS.getByName(child), (_o, state) =>
+        state.storage.sql.exec<{ kind: string; due_at: number }>("SELECT kind, due_at FROM timers").toArray(),
+      );
       const far = dues.find((t) => !Number.isFinite(t.due_at) || t.due_at > Date.now() + 31 * 24 * 3600_000);
       if (far) return found(`accepted spawn with a ${far.kind} timer due at ${far.due_at}`);
     }
   }
-  if (res.status >= 500 || res.status < 200 || (res.status >= 300 && res.status < 400)) return found(`HTTP ${res.status}: ${text.slice(0, 300)}`);
+  if (res.status >= 500 || res.status < 200 || (res.status >= 300 && res.status < 400))
+    return found(`HTTP ${res.status}: ${text.slice(0, 300)}`);
   if (res.status >= 400) {
     let json: any;
     try {
@@ -423,13 +705,19 @@ async function check(r: FuzzRequest): Promise<boolean> {
     } catch {
       return found(`HTTP ${res.status} without a JSON body: ${text.slice(0, 200)}`);
     }
-    const envelope = json?.ok === false && typeof json.error?.type === "string" && typeof json.error?.message === "string";
-    const jsonRpc = r.path === "/mcp" && json?.jsonrpc === "2.0" && typeof json.error?.code === "number" && typeof json.error?.message === "string";
+    const envelope =
+      json?.ok === false && typeof json.error?.type === "string" && typeof json.error?.message === "string";
+    const jsonRpc =
+      r.path === "/mcp" &&
+      json?.jsonrpc === "2.0" &&
+      typeof json.error?.code === "number" &&
+      typeof json.error?.message === "string";
     if (!envelope && !jsonRpc) return found(`HTTP ${res.status} without the error envelope: ${text.slice(0, 200)}`);
     const after = await registryTotal();
     if (after > before) return found(`rejected (HTTP ${res.status}) but the registry grew from ${before} to ${after}`);
     for (const k of fresh) {
-      if ((await env.SESSIONS.getByName(k).getMeta()) !== null) return found(`rejected (HTTP ${res.status}) but session ${k} was created`);
+      if ((await env.SESSIONS.getByName(k).getMeta()) !== null)
+        return found(`rejected (HTTP ${res.status}) but session ${k} was created`);
     }
   }
   return true;
@@ -438,7 +726,8 @@ async function check(r: FuzzRequest): Promise<boolean> {
 async function explore(name: string, arb: fc.Arbitrary<FuzzRequest>, numRuns: number): Promise<void> {
   const details = await fc.check(fc.asyncProperty(arb, check), { seed: SEED, numRuns });
   // Only an exception inside the check itself (a broken client request) fails the property.
-  if (details.failed) console.log(`[fuzz] ${name}: the check threw after ${details.numRuns} runs: ${String(details.errorInstance)}`);
+  if (details.failed)
+    console.log(`[fuzz] ${name}: the check threw after ${details.numRuns} runs: ${String(details.errorInstance)}`);
   expect(details.failed).toBe(false);
 }
 
@@ -448,9 +737,16 @@ beforeAll(async () => {
       defaults: { subagents: { allowAgents: ["*"], maxSpawnDepth: 2, archiveAfterMinutes: 0 } },
       list: [{ id: "main", default: true }, { id: "research" }],
     },
-    tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true }, sessions_spawn: { attachments: { enabled: true } } },
+    tools: {
+      sessions: { visibility: "all" },
+      agentToAgent: { enabled: true },
+      sessions_spawn: { attachments: { enabled: true } },
+    },
     session: { agentToAgent: { maxPingPongTurns: 0 } },
-    channels: { telegram: { webhookUrl: "https://hooks.fuzz/telegram", threadBindings: true }, webchat: { webhookUrl: "https://hooks.fuzz/webchat" } },
+    channels: {
+      telegram: { webhookUrl: "https://hooks.fuzz/telegram", threadBindings: true },
+      webchat: { webhookUrl: "https://hooks.fuzz/webchat" },
+    },
   });
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -476,8 +772,16 @@ describe("bad input, generated: never a 5xx, always the envelope, nothing stored
     await explore("/v1", v1, runs(800));
     await explore("raw bodies", rawBodies, runs(200));
     const seconds = ((Date.now() - started) / 1000).toFixed(1);
-    console.log(`[fuzz] seed ${SEED}: ${tried} generated requests in ${seconds}s over ${bySurface.size} surfaces; ${findings.length} finding(s)`);
-    for (const [surface, s] of [...bySurface].sort()) console.log(`[fuzz]   ${surface}: ${s.n} (${[...s.statuses].sort((a, b) => a[0] - b[0]).map(([st, n]) => `${st}×${n}`).join(" ")})`);
+    console.log(
+      `[fuzz] seed ${SEED}: ${tried} generated requests in ${seconds}s over ${bySurface.size} surfaces; ${findings.length} finding(s)`,
+    );
+    for (const [surface, s] of [...bySurface].sort())
+      console.log(
+        `[fuzz]   ${surface}: ${s.n} (${[...s.statuses]
+          .sort((a, b) => a[0] - b[0])
+          .map(([st, n]) => `${st}×${n}`)
+          .join(" ")})`,
+      );
     for (const f of findings.slice(0, 20)) console.log(`[fuzz] FOUND ${f.surface}: ${f.problem}\n        ${f.request}`);
     expect(tried).toBeGreaterThanOrEqual(runs(2000));
     expect(findings).toEqual([]);

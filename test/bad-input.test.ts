@@ -2,8 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
-import { sessionIndex } from "../src/registry/session-index";
 import { authLimiter } from "../src/http/rate-limit";
+import { sessionIndex } from "../src/registry/session-index";
 import { call, enc, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 
 /**
@@ -21,11 +21,18 @@ async function snapshot() {
   const list = await call("GET", "/v1/sessions?limit=1000");
   const rows = (list.json.sessions as any[]).map((r) => `${r.key}@${r.updatedAt}`).sort();
   const hist = await call("GET", `/v1/sessions/${enc(SEED)}/history?limit=1000&includeTools=true`);
-  return { rows, seedMessages: hist.json.messages.length, registry: await sessionIndex(env, loadConfig(env), "main").count() };
+  return {
+    rows,
+    seedMessages: hist.json.messages.length,
+    registry: await sessionIndex(env, loadConfig(env), "main").count(),
+  };
 }
 
 async function hasStorage(key: string): Promise<boolean> {
-  return runInDurableObject(sessionStub(key), (_o, s) => s.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'meta'").toArray().length > 0);
+  return runInDurableObject(
+    sessionStub(key),
+    (_o, s) => s.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'meta'").toArray().length > 0,
+  );
 }
 
 function expect4xx(r: { status: number; json: any }, status: number, message?: string | RegExp) {
@@ -61,14 +68,25 @@ describe("bad input changes nothing", () => {
     for (const [body, field] of cases) {
       const r = await call("POST", "/tools/invoke", body);
       expect(r.status, JSON.stringify(body)).toBe(400);
-      expect(r.json).toEqual({ ok: false, error: { type: "invalid_request", message: expect.stringContaining(field) } });
+      expect(r.json).toEqual({
+        ok: false,
+        error: { type: "invalid_request", message: expect.stringContaining(field) },
+      });
     }
     expect(await snapshot()).toEqual(before);
   });
 
   it("wrong types on REST are 400s; the message is never recorded", async () => {
     const key = "agent:main:bad-rest";
-    for (const body of [{}, { message: "" }, { message: 5 }, { message: "x", channel: "has space" }, { message: "x", deliver: "yes" }, { message: "x", chatType: "room" }, { message: "x", threadId: {} }]) {
+    for (const body of [
+      {},
+      { message: "" },
+      { message: 5 },
+      { message: "x", channel: "has space" },
+      { message: "x", deliver: "yes" },
+      { message: "x", chatType: "room" },
+      { message: "x", threadId: {} },
+    ]) {
       const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.json.error.type).toBe("invalid_request");
@@ -86,8 +104,15 @@ describe("bad input changes nothing", () => {
     const before = await snapshot();
     const r = await invoke("sessions_delete_everything", {});
     expect(r.status).toBe(404);
-    expect(r.body).toEqual({ ok: false, error: { type: "not_found", message: "Unknown tool: sessions_delete_everything" } });
-    const sub = await invoke("sessions_list", {}, { sessionKey: "agent:main:subagent:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e" });
+    expect(r.body).toEqual({
+      ok: false,
+      error: { type: "not_found", message: "Unknown tool: sessions_delete_everything" },
+    });
+    const sub = await invoke(
+      "sessions_list",
+      {},
+      { sessionKey: "agent:main:subagent:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e" },
+    );
     expect(sub.status).toBe(404);
     expect(sub.body.error.message).toBe("Tool not available for this session: sessions_list");
     expect(await hasStorage("agent:main:subagent:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e")).toBe(false);
@@ -119,7 +144,15 @@ describe("bad input changes nothing", () => {
 
   it("malformed and reserved keys are 400s everywhere and create nothing", async () => {
     const before = await snapshot();
-    for (const key of ["agent::main", "agent:main:a b", "unknown", "global", "agent:main:unknown", `agent:main:${"k".repeat(600)}`, "agent:BAD*:x"]) {
+    for (const key of [
+      "agent::main",
+      "agent:main:a b",
+      "unknown",
+      "global",
+      "agent:main:unknown",
+      `agent:main:${"k".repeat(600)}`,
+      "agent:BAD*:x",
+    ]) {
       expect4xx(await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "x" }), 400);
       expect4xx(await call("GET", `/v1/sessions/${enc(key)}`), 400);
       expect4xx(await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "x" }), 400);
@@ -136,14 +169,27 @@ describe("bad input changes nothing", () => {
   it("tokens of the wrong agent are 403s and change nothing", async () => {
     await sendAndWait(SEED, "seed 2");
     const before = await snapshot();
-    expect4xx(await call("POST", `/v1/sessions/${enc(SEED)}/messages`, { message: "hijack" }, { token: RESEARCH_TOKEN }), 403);
+    expect4xx(
+      await call("POST", `/v1/sessions/${enc(SEED)}/messages`, { message: "hijack" }, { token: RESEARCH_TOKEN }),
+      403,
+    );
     expect4xx(await call("PATCH", `/v1/sessions/${enc(SEED)}`, { label: "owned" }, { token: RESEARCH_TOKEN }), 403);
     expect4xx(await call("DELETE", `/v1/sessions/${enc(SEED)}`, undefined, { token: RESEARCH_TOKEN }), 403);
-    expect4xx(await call("POST", `/v1/sessions/${enc("agent:main:bad-new")}/messages`, { message: "x" }, { token: RESEARCH_TOKEN }), 403);
+    expect4xx(
+      await call(
+        "POST",
+        `/v1/sessions/${enc("agent:main:bad-new")}/messages`,
+        { message: "x" },
+        { token: RESEARCH_TOKEN },
+      ),
+      403,
+    );
     const r = await invoke("sessions_list", {}, { sessionKey: "agent:main:bad-new", token: RESEARCH_TOKEN });
     expect(r.status).toBe(403);
     // The right token still works, and nothing was created by the refused calls.
-    expect((await call("GET", `/v1/sessions/${enc(SEED)}`, undefined, { token: MAIN_TOKEN })).json.label).toBeUndefined();
+    expect(
+      (await call("GET", `/v1/sessions/${enc(SEED)}`, undefined, { token: MAIN_TOKEN })).json.label,
+    ).toBeUndefined();
     expect(await hasStorage("agent:main:bad-new")).toBe(false);
     expect(await snapshot()).toEqual(before);
   });
@@ -151,7 +197,10 @@ describe("bad input changes nothing", () => {
   it("a list for an unconfigured agent is a 404, and creates no registry shard", async () => {
     const r = await call("GET", "/v1/sessions?agentId=ghost");
     expect4xx(r, 404, 'Unknown agent "ghost"');
-    const size = await runInDurableObject(env.REGISTRY.getByName("registry:ghost"), (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM sessions").one().n);
+    const size = await runInDurableObject(
+      env.REGISTRY.getByName("registry:ghost"),
+      (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM sessions").one().n,
+    );
     expect(size).toBe(0);
   });
 });

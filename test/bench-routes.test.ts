@@ -10,7 +10,11 @@ async function benchCall(method: string, path: string, body?: unknown, token: st
   const headers: Record<string, string> = {};
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const req = new Request(`https://switchboard.test${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const req = new Request(`https://switchboard.test${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const res = await benchApp.fetch(req, env);
   return { status: res.status, json: (await res.json()) as any };
 }
@@ -50,7 +54,10 @@ describe("bench routes", () => {
   it("bench Worker: seeded transcripts are real transcripts (history pages, numbering continues across batches)", async () => {
     const key = "agent:main:bench-transcript";
     expect((await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 3 })).json.total).toBe(3);
-    expect((await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 2, startText: "more" })).json.total).toBe(5);
+    expect(
+      (await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 2, startText: "more" })).json
+        .total,
+    ).toBe(5);
     const page = await call("GET", `/v1/sessions/${encodeURIComponent(key)}/history?limit=2`);
     expect(page.json.messages.map((m: any) => [m.role, m.content[0].text.split(":")[0]])).toEqual([
       ["assistant", "more #4"],
@@ -60,12 +67,22 @@ describe("bench routes", () => {
   });
 
   it("bench Worker: seeded children page completely under tree visibility (own row + children, in order, cursor included)", async () => {
-    const seeded = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "research", from: 0, count: 30, childrenOf: "agent:research:main", childEvery: 3 });
+    const seeded = await benchCall("POST", "/v1/_bench/seed/sessions", {
+      agentId: "research",
+      from: 0,
+      count: 30,
+      childrenOf: "agent:research:main",
+      childEvery: 3,
+    });
     expect(seeded.json.seeded).toBe(30);
     const seen: string[] = [];
     let cursor: string | undefined;
     for (let i = 0; i < 10; i++) {
-      const r = await call("POST", "/tools/invoke", { tool: "sessions_list", sessionKey: "agent:research:main", args: { limit: 4, ...(cursor ? { cursor } : {}) } });
+      const r = await call("POST", "/tools/invoke", {
+        tool: "sessions_list",
+        sessionKey: "agent:research:main",
+        args: { limit: 4, ...(cursor ? { cursor } : {}) },
+      });
       const d = r.json.result.details;
       expect(d.visibility).toBe("tree");
       seen.push(...d.sessions.map((s: any) => s.key));
@@ -73,7 +90,9 @@ describe("bench routes", () => {
       if (!cursor) break;
     }
     // Children are n = 0, 3, …, 27; n = 0 is the newest (updatedAt steps back with n).
-    expect(seen).toEqual(Array.from({ length: 10 }, (_, i) => `agent:research:subagent:s${String(i * 3).padStart(6, "0")}`));
+    expect(seen).toEqual(
+      Array.from({ length: 10 }, (_, i) => `agent:research:subagent:s${String(i * 3).padStart(6, "0")}`),
+    );
   });
 });
 

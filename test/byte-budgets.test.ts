@@ -1,18 +1,27 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { queueDelivery } from "../src/channels/outbox";
 import { parseConfig, setConfigOverride } from "../src/config/load";
 import { SwitchboardError } from "../src/errors";
 import { HISTORY_BYTE_CAP } from "../src/policy/history-sanitize";
-import { capText, storedTextBytes, DELIVERY_LIST_BYTES, LIST_RESULT_MAX_BYTES, MESSAGE_MAX_BYTES, PREVIEW_ROW_MAX_BYTES, TRANSCRIPT_CHUNK_BYTES, truncationMarker } from "../src/session/byte-budget";
-import { queueDelivery } from "../src/channels/outbox";
-import { callExtension, SessionObject } from "../src/session/session-object";
-import { exportToArchive } from "../src/spawn/archive";
-import { freezeResult } from "../src/spawn/announce-format";
-import type { TranscriptMessage } from "../src/session/types";
+import {
+  capText,
+  DELIVERY_LIST_BYTES,
+  LIST_RESULT_MAX_BYTES,
+  MESSAGE_MAX_BYTES,
+  PREVIEW_ROW_MAX_BYTES,
+  storedTextBytes,
+  TRANSCRIPT_CHUNK_BYTES,
+  truncationMarker,
+} from "../src/session/byte-budget";
 import { backfillHistoryHeads } from "../src/session/schema";
+import { callExtension, SessionObject } from "../src/session/session-object";
+import type { TranscriptMessage } from "../src/session/types";
+import { freezeResult } from "../src/spawn/announce-format";
+import { exportToArchive } from "../src/spawn/archive";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { baseConfig, flowsOf, installFakes, until, type ModelRequest } from "./helpers/scripted";
+import { baseConfig, flowsOf, installFakes, type ModelRequest, until } from "./helpers/scripted";
 
 /**
  * Byte budgets (docs/limits.md): a session of maximum-size messages is read within the same budgets
@@ -37,11 +46,24 @@ function maxMessage(i: number): TranscriptMessage {
   const text = maxText(i);
   return i % 2 === 1
     ? { role: "user", content: [{ type: "text", text }], timestamp: 1_700_000_000_000 + i }
-    : { role: "assistant", content: [{ type: "text", text }], api: "test", provider: "test", model: "m", stopReason: "stop", timestamp: 1_700_000_000_000 + i };
+    : {
+        role: "assistant",
+        content: [{ type: "text", text }],
+        api: "test",
+        provider: "test",
+        model: "m",
+        stopReason: "stop",
+        timestamp: 1_700_000_000_000 + i,
+      };
 }
 
 /** Write `count` messages straight into a session's transcript (one transaction per message, like runs do). */
-async function seed(key: string, count: number, make: (i: number) => TranscriptMessage, init?: Record<string, unknown>): Promise<void> {
+async function seed(
+  key: string,
+  count: number,
+  make: (i: number) => TranscriptMessage,
+  init?: Record<string, unknown>,
+): Promise<void> {
   await sessionStub(key).ensureSession(init);
   for (let i = 1; i <= count; i++) {
     await runInDurableObject(sessionStub(key), (obj) => {
@@ -82,7 +104,11 @@ describe("a session of 60 maximum-size messages", () => {
     const seen: number[] = [];
     let before: number | undefined;
     for (let page = 0; page < 10; page++) {
-      const r = await invoke("sessions_history", { sessionKey: BIG, limit: 1000, ...(before ? { before } : {}) }, { sessionKey: BIG });
+      const r = await invoke(
+        "sessions_history",
+        { sessionKey: BIG, limit: 1000, ...(before ? { before } : {}) },
+        { sessionKey: BIG },
+      );
       seen.unshift(...r.details.messages.map((m: any) => m.__switchboard.seq));
       if (!r.details.hasMore) break;
       before = r.details.nextBefore;
@@ -114,12 +140,19 @@ describe("a session of 60 maximum-size messages", () => {
     expect(rpcBytes(chunk)).toBeLessThanOrEqual(TRANSCRIPT_CHUNK_BYTES + 1024);
     const res = await call("GET", `/v1/sessions/${enc(BIG)}/transcript.jsonl`);
     expect(res.status).toBe(200);
-    const lines = String(res.json).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = String(res.json)
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ type: "session", key: BIG });
     expect(lines.slice(1).map((l) => l.seq)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
     // The export is the stored message, whole: the secret and all 512 KiB of it.
     expect(lines[60].message.content[0].text).toBe(maxText(60));
-    expect(lines[60]).toMatchObject({ type: "message", id: "60", timestamp: new Date(1_700_000_000_060).toISOString() });
+    expect(lines[60]).toMatchObject({
+      type: "message",
+      id: "60",
+      timestamp: new Date(1_700_000_000_060).toISOString(),
+    });
   });
 
   it("the archive export reads the transcript in budgeted chunks (counting wrapper) and writes all of it", async () => {
@@ -154,7 +187,10 @@ describe("a session of 60 maximum-size messages", () => {
   });
 
   it("a lower maxContextBytes gives a smaller context, never less than the newest message", async () => {
-    const { calls } = useFakeProvider({ auto: (c) => c.reply("ok"), extraConfig: { limits: { maxContextBytes: 64 * 1024 } } });
+    const { calls } = useFakeProvider({
+      auto: (c) => c.reply("ok"),
+      extraConfig: { limits: { maxContextBytes: 64 * 1024 } },
+    });
     await sendAndWait(BIG, "again");
     const sent = calls[0].body.messages as { role: string; content: string }[];
     expect(sent.filter((m) => m.role !== "system").map((m) => m.content)).toEqual(["hello", "ok", "again"]);
@@ -204,9 +240,20 @@ describe("the whole sessions_list result", () => {
 });
 
 describe("stored sizes", () => {
-  const samples = ["plain", "é ü 中文", "😀 pairs 😀", "quote \" and \\ backslash", "lines\n\ttabs\r", "\u0000\u0001\u001f controls", "lone \ud800 high", "lone \udc00 low", "\u2028 separators \u2029"];
+  const samples = [
+    "plain",
+    "é ü 中文",
+    "😀 pairs 😀",
+    'quote " and \\ backslash',
+    "lines\n\ttabs\r",
+    "\u0000\u0001\u001f controls",
+    "lone \ud800 high",
+    "lone \udc00 low",
+    "\u2028 separators \u2029",
+  ];
   it("storedTextBytes is the UTF-8 size of the JSON-encoded string, without its quotes", () => {
-    for (const t of samples) expect(storedTextBytes(t)).toBe(new TextEncoder().encode(JSON.stringify(t)).byteLength - 2);
+    for (const t of samples)
+      expect(storedTextBytes(t)).toBe(new TextEncoder().encode(JSON.stringify(t)).byteLength - 2);
   });
   it("a sub-agent's frozen Result is 100 KiB as stored, whatever its characters", () => {
     const controls = "\u0001".repeat(60_000); // 60,000 characters, 360,000 bytes as stored
@@ -224,7 +271,9 @@ describe("stored sizes", () => {
         expect(storedTextBytes(cut)).toBeLessThanOrEqual(max);
         expect(cut.endsWith(truncationMarker(max))).toBe(true);
         expect(long.startsWith(cut.slice(0, cut.length - truncationMarker(max).length))).toBe(true);
-        expect(/[\ud800-\udbff]$/.test(cut.slice(0, cut.length - truncationMarker(max).length)) && !/lone/.test(t)).toBe(false);
+        expect(
+          /[\ud800-\udbff]$/.test(cut.slice(0, cut.length - truncationMarker(max).length)) && !/lone/.test(t),
+        ).toBe(false);
       }
     }
   });
@@ -247,10 +296,18 @@ describe("inbound size caps", () => {
     const key = "agent:main:budget-413";
     const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "a".repeat(MESSAGE_MAX_BYTES + 1) });
     expect(r.status).toBe(413);
-    expect(r.json).toEqual({ ok: false, error: { type: "payload_too_large", message: expect.stringMatching(/^message: 524289 bytes exceeds the limit of 524288 bytes/) } });
+    expect(r.json).toEqual({
+      ok: false,
+      error: {
+        type: "payload_too_large",
+        message: expect.stringMatching(/^message: 524289 bytes exceeds the limit of 524288 bytes/),
+      },
+    });
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).status).toBe(404);
     // Exactly at the cap is accepted.
-    expect((await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "a".repeat(MESSAGE_MAX_BYTES) })).status).toBe(202);
+    expect(
+      (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "a".repeat(MESSAGE_MAX_BYTES) })).status,
+    ).toBe(202);
   });
 
   it("sizes count UTF-8 as stored: multi-byte characters and escaped control characters", async () => {
@@ -266,11 +323,22 @@ describe("inbound size caps", () => {
   it("sessions_send and sessions_spawn refuse over-cap text with a 413 naming message / task; nothing is queued", async () => {
     setConfigOverride({ limits: { maxMessageBytes: 2048 } });
     const target = "agent:main:budget-send-target";
-    const send = await invoke("sessions_send", { sessionKey: target, message: "m".repeat(2049), timeoutSeconds: 0 }, { sessionKey: "agent:main:main" });
+    const send = await invoke(
+      "sessions_send",
+      { sessionKey: target, message: "m".repeat(2049), timeoutSeconds: 0 },
+      { sessionKey: "agent:main:main" },
+    );
     expect(send.status).toBe(413);
-    expect(send.body.error).toMatchObject({ type: "payload_too_large", message: expect.stringMatching(/^message: 2049 bytes/) });
+    expect(send.body.error).toMatchObject({
+      type: "payload_too_large",
+      message: expect.stringMatching(/^message: 2049 bytes/),
+    });
     expect(await sessionStub(target).getMeta()).toBeNull();
-    const spawn = await invoke("sessions_spawn", { task: "t".repeat(3000) }, { sessionKey: "agent:main:budget-spawner" });
+    const spawn = await invoke(
+      "sessions_spawn",
+      { task: "t".repeat(3000) },
+      { sessionKey: "agent:main:budget-spawner" },
+    );
     expect(spawn.status).toBe(413);
     expect(spawn.body.error.message).toMatch(/^task: 3000 bytes/);
     const children = await invoke("sessions_list", {}, { sessionKey: "agent:main:budget-spawner" });
@@ -286,7 +354,10 @@ describe("generated text over the cap is kept truncated, never refused", () => {
     expect(run.status).toBe("ok");
     expect(new TextEncoder().encode(run.reply).byteLength).toBeLessThanOrEqual(4096);
     expect(run.reply.endsWith(truncationMarker(4096))).toBe(true);
-    const lines = String((await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`)).json).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = String((await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`)).json)
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[2].message.content[0].text).toBe(run.reply);
   });
 
@@ -294,17 +365,30 @@ describe("generated text over the cap is kept truncated, never refused", () => {
     const key = "agent:main:budget-tool";
     // Three 4,000-character history texts: about 12 KB of tool result, three times the 4 KiB cap.
     const other = "agent:main:budget-tool-source";
-    await seed(other, 3, (i) => ({ role: "user", content: [{ type: "text", text: `${i}`.padEnd(10_000, "h") }], timestamp: i }));
+    await seed(other, 3, (i) => ({
+      role: "user",
+      content: [{ type: "text", text: `${i}`.padEnd(10_000, "h") }],
+      timestamp: i,
+    }));
     useFakeProvider({
-      auto: (c) => ((c.body.messages as any[]).some((m) => m.role === "tool") ? c.reply("done") : c.toolCall("sessions_history", { sessionKey: other })),
+      auto: (c) =>
+        (c.body.messages as any[]).some((m) => m.role === "tool")
+          ? c.reply("done")
+          : c.toolCall("sessions_history", { sessionKey: other }),
       extraConfig: { limits: { maxMessageBytes: 4096 }, tools: { sessions: { visibility: "agent" } } },
     });
     const run = await sendAndWait(key, "list");
     expect(run.status).toBe("ok");
     const h = await sessionStub(key).transcriptChunk(0);
-    const tool = h.chunk.trim().split("\n").map((l) => JSON.parse(l)).find((l) => l.message.role === "toolResult");
+    const tool = h.chunk
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .find((l) => l.message.role === "toolResult");
     expect(tool.message.content[0].text.endsWith(truncationMarker(4096))).toBe(true);
-    expect(new TextEncoder().encode(JSON.stringify(tool.message.content[0].text)).byteLength).toBeLessThanOrEqual(4096 + 2);
+    expect(new TextEncoder().encode(JSON.stringify(tool.message.content[0].text)).byteLength).toBeLessThanOrEqual(
+      4096 + 2,
+    );
   });
 });
 
@@ -314,7 +398,13 @@ describe("delivery listings", () => {
     await sessionStub(key).ensureSession();
     await runInDurableObject(sessionStub(key), (obj) => {
       obj.storage.transactionSync(() => {
-        for (let i = 0; i < 8; i++) queueDelivery(obj, { kind: "reply", route: { channel: "nowhere", to: null }, message: `${i}`.padEnd(500_000, "d"), idempotencyKey: `big-${i}` });
+        for (let i = 0; i < 8; i++)
+          queueDelivery(obj, {
+            kind: "reply",
+            route: { channel: "nowhere", to: null },
+            message: `${i}`.padEnd(500_000, "d"),
+            idempotencyKey: `big-${i}`,
+          });
       });
     });
     const raw = await callExtension(sessionStub(key), "outbox", "list", { limit: 500 });
@@ -334,34 +424,75 @@ describe("history heads", () => {
     const key = "agent:main:budget-plans";
     await seed(key, 2, (i) => ({ role: "user", content: [{ type: "text", text: `${i}` }], timestamp: i }));
     await runInDurableObject(sessionStub(key), (obj) => {
-      const plan = (q: string, ...args: unknown[]) => obj.sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${q}`, ...args).toArray().map((r) => r.detail).join("; ");
-      expect(plan("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant'", "r")).toMatch(/USING INDEX messages_run/);
-      expect(plan("SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1", "r")).toMatch(/USING INDEX messages_run/);
-      expect(plan("SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?", 9, 5)).toMatch(/USING COVERING INDEX messages_visible/);
-      expect(plan("SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?", 0, 5)).toMatch(/USING COVERING INDEX messages_sizes/);
+      const plan = (q: string, ...args: unknown[]) =>
+        obj.sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${q}`, ...args)
+          .toArray()
+          .map((r) => r.detail)
+          .join("; ");
+      expect(plan("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant'", "r")).toMatch(
+        /USING INDEX messages_run/,
+      );
+      expect(
+        plan("SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1", "r"),
+      ).toMatch(/USING INDEX messages_run/);
+      expect(
+        plan(
+          "SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?",
+          9,
+          5,
+        ),
+      ).toMatch(/USING COVERING INDEX messages_visible/);
+      expect(
+        plan("SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?", 0, 5),
+      ).toMatch(/USING COVERING INDEX messages_sizes/);
     });
   });
 
   it("messages written before heads existed get their sizes and heads from the migration's backfill", async () => {
     const key = "agent:main:budget-legacy";
-    await seed(key, 3, (i) => ({ role: "user", content: [{ type: "text", text: `${i} ${SECRET} `.padEnd(6000, "l") }], timestamp: i }));
+    await seed(key, 3, (i) => ({
+      role: "user",
+      content: [{ type: "text", text: `${i} ${SECRET} `.padEnd(6000, "l") }],
+      timestamp: i,
+    }));
     await runInDurableObject(sessionStub(key), (obj) => {
       // As the rows were before the byte-budget migration: no heads, no sizes.
-      obj.sql.exec("DELETE FROM message_heads WHERE seq IN (SELECT seq FROM messages WHERE seq > (SELECT MAX(seq) - 2 FROM messages))");
+      obj.sql.exec(
+        "DELETE FROM message_heads WHERE seq IN (SELECT seq FROM messages WHERE seq > (SELECT MAX(seq) - 2 FROM messages))",
+      );
       obj.sql.exec("UPDATE messages SET bytes = 0, head_bytes = 0");
       backfillHistoryHeads(obj.sql);
-      const rows = obj.sql.exec<{ bytes: number; head_bytes: number; heads: number }>("SELECT bytes, head_bytes, (SELECT COUNT(*) FROM message_heads h WHERE h.seq = m.seq) AS heads FROM messages m").toArray();
+      const rows = obj.sql
+        .exec<{ bytes: number; head_bytes: number; heads: number }>(
+          "SELECT bytes, head_bytes, (SELECT COUNT(*) FROM message_heads h WHERE h.seq = m.seq) AS heads FROM messages m",
+        )
+        .toArray();
       for (const r of rows) expect(r.heads).toBe(1);
       expect(rows.slice(-2).every((r) => r.bytes > 6000 && r.head_bytes > 4000 && r.head_bytes < 4200)).toBe(true);
     });
     const r = await invoke("sessions_history", { sessionKey: key }, { sessionKey: key });
-    expect(r.details.messages.map((m: any) => m.content[0].text.slice(0, 14))).toEqual(["1 sk-abc…6789 ", "2 sk-abc…6789 ", "3 sk-abc…6789 "]);
+    expect(r.details.messages.map((m: any) => m.content[0].text.slice(0, 14))).toEqual([
+      "1 sk-abc…6789 ",
+      "2 sk-abc…6789 ",
+      "3 sk-abc…6789 ",
+    ]);
     expect(r.details).toMatchObject({ contentRedacted: true, contentTruncated: true });
   });
 
   it("a message that claims to be a stored head is still sanitised when written", async () => {
     const key = "agent:main:budget-forged-head";
-    await seed(key, 1, () => ({ role: "user", content: [{ type: "text", text: `token ${SECRET}` }], timestamp: 1, __sanitized: { head: true } }) as unknown as TranscriptMessage);
+    await seed(
+      key,
+      1,
+      () =>
+        ({
+          role: "user",
+          content: [{ type: "text", text: `token ${SECRET}` }],
+          timestamp: 1,
+          __sanitized: { head: true },
+        }) as unknown as TranscriptMessage,
+    );
     const r = await invoke("sessions_history", { sessionKey: key }, { sessionKey: key });
     expect(r.details.messages[0].content[0].text).toBe("token sk-abc…6789");
     expect(r.details.contentRedacted).toBe(true);
@@ -375,8 +506,15 @@ describe("visibility before reading", () => {
     const metaReads = vi.spyOn(SessionObject.prototype, "getMeta");
     const historyReads = vi.spyOn(SessionObject.prototype, "history");
     // Cross-agent with visibility "tree" (the default): refused whatever the target holds.
-    const send = await invoke("sessions_send", { sessionKey: target, message: "hi", timeoutSeconds: 0 }, { sessionKey: "agent:main:main" });
-    expect(send.details).toMatchObject({ status: "forbidden", error: "Session send visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access." });
+    const send = await invoke(
+      "sessions_send",
+      { sessionKey: target, message: "hi", timeoutSeconds: 0 },
+      { sessionKey: "agent:main:main" },
+    );
+    expect(send.details).toMatchObject({
+      status: "forbidden",
+      error: "Session send visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+    });
     const hist = await invoke("sessions_history", { sessionKey: target }, { sessionKey: "agent:main:main" });
     expect(hist.details).toMatchObject({ status: "forbidden" });
     expect(metaReads.mock.contexts.map((o: any) => o.key)).not.toContain(target);
@@ -385,14 +523,29 @@ describe("visibility before reading", () => {
 
   it("a history call the caller may not make returns nothing of the session from the object", async () => {
     const key = "agent:main:budget-private";
-    await seed(key, 3, (i) => ({ role: "user", content: [{ type: "text", text: `private ${i}` }], timestamp: i }), { spawnedBy: "agent:main:someone-else" });
-    const denied = await sessionStub(key).history({ limit: 50, includeTools: false, maxBytes: HISTORY_BYTE_CAP, onlyIfSpawnedBy: "agent:main:main" });
+    await seed(key, 3, (i) => ({ role: "user", content: [{ type: "text", text: `private ${i}` }], timestamp: i }), {
+      spawnedBy: "agent:main:someone-else",
+    });
+    const denied = await sessionStub(key).history({
+      limit: 50,
+      includeTools: false,
+      maxBytes: HISTORY_BYTE_CAP,
+      onlyIfSpawnedBy: "agent:main:main",
+    });
     expect(denied).toEqual({ messages: [], hasMore: false, nextBefore: null, cutByBytes: false, denied: true });
-    const parent = await sessionStub(key).history({ limit: 50, includeTools: false, maxBytes: HISTORY_BYTE_CAP, onlyIfSpawnedBy: "agent:main:someone-else" });
+    const parent = await sessionStub(key).history({
+      limit: 50,
+      includeTools: false,
+      maxBytes: HISTORY_BYTE_CAP,
+      onlyIfSpawnedBy: "agent:main:someone-else",
+    });
     expect(parent.messages).toHaveLength(3);
     // Through the tool (tree visibility, the default): forbidden, from a read that returned nothing.
     const r = await invoke("sessions_history", { sessionKey: key }, { sessionKey: "agent:main:main" });
-    expect(r.details).toEqual({ status: "forbidden", error: "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree)." });
+    expect(r.details).toEqual({
+      status: "forbidden",
+      error: "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).",
+    });
   });
 });
 
@@ -411,7 +564,13 @@ describe("a 500 KB sessions_send through 5 ping-pong turns and the announce", ()
       return f;
     }, 60_000);
     expect(flow.outcome).toBe("announced");
-    expect(flow.turns.map((t: any) => [t.turn, t.status])).toEqual([[1, "ok"], [2, "ok"], [3, "ok"], [4, "ok"], [5, "ok"]]);
+    expect(flow.turns.map((t: any) => [t.turn, t.status])).toEqual([
+      [1, "ok"],
+      [2, "ok"],
+      [3, "ok"],
+      [4, "ok"],
+      [5, "ok"],
+    ]);
     await until(async () => expect(fakes.hooks.map((h) => h.body.message)).toEqual(["announce now"]));
     // Primary, five turns alternating requester/target, announce: each turn got the other side's whole reply.
     expect(fakes.model.map((m) => [m.kind, m.session === req ? "req" : "target", m.lastUser.length])).toEqual([
@@ -428,9 +587,16 @@ describe("a 500 KB sessions_send through 5 ping-pong turns and the announce", ()
     // Rows in both objects: the flow holds quotes and excerpts, timers hold references, runs one message and one reply.
     for (const key of [req, target]) {
       await runInDurableObject(sessionStub(key), (obj) => {
-        const flows = obj.sql.exec<{ n: number }>("SELECT MAX(length(CAST(json AS BLOB))) AS n FROM flows").one().n ?? 0;
-        const timers = obj.sql.exec<{ n: number }>("SELECT MAX(length(CAST(payload AS BLOB))) AS n FROM timers").one().n ?? 0;
-        const runs = obj.sql.exec<{ n: number }>("SELECT MAX(length(CAST(input_json AS BLOB)) + length(CAST(COALESCE(reply, '') AS BLOB))) AS n FROM runs").one().n ?? 0;
+        const flows =
+          obj.sql.exec<{ n: number }>("SELECT MAX(length(CAST(json AS BLOB))) AS n FROM flows").one().n ?? 0;
+        const timers =
+          obj.sql.exec<{ n: number }>("SELECT MAX(length(CAST(payload AS BLOB))) AS n FROM timers").one().n ?? 0;
+        const runs =
+          obj.sql
+            .exec<{ n: number }>(
+              "SELECT MAX(length(CAST(input_json AS BLOB)) + length(CAST(COALESCE(reply, '') AS BLOB))) AS n FROM runs",
+            )
+            .one().n ?? 0;
         expect(flows).toBeLessThan(600 * 1024);
         expect(timers).toBeLessThan(1024);
         expect(runs).toBeLessThan(1100 * 1024);

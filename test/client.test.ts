@@ -1,5 +1,5 @@
-import { jsonSchema, tool } from "ai";
 import { SELF } from "cloudflare:test";
+import { jsonSchema, tool } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { isRefusal, SwitchboardApiError, SwitchboardClient } from "../src/client/index";
 import { setConfigOverride } from "../src/config/load";
@@ -9,7 +9,12 @@ import { GATEWAY, MAIN_TOKEN } from "./helpers/http";
 afterEach(() => setConfigOverride(null));
 
 const client = (token = GATEWAY, sessionKey?: string) =>
-  new SwitchboardClient({ baseUrl: "https://switchboard.test/", token, sessionKey, fetch: (input, init) => SELF.fetch(input, init) });
+  new SwitchboardClient({
+    baseUrl: "https://switchboard.test/",
+    token,
+    sessionKey,
+    fetch: (input, init) => SELF.fetch(input, init),
+  });
 
 const uniq = (p: string) => `agent:main:${p}-${crypto.randomUUID().slice(0, 8)}`;
 
@@ -30,7 +35,10 @@ describe("typed client against the Worker", () => {
   });
 
   it("every tool has a typed method that returns the tool's payload", async () => {
-    setConfigOverride({ agents: { list: [{ id: "main", default: true }, { id: "research" }] }, tools: { sessions: { visibility: "agent" } } });
+    setConfigOverride({
+      agents: { list: [{ id: "main", default: true }, { id: "research" }] },
+      tools: { sessions: { visibility: "agent" } },
+    });
     const me = uniq("me");
     const other = uniq("other");
     const sb = client(MAIN_TOKEN, me);
@@ -48,7 +56,10 @@ describe("typed client against the Worker", () => {
     expect(await sb.agentsList()).toMatchObject({ requester: "main" });
     // A refusal is a result, as over /tools/invoke.
     const missing = crypto.randomUUID();
-    expect(await sb.sessionsHistory({ sessionKey: missing })).toEqual({ status: "error", error: `Session not found: ${missing} (use the full sessionKey from sessions_list)` });
+    expect(await sb.sessionsHistory({ sessionKey: missing })).toEqual({
+      status: "error",
+      error: `Session not found: ${missing} (use the full sessionKey from sessions_list)`,
+    });
   });
 
   it("errors surface as SwitchboardApiError with the envelope's type and message", async () => {
@@ -58,7 +69,9 @@ describe("typed client against the Worker", () => {
     expect(err).toMatchObject({ status: 400, type: "invalid_request", message: "sessionKey required" });
     const cross = await sb.getSession("agent:research:main").catch((e) => e);
     expect(cross).toMatchObject({ status: 403, type: "forbidden" });
-    const bad = await client("nope").agentsList().catch((e) => e);
+    const bad = await client("nope")
+      .agentsList()
+      .catch((e) => e);
     expect(bad).toMatchObject({ status: 401, type: "unauthorized" });
   });
 
@@ -67,11 +80,26 @@ describe("typed client against the Worker", () => {
     const openai = await sb.toolDefinitions("openai");
     expect(openai.map((t) => t.function.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
     const history = openai.find((t) => t.function.name === "sessions_history")!;
-    expect(history).toMatchObject({ type: "function", function: { description: TOOLS.find((t) => t.name === "sessions_history")!.description, parameters: { type: "object", required: ["sessionKey"] } } });
+    expect(history).toMatchObject({
+      type: "function",
+      function: {
+        description: TOOLS.find((t) => t.name === "sessions_history")!.description,
+        parameters: { type: "object", required: ["sessionKey"] },
+      },
+    });
 
     const defs = await sb.toolDefinitions("ai-sdk");
     // The shape plugs into the AI SDK as documented in the README.
-    const aiTools = Object.fromEntries(Object.entries(defs).map(([name, d]) => [name, tool({ description: d.description, inputSchema: jsonSchema<Record<string, unknown>>(d.inputSchema as Parameters<typeof jsonSchema>[0]), execute: d.execute })]));
+    const aiTools = Object.fromEntries(
+      Object.entries(defs).map(([name, d]) => [
+        name,
+        tool({
+          description: d.description,
+          inputSchema: jsonSchema<Record<string, unknown>>(d.inputSchema as Parameters<typeof jsonSchema>[0]),
+          execute: d.execute,
+        }),
+      ]),
+    );
     expect(Object.keys(aiTools).sort()).toEqual(TOOLS.map((t) => t.name).sort());
     expect(await defs.agents_list.execute({})).toMatchObject({ requester: "main" });
 

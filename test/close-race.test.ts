@@ -2,7 +2,14 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { registerSessionExtension } from "../src/session/session-object";
 import { advance, call, enc, invoke, sendAndWait } from "./helpers/http";
-import { childState, installFakes, releaseHangingRequests, requesterKey, settle, subagentConfig } from "./helpers/subagents";
+import {
+  childState,
+  installFakes,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 /**
  * No message is accepted and then lost (src/session/closing.ts): while a session is being deleted or
@@ -55,12 +62,25 @@ describe("delete racing an inbound message", () => {
 
     const msg = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "during delete" });
     expect(msg.status).toBe(409);
-    expect(msg.json).toEqual({ ok: false, error: { type: "conflict", message: `Session ${key} is being deleted; nothing was accepted. Send again once it is gone.` } });
+    expect(msg.json).toEqual({
+      ok: false,
+      error: {
+        type: "conflict",
+        message: `Session ${key} is being deleted; nothing was accepted. Send again once it is gone.`,
+      },
+    });
     const patched = await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "during delete" });
     expect(patched.status).toBe(409);
-    const sent = await invoke("sessions_send", { sessionKey: key, message: "during delete", timeoutSeconds: 0 }, { sessionKey: key });
+    const sent = await invoke(
+      "sessions_send",
+      { sessionKey: key, message: "during delete", timeoutSeconds: 0 },
+      { sessionKey: key },
+    );
     expect(sent.status).toBe(200);
-    expect(sent.details).toMatchObject({ status: "error", error: `Session ${key} is being deleted; nothing was accepted. Send again once it is gone.` });
+    expect(sent.details).toMatchObject({
+      status: "error",
+      error: `Session ${key} is being deleted; nothing was accepted. Send again once it is gone.`,
+    });
 
     hold.release();
     expect((await deleting).json).toEqual({ ok: true, deleted: key });
@@ -69,7 +89,9 @@ describe("delete racing an inbound message", () => {
     const again = await sendAndWait(key, "after delete");
     expect(again.status).toBe("ok");
     const history = (await call("GET", `/v1/sessions/${enc(key)}/history`)).json;
-    expect(history.messages.filter((m: any) => m.role === "user").map((m: any) => m.content[0].text)).toEqual(["after delete"]);
+    expect(history.messages.filter((m: any) => m.role === "user").map((m: any) => m.content[0].text)).toEqual([
+      "after delete",
+    ]);
   });
 });
 
@@ -92,7 +114,10 @@ describe("archive racing an inbound message", () => {
     await hold.inside;
     const msg = await call("POST", `/v1/sessions/${enc(child)}/messages`, { message: "still there?" });
     expect(msg.status).toBe(409);
-    expect(msg.json.error).toEqual({ type: "conflict", message: `Session ${child} is being archived; nothing was accepted. Send again once it is gone.` });
+    expect(msg.json.error).toEqual({
+      type: "conflict",
+      message: `Session ${child} is being archived; nothing was accepted. Send again once it is gone.`,
+    });
     hold.release();
     await archiving;
     expect((await childState(child)).exists).toBe(false);

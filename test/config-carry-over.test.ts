@@ -3,7 +3,7 @@ import { configWarnings, parseConfig, setConfigOverride } from "../src/config/lo
 import type { Config } from "../src/config/schema";
 import { SwitchboardError } from "../src/errors";
 import { call, invoke, MAIN_TOKEN } from "./helpers/http";
-import { baseConfig, installFakes, HOOK_BASE } from "./helpers/scripted";
+import { baseConfig, HOOK_BASE, installFakes } from "./helpers/scripted";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -26,23 +26,34 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     const high = ok({ session: { agentToAgent: { maxPingPongTurns: 9 } } });
     expect(high.cfg.session.agentToAgent.maxPingPongTurns).toBe(5);
     expect(high.warnings).toEqual(["session.agentToAgent.maxPingPongTurns: 9 clamped to 5 (range 0–5)"]);
-    expect(ok({ session: { agentToAgent: { maxPingPongTurns: -3 } } }).cfg.session.agentToAgent.maxPingPongTurns).toBe(0);
-    expect(ok({ session: { agentToAgent: { maxPingPongTurns: 2.7 } } }).cfg.session.agentToAgent.maxPingPongTurns).toBe(2);
+    expect(ok({ session: { agentToAgent: { maxPingPongTurns: -3 } } }).cfg.session.agentToAgent.maxPingPongTurns).toBe(
+      0,
+    );
+    expect(ok({ session: { agentToAgent: { maxPingPongTurns: 2.7 } } }).cfg.session.agentToAgent.maxPingPongTurns).toBe(
+      2,
+    );
     expect(ok({ session: { agentToAgent: { maxPingPongTurns: 3 } } }).warnings).toEqual([]);
     // A value of the wrong type is still invalid: the 500 names it.
-    expect(bad({ session: { agentToAgent: { maxPingPongTurns: "many" } } })).toContain("session.agentToAgent.maxPingPongTurns");
+    expect(bad({ session: { agentToAgent: { maxPingPongTurns: "many" } } })).toContain(
+      "session.agentToAgent.maxPingPongTurns",
+    );
   });
 
   it("announceTimeoutMs is clamped to 1..2,147,000,000", () => {
     const c = ok({ agents: { defaults: { subagents: { announceTimeoutMs: 9_999_999_999 } } } });
     expect(c.cfg.agents.defaults.subagents.announceTimeoutMs).toBe(2_147_000_000);
-    expect(c.warnings).toEqual(["agents.defaults.subagents.announceTimeoutMs: 9999999999 clamped to 2147000000 (range 1–2147000000)"]);
+    expect(c.warnings).toEqual([
+      "agents.defaults.subagents.announceTimeoutMs: 9999999999 clamped to 2147000000 (range 1–2147000000)",
+    ]);
   });
 
   it("the object form of channels.<ch>.threadBindings is accepted: spawnSubagentSessions opts the channel in", () => {
     const c = ok({
       channels: {
-        discord: { webhookUrl: "https://x.test/d", threadBindings: { enabled: true, spawnSubagentSessions: true, idleHours: 24 } },
+        discord: {
+          webhookUrl: "https://x.test/d",
+          threadBindings: { enabled: true, spawnSubagentSessions: true, idleHours: 24 },
+        },
         slack: { webhookUrl: "https://x.test/s", threadBindings: { enabled: true } },
         telegram: { webhookUrl: "https://x.test/t", threadBindings: { enabled: false, spawnSubagentSessions: true } },
       },
@@ -56,9 +67,14 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
       "channels.telegram.threadBindings: object form mapped to false",
     ]);
     // session.threadBindings.enabled: false turns every channel's bindings off.
-    const off = ok({ session: { threadBindings: { enabled: false } }, channels: { discord: { threadBindings: true } } });
+    const off = ok({
+      session: { threadBindings: { enabled: false } },
+      channels: { discord: { threadBindings: true } },
+    });
     expect(off.cfg.channels.discord.threadBindings).toBe(false);
-    expect(off.warnings).toEqual(["session.threadBindings: enabled: false applied to every channel (idle and age limits are not enforced)"]);
+    expect(off.warnings).toEqual([
+      "session.threadBindings: enabled: false applied to every channel (idle and age limits are not enforced)",
+    ]);
   });
 
   it("legacy routing.* and agent.* keys are mapped to their current place; the current key wins", () => {
@@ -94,7 +110,7 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     expect(both.warnings).toEqual(["routing.sessions.mainKey: ignored (session.mainKey is set and wins)"]);
   });
 
-  it("provider api \"openai\" means openai-completions; an API we cannot speak drops that provider, not the gateway", () => {
+  it('provider api "openai" means openai-completions; an API we cannot speak drops that provider, not the gateway', () => {
     const c = ok({
       models: {
         providers: {
@@ -112,22 +128,32 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
       'models.providers.bed: ignored (api "bedrock-converse-stream" is not supported; use one of openai-completions, openai-responses, anthropic-messages, google-generative-ai)',
     ]);
     // openai-completions has no default endpoint: baseUrl stays required, named in the 500.
-    expect(bad({ models: { providers: { x: { api: "openai-completions" } } } })).toContain("models.providers.x.baseUrl");
+    expect(bad({ models: { providers: { x: { api: "openai-completions" } } } })).toContain(
+      "models.providers.x.baseUrl",
+    );
   });
 
   it('sandbox mode "non-main" maps to the safe side; send-policy values are read case-insensitively; model {primary} works for sub-agents', () => {
     const c = ok({
       agents: {
-        defaults: { sandbox: { mode: "non-main" }, subagents: { model: { primary: "builtin/echo", fallbacks: ["x/y"] } } },
+        defaults: {
+          sandbox: { mode: "non-main" },
+          subagents: { model: { primary: "builtin/echo", fallbacks: ["x/y"] } },
+        },
         list: [{ id: "main", sandbox: { mode: "non-main" }, subagents: { model: { primary: "builtin/echo" } } }],
       },
-      session: { sendPolicy: { default: "Allow", rules: [{ action: "DENY", match: { channel: "discord", chatType: "dm" } }] } },
+      session: {
+        sendPolicy: { default: "Allow", rules: [{ action: "DENY", match: { channel: "discord", chatType: "dm" } }] },
+      },
     });
     expect(c.cfg.agents.defaults.sandbox.mode).toBe("all");
     expect(c.cfg.agents.list[0].sandbox).toEqual({ mode: "all" });
     expect(c.cfg.agents.defaults.subagents.model).toBe("builtin/echo");
     expect(c.cfg.agents.list[0].subagents?.model).toBe("builtin/echo");
-    expect(c.cfg.session.sendPolicy).toEqual({ default: "allow", rules: [{ action: "deny", match: { channel: "discord", chatType: "direct" } }] });
+    expect(c.cfg.session.sendPolicy).toEqual({
+      default: "allow",
+      rules: [{ action: "deny", match: { channel: "discord", chatType: "direct" } }],
+    });
     expect(c.warnings).toEqual([
       'session.sendPolicy.default: "Allow" mapped to "allow"',
       'session.sendPolicy.rules.0.action: "DENY" mapped to "deny"',
@@ -142,7 +168,10 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     const c = ok({
       gateway: { port: 18789 },
       session: { maintenance: { mode: "warn" }, mainKey: "main" },
-      agents: { defaults: { workspace: "~/w", subagents: { maxSpawnDepth: 2 } }, list: [{ id: "main", identity: { name: "M" }, runtime: { type: "webhook", url: "https://a.test", extra: 1 } }] },
+      agents: {
+        defaults: { workspace: "~/w", subagents: { maxSpawnDepth: 2 } },
+        list: [{ id: "main", identity: { name: "M" }, runtime: { type: "webhook", url: "https://a.test", extra: 1 } }],
+      },
       channels: { telegram: { webhookUrl: "https://x.test/t", botToken: "secret" } },
     });
     expect(c.warnings).toEqual([
@@ -172,12 +201,22 @@ describe("legacy send-policy match.provider (a security fix)", () => {
   it("a deny rule on provider discord denies discord and only discord (it used to deny every channel)", async () => {
     policy({ rules: [{ action: "deny", match: { provider: "discord", chatType: "group" } }] });
     installFakes((r) => (r.kind === "announce" ? "ANNOUNCE_SKIP" : "fine"));
-    const tg = await invoke("sessions_send", { sessionKey: "agent:main:telegram:group:carry-1", message: "hi", timeoutSeconds: 10 });
+    const tg = await invoke("sessions_send", {
+      sessionKey: "agent:main:telegram:group:carry-1",
+      message: "hi",
+      timeoutSeconds: 10,
+    });
     expect(tg.details).toMatchObject({ status: "ok", reply: "fine" });
-    const dc = await invoke("sessions_send", { sessionKey: "agent:main:discord:group:carry-1", message: "hi", timeoutSeconds: 10 });
+    const dc = await invoke("sessions_send", {
+      sessionKey: "agent:main:discord:group:carry-1",
+      message: "hi",
+      timeoutSeconds: 10,
+    });
     expect(dc.details).toMatchObject({ status: "error", error: "send blocked by session policy" });
     const h = await call("GET", "/healthz");
-    expect(h.json.warnings).toEqual(["session.sendPolicy.rules.0.match.provider: mapped to session.sendPolicy.rules.0.match.channel"]);
+    expect(h.json.warnings).toEqual([
+      "session.sendPolicy.rules.0.match.provider: mapped to session.sendPolicy.rules.0.match.channel",
+    ]);
   });
 
   it("an unknown matcher fails the config, naming it, instead of widening the rule", async () => {
@@ -192,17 +231,27 @@ describe("legacy send-policy match.provider (a security fix)", () => {
 describe("GET /healthz warnings", () => {
   it("the operator sees what was mapped or ignored; others see liveness only; the log says it once", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
-    setConfigOverride({ agents: { list: [{ id: "main", default: true }] }, session: { agentToAgent: { maxPingPongTurns: 7 } }, gateway: { bind: "lan" } });
+    setConfigOverride({
+      agents: { list: [{ id: "main", default: true }] },
+      session: { agentToAgent: { maxPingPongTurns: 7 } },
+      gateway: { bind: "lan" },
+    });
     const op = await call("GET", "/healthz");
     expect(op.status).toBe(200);
     expect(op.json).toEqual({
       ok: true,
       agents: ["main"],
-      warnings: ["session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)", "gateway: ignored (not used by Switchboard)"],
+      warnings: [
+        "session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)",
+        "gateway: ignored (not used by Switchboard)",
+      ],
       archive: { bucket: true },
     });
     expect((await call("GET", "/healthz", undefined, { token: null })).json).toEqual({ ok: true, agents: ["main"] });
-    expect((await call("GET", "/healthz", undefined, { token: MAIN_TOKEN })).json).toEqual({ ok: true, agents: ["main"] });
+    expect((await call("GET", "/healthz", undefined, { token: MAIN_TOKEN })).json).toEqual({
+      ok: true,
+      agents: ["main"],
+    });
     await call("GET", "/v1/agents");
     const logged = warn.mock.calls.filter((c) => String(c[0]).includes('"event":"config_warnings"'));
     expect(logged).toHaveLength(1);
@@ -210,7 +259,10 @@ describe("GET /healthz warnings", () => {
       level: "warn",
       event: "config_warnings",
       count: 2,
-      warnings: ["session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)", "gateway: ignored (not used by Switchboard)"],
+      warnings: [
+        "session.agentToAgent.maxPingPongTurns: 7 clamped to 5 (range 0–5)",
+        "gateway: ignored (not used by Switchboard)",
+      ],
     });
   });
 });

@@ -15,7 +15,12 @@ function ok(raw: unknown): Config {
 describe("CONFIG schema (DESIGN §3.1, reference Appendix A)", () => {
   it("an empty document gets OpenClaw's defaults", () => {
     const c = ok({});
-    expect(c.session).toMatchObject({ mainKey: "main", scope: "per-sender", dmScope: "main", agentToAgent: { maxPingPongTurns: 5 } });
+    expect(c.session).toMatchObject({
+      mainKey: "main",
+      scope: "per-sender",
+      dmScope: "main",
+      agentToAgent: { maxPingPongTurns: 5 },
+    });
     expect(c.session.sendPolicy).toBeUndefined();
     expect(c.tools.sessions.visibility).toBeUndefined(); // resolved to "tree" by the visibility policy
     expect(c.tools.agentToAgent).toEqual({ enabled: false, allow: [] });
@@ -44,7 +49,10 @@ describe("CONFIG schema (DESIGN §3.1, reference Appendix A)", () => {
   });
 
   it("mainKey is trimmed and lower-cased; model refs accept {primary}", () => {
-    const c = ok({ session: { mainKey: " Primary ", scope: "global" }, agents: { defaults: { model: { primary: "builtin/echo" } }, list: [{ id: " Ops " }] } });
+    const c = ok({
+      session: { mainKey: " Primary ", scope: "global" },
+      agents: { defaults: { model: { primary: "builtin/echo" } }, list: [{ id: " Ops " }] },
+    });
     expect(c.session.mainKey).toBe("primary");
     expect(c.session.scope).toBe("global");
     expect(c.agents.defaults.model).toBe("builtin/echo");
@@ -52,7 +60,10 @@ describe("CONFIG schema (DESIGN §3.1, reference Appendix A)", () => {
   });
 
   it("accepts the same document as a JSON object or as a JSON string", () => {
-    const doc = { agents: { list: [{ id: "alpha", default: true }, { id: "beta" }] }, tools: { sessions: { visibility: "all" } } };
+    const doc = {
+      agents: { list: [{ id: "alpha", default: true }, { id: "beta" }] },
+      tools: { sessions: { visibility: "all" } },
+    };
     expect(ok(JSON.stringify(doc))).toEqual(ok(doc));
     expect(ok("")).toEqual(ok({}));
   });
@@ -63,7 +74,9 @@ describe("CONFIG schema (DESIGN §3.1, reference Appendix A)", () => {
       expect(c).toBeInstanceOf(SwitchboardError);
       return (c as SwitchboardError).message;
     };
-    expect(bad({ session: { agentToAgent: { maxPingPongTurns: "9" } } })).toContain("session.agentToAgent.maxPingPongTurns");
+    expect(bad({ session: { agentToAgent: { maxPingPongTurns: "9" } } })).toContain(
+      "session.agentToAgent.maxPingPongTurns",
+    );
     expect(bad({ agents: { list: [{ id: "main" }, { id: "Bad Id!" }] } })).toContain("agents.list.1.id");
     expect(bad({ agents: { list: [{ id: "a" }, { id: "A" }] } })).toContain('agents.list.1.id: duplicate agent id "a"');
     expect(bad({ agents: { list: [] } })).toContain("agents.list");
@@ -86,7 +99,10 @@ describe("an invalid CONFIG at runtime", () => {
     ] as const) {
       const r = await call(method, path, body);
       expect(r.status, `${method} ${path}`).toBe(500);
-      expect(r.json).toEqual({ ok: false, error: { type: "config_error", message: expect.stringContaining("agents.list.0.model") } });
+      expect(r.json).toEqual({
+        ok: false,
+        error: { type: "config_error", message: expect.stringContaining("agents.list.0.model") },
+      });
     }
     // Unauthenticated requests get the same answer (config is checked first), not a crash.
     const anon = await call("GET", "/v1/agents", undefined, { token: null });
@@ -99,10 +115,16 @@ describe("an invalid CONFIG at runtime", () => {
   });
 
   it("a CONFIG given as a JSON string serves requests", async () => {
-    setConfigOverride(JSON.stringify({ agents: { list: [{ id: "alpha", default: true, name: "Alpha" }, { id: "beta" }] } }));
+    setConfigOverride(
+      JSON.stringify({ agents: { list: [{ id: "alpha", default: true, name: "Alpha" }, { id: "beta" }] } }),
+    );
     const r = await invoke("agents_list");
     expect(r.status).toBe(200);
-    expect(r.details).toEqual({ requester: "alpha", allowAny: false, agents: [{ id: "alpha", name: "Alpha", configured: true }] });
+    expect(r.details).toEqual({
+      requester: "alpha",
+      allowAny: false,
+      agents: [{ id: "alpha", name: "Alpha", configured: true }],
+    });
   });
 
   it("the default config (wrangler.toml) has main (default) and research on builtin/echo", async () => {

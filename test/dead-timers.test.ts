@@ -1,12 +1,25 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { REQUESTER_EXTENSION } from "../src/spawn/requester-side";
 import { SessionObject } from "../src/session/session-object";
-import { DEFAULT_TIMER_POLICY, MAX_DEAD_TIMERS, recordTimerFailure, retryDelayMs, timerPolicy } from "../src/session/timer-policy";
+import {
+  DEFAULT_TIMER_POLICY,
+  MAX_DEAD_TIMERS,
+  recordTimerFailure,
+  retryDelayMs,
+  timerPolicy,
+} from "../src/session/timer-policy";
+import { REQUESTER_EXTENSION } from "../src/spawn/requester-side";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { baseConfig, flowsOf, installFakes as installScripted, until } from "./helpers/scripted";
-import { announcesIn, childState, installFakes as installSubagentFakes, releaseHangingRequests, requesterKey, subagentConfig } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  installFakes as installSubagentFakes,
+  releaseHangingRequests,
+  requesterKey,
+  subagentConfig,
+} from "./helpers/subagents";
 
 afterEach(() => {
   releaseHangingRequests();
@@ -24,13 +37,19 @@ function deadLogLines(spy: { mock: { calls: unknown[][] } }): any[] {
 }
 
 async function timerRow(key: string, kind: string, ref: string) {
-  return runInDurableObject(sessionStub(key), async (_o, state) => state.storage.sql.exec<any>("SELECT * FROM timers WHERE kind = ? AND ref = ?", kind, ref).toArray()[0] ?? null);
+  return runInDurableObject(
+    sessionStub(key),
+    async (_o, state) =>
+      state.storage.sql.exec<any>("SELECT * FROM timers WHERE kind = ? AND ref = ?", kind, ref).toArray()[0] ?? null,
+  );
 }
 
 describe("timer policy", () => {
   it("backoff doubles from the base up to the cap, with at most half of it random", () => {
     const p = { maxAttempts: 8, baseDelayMs: 2_000, maxDelayMs: 60_000 };
-    expect([1, 2, 3, 6, 7, 20].map((f) => retryDelayMs(p, f, () => 1))).toEqual([2_000, 4_000, 8_000, 60_000, 60_000, 60_000]);
+    expect([1, 2, 3, 6, 7, 20].map((f) => retryDelayMs(p, f, () => 1))).toEqual([
+      2_000, 4_000, 8_000, 60_000, 60_000, 60_000,
+    ]);
     expect([1, 2, 3, 6].map((f) => retryDelayMs(p, f, () => 0))).toEqual([1_000, 2_000, 4_000, 30_000]);
     expect(timerPolicy("a2a").maxAttempts).toBe(6);
     expect(timerPolicy("subagent-handoff")).toEqual({ maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 600_000 });
@@ -55,7 +74,11 @@ describe("dead timers", () => {
       return realEnqueue.call(this, req, also);
     });
     const logs = vi.spyOn(console, "error");
-    const sent = await invoke("sessions_send", { sessionKey: target, message: "ping", timeoutSeconds: 10 }, { sessionKey: requester });
+    const sent = await invoke(
+      "sessions_send",
+      { sessionKey: target, message: "ping", timeoutSeconds: 10 },
+      { sessionKey: requester },
+    );
     expect(sent.details.status).toBe("ok");
     // The first dispatch runs right after the primary run ended (it counts only when the alarm made it).
     await until(async () => expect(refused).toBeGreaterThan(0));
@@ -75,7 +98,11 @@ describe("dead timers", () => {
     const refusedAtDeath = refused;
     expect(refusedAtDeath).toBeGreaterThanOrEqual(6);
     const [flow] = await flowsOf(target);
-    expect(flow).toMatchObject({ step: "done", outcome: "failed", error: "The reply-back turn 1 gave up after 6 attempts: requester storage unavailable" });
+    expect(flow).toMatchObject({
+      step: "done",
+      outcome: "failed",
+      error: "The reply-back turn 1 gave up after 6 attempts: requester storage unavailable",
+    });
     expect(flow.deliveryId).toBeUndefined();
 
     const listed = await call("GET", `/v1/sessions/${enc(target)}/timers/dead`);
@@ -83,11 +110,31 @@ describe("dead timers", () => {
     expect(listed.json).toEqual({
       sessionKey: target,
       count: 1,
-      timers: [{ kind: "a2a", ref: flow.id, attempts: 6, lastError: "requester storage unavailable", firstFailedAt: expect.any(Number), diedAt: expect.any(Number), retryable: false }],
+      timers: [
+        {
+          kind: "a2a",
+          ref: flow.id,
+          attempts: 6,
+          lastError: "requester storage unavailable",
+          firstFailedAt: expect.any(Number),
+          diedAt: expect.any(Number),
+          retryable: false,
+        },
+      ],
     });
     expect(listed.json.timers[0].firstFailedAt).toBeLessThan(listed.json.timers[0].diedAt);
     expect(deadLogLines(logs)).toEqual([
-      { level: "error", event: "timer_dead", sessionKey: target, kind: "a2a", ref: flow.id, attempts: 6, lastError: "requester storage unavailable", firstFailedAt: expect.any(Number), diedAt: expect.any(Number) },
+      {
+        level: "error",
+        event: "timer_dead",
+        sessionKey: target,
+        kind: "a2a",
+        ref: flow.id,
+        attempts: 6,
+        lastError: "requester storage unavailable",
+        firstFailedAt: expect.any(Number),
+        diedAt: expect.any(Number),
+      },
     ]);
     // Its death ended the flow, so an operator retry is refused rather than reviving a finished flow.
     const retry = await call("POST", `/v1/sessions/${enc(target)}/timers/dead/a2a/${flow.id}/retry`);
@@ -108,7 +155,12 @@ describe("dead timers", () => {
     const realCall = SessionObject.prototype.extensionCall;
     let refused = 0;
     let refuse = true;
-    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (this: SessionObject, name, method, arg) {
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+      this: SessionObject,
+      name,
+      method,
+      arg,
+    ) {
       if (refuse && this.key === req && name === REQUESTER_EXTENSION && method === "receiveAnnounce") {
         refused++;
         return Promise.reject(new Error("requester unreachable"));
@@ -125,11 +177,20 @@ describe("dead timers", () => {
       await runDurableObjectAlarm(stub);
     }
     const taskRunId: string = r.details.runId;
-    for (let pass = 0; pass < 12 && (await timerRow(child, "subagent-handoff", taskRunId)); pass++) await advance(child, FAR);
+    for (let pass = 0; pass < 12 && (await timerRow(child, "subagent-handoff", taskRunId)); pass++)
+      await advance(child, FAR);
     expect((await childState(child)).flows).toEqual([{ id: `announce:${taskRunId}`, state: "failed" }]);
     const dead = await call("GET", `/v1/sessions/${enc(child)}/timers/dead`);
     expect(dead.json.timers).toEqual([
-      { kind: "subagent-handoff", ref: taskRunId, attempts: 10, lastError: "requester unreachable", firstFailedAt: expect.any(Number), diedAt: expect.any(Number), retryable: true },
+      {
+        kind: "subagent-handoff",
+        ref: taskRunId,
+        attempts: 10,
+        lastError: "requester unreachable",
+        firstFailedAt: expect.any(Number),
+        diedAt: expect.any(Number),
+        retryable: true,
+      },
     ]);
     // Every attempt was made by the alarm, and each one reached the requester and was refused.
     expect(refused).toBe(10);
@@ -141,7 +202,11 @@ describe("dead timers", () => {
     expect(retried.status).toBe(200);
     expect(retried.json).toMatchObject({ kind: "subagent-handoff", ref: taskRunId, retried: true });
     await runDurableObjectAlarm(stub);
-    await until(async () => expect((await announcesIn(req, child)).map((a) => a.text.split("\n")[0])).toEqual(["Status: completed successfully"]));
+    await until(async () =>
+      expect((await announcesIn(req, child)).map((a) => a.text.split("\n")[0])).toEqual([
+        "Status: completed successfully",
+      ]),
+    );
     expect((await call("GET", `/v1/sessions/${enc(child)}/timers/dead`)).json.count).toBe(0);
   });
 
@@ -151,13 +216,22 @@ describe("dead timers", () => {
     await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
       for (let i = 0; i < MAX_DEAD_TIMERS + 5; i++) {
         obj.timers.set("test-kind", `r${i}`, FAR * 1000);
-        obj.sql.exec("UPDATE timers SET attempts = ? WHERE kind = 'test-kind' AND ref = ?", DEFAULT_TIMER_POLICY.maxAttempts - 1, `r${i}`);
+        obj.sql.exec(
+          "UPDATE timers SET attempts = ? WHERE kind = 'test-kind' AND ref = ?",
+          DEFAULT_TIMER_POLICY.maxAttempts - 1,
+          `r${i}`,
+        );
         expect(recordTimerFailure(obj, obj.timers.get("test-kind", `r${i}`)!, new Error(`boom ${i}`))).toBe("dead");
       }
     });
     const listed = await call("GET", `/v1/sessions/${enc(key)}/timers/dead?limit=100`);
     expect(listed.json.count).toBe(MAX_DEAD_TIMERS);
-    expect(listed.json.timers[0]).toMatchObject({ kind: "test-kind", ref: `r${MAX_DEAD_TIMERS + 4}`, lastError: `boom ${MAX_DEAD_TIMERS + 4}`, retryable: true });
+    expect(listed.json.timers[0]).toMatchObject({
+      kind: "test-kind",
+      ref: `r${MAX_DEAD_TIMERS + 4}`,
+      lastError: `boom ${MAX_DEAD_TIMERS + 4}`,
+      retryable: true,
+    });
     const refs = new Set(listed.json.timers.map((t: any) => t.ref));
     expect([0, 1, 2, 3, 4].some((i) => refs.has(`r${i}`))).toBe(false);
     expect((await call("GET", `/v1/sessions/${enc(key)}/timers/dead?limit=0`)).status).toBe(400);

@@ -7,7 +7,13 @@ afterEach(() => setConfigOverride(null));
 const agents = { defaults: { model: "builtin/echo" }, list: [{ id: "main", default: true }, { id: "research" }] };
 
 async function postDm(key: string, extra: Record<string, unknown> = {}) {
-  const r = await call("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "hi", channel: "Telegram", to: "Alice", chatType: "direct", ...extra });
+  const r = await call("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, {
+    message: "hi",
+    channel: "Telegram",
+    to: "Alice",
+    chatType: "direct",
+    ...extra,
+  });
   return r;
 }
 

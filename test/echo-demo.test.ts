@@ -40,7 +40,11 @@ describe("builtin/echo in the follow-up steps", () => {
     const target = `agent:main:discord:group:echo-${crypto.randomUUID().slice(0, 8)}`;
     const requester = `agent:main:webchat:direct:echo-${crypto.randomUUID().slice(0, 8)}`;
     await sendAndWait(target, "hello", { channel: "discord", to: "group:x" });
-    const r = await invoke("sessions_send", { sessionKey: target, message: "status?", timeoutSeconds: 10 }, { sessionKey: requester });
+    const r = await invoke(
+      "sessions_send",
+      { sessionKey: target, message: "status?", timeoutSeconds: 10 },
+      { sessionKey: requester },
+    );
     expect(r.details).toMatchObject({ status: "ok", reply: expect.stringMatching(/status\?$/) });
     const flow = await until(async () => {
       const [f] = await flowsOf(target);
@@ -48,7 +52,9 @@ describe("builtin/echo in the follow-up steps", () => {
       return f;
     });
     expect(flow.outcome).toBe("announce_skipped");
-    expect(flow.turns).toEqual([{ turn: 1, sessionKey: requester, runId: expect.any(String), reply: "REPLY_SKIP", status: "ok" }]);
+    expect(flow.turns).toEqual([
+      { turn: 1, sessionKey: requester, runId: expect.any(String), reply: "REPLY_SKIP", status: "ok" },
+    ]);
     // The target's only delivery is the reply to its own inbound message ("hello", deliver not set: none).
     expect(await deliveriesOf(target)).toEqual([]);
     expect(hooks).toEqual([]);
@@ -71,7 +77,13 @@ describe("builtin/echo in the follow-up steps", () => {
     expect(announces[0].text).toContain("[Subagent Task]: count the stars");
     expect(announces[0].text).not.toContain("Notes:");
     expect(announces[0].text).not.toContain("Sub-agent announce step.");
-    expect(lines[lines.length - 1]).toMatch(new RegExp(`^Stats: runtime \\S+ • tokens \\S+ \\(in \\S+ / out \\S+\\) • sessionKey ${child} • sessionId \\S+ • transcript /v1/sessions/${enc(child)}/transcript.jsonl$`));
-    await until(async () => expect(hooks.filter((h) => h.kind === "subagent_announce").map((h) => h.message)).toEqual([announces[0].text]));
+    expect(lines[lines.length - 1]).toMatch(
+      new RegExp(
+        `^Stats: runtime \\S+ • tokens \\S+ \\(in \\S+ / out \\S+\\) • sessionKey ${child} • sessionId \\S+ • transcript /v1/sessions/${enc(child)}/transcript.jsonl$`,
+      ),
+    );
+    await until(async () =>
+      expect(hooks.filter((h) => h.kind === "subagent_announce").map((h) => h.message)).toEqual([announces[0].text]),
+    );
   });
 });

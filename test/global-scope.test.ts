@@ -18,7 +18,10 @@ const GLOBAL_WORD = /\bglobal\b/;
 /** Every raw request body the fakes receive (model calls and channel webhooks). */
 function recordBodies(): string[] {
   const bodies: string[] = [];
-  const spy = globalThis.fetch as unknown as { getMockImplementation(): (i: any, init?: any) => Promise<Response>; mockImplementation(f: unknown): void };
+  const spy = globalThis.fetch as unknown as {
+    getMockImplementation(): (i: any, init?: any) => Promise<Response>;
+    mockImplementation(f: unknown): void;
+  };
   const inner = spy.getMockImplementation();
   spy.mockImplementation(async (input: any, init?: any) => {
     bodies.push(typeof init?.body === "string" ? init.body : "");
@@ -29,7 +32,10 @@ function recordBodies(): string[] {
 
 async function storedMessages(key: string): Promise<string[]> {
   return runInDurableObject(sessionStub(key), async (_obj: SessionObject, state) =>
-    state.storage.sql.exec<{ json: string }>("SELECT json FROM messages ORDER BY seq").toArray().map((r) => r.json),
+    state.storage.sql
+      .exec<{ json: string }>("SELECT json FROM messages ORDER BY seq")
+      .toArray()
+      .map((r) => r.json),
   );
 }
 
@@ -41,13 +47,26 @@ describe('session.scope = "global"', () => {
         tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
       }),
     );
-    const fakes = installFakes((c) => (c.step === "announce" ? "ANNOUNCE_SKIP" : c.step === "task" ? "child result" : c.system.includes("announce step") ? "ANNOUNCE_SKIP" : "hello back"));
+    const fakes = installFakes((c) =>
+      c.step === "announce"
+        ? "ANNOUNCE_SKIP"
+        : c.step === "task"
+          ? "child result"
+          : c.system.includes("announce step")
+            ? "ANNOUNCE_SKIP"
+            : "hello back",
+    );
     const bodies = recordBodies();
     const responses: unknown[] = [];
-    const seen = <T>(r: T): T => (responses.push(r), r);
+    const seen = <T>(r: T): T => {
+      responses.push(r);
+      return r;
+    };
 
     // An inbound DM with a delivery route: accepted, run and delivered as `main`.
-    const sent = seen(await call("POST", "/v1/sessions/main/messages", { message: "hi", channel: "webchat", to: "u1", deliver: true }));
+    const sent = seen(
+      await call("POST", "/v1/sessions/main/messages", { message: "hi", channel: "webchat", to: "u1", deliver: true }),
+    );
     expect(sent.json).toMatchObject({ status: "accepted", sessionKey: "main" });
     const run = seen(await call("GET", `/v1/runs/${sent.json.runId}/wait?timeoutMs=10000`)).json;
     expect(run).toMatchObject({ sessionKey: "main", status: "ok", reply: "hello back" });
@@ -73,26 +92,44 @@ describe('session.scope = "global"', () => {
     expect(task.lastUser).toMatch(/^\[Inter-session message\] sourceSession=main /);
     expect(fakes.model.find((c) => c.step === "announce")!.system).toContain("Requester session: main.");
     const childTask = JSON.parse((await storedMessages(child))[0]);
-    expect(childTask.provenance).toEqual({ kind: "inter_session", sourceSessionKey: "main", sourceChannel: "webchat", sourceTool: "sessions_spawn" });
+    expect(childTask.provenance).toEqual({
+      kind: "inter_session",
+      sourceSessionKey: "main",
+      sourceChannel: "webchat",
+      sourceTool: "sessions_spawn",
+    });
     // Tree visibility still finds the child from the global bucket (the index keeps the real name).
     const list = seen(await invoke("sessions_list", {}, { sessionKey: "main" })).details;
     expect(list.sessions.find((s: any) => s.key === child)).toMatchObject({ spawnedBy: "main" });
 
     // Agent-to-agent: the target's prompt and stored provenance name the requester `main`.
     const target = "agent:research:main";
-    const a2a = seen(await invoke("sessions_send", { sessionKey: target, message: "ping", timeoutSeconds: 10 }, { sessionKey: "main" })).details;
+    const a2a = seen(
+      await invoke(
+        "sessions_send",
+        { sessionKey: target, message: "ping", timeoutSeconds: 10 },
+        { sessionKey: "main" },
+      ),
+    ).details;
     expect(a2a).toMatchObject({ status: "ok", sessionKey: target });
     const primary = fakes.model.find((c) => c.system.includes("Agent-to-agent message context:"))!;
     expect(primary.system).toContain("Agent 1 (requester) session: main.");
     const targetUser = (await storedMessages(target)).map((j) => JSON.parse(j)).find((m) => m.role === "user");
-    expect(targetUser.provenance).toMatchObject({ kind: "inter_session", sourceSessionKey: "main", sourceTool: "sessions_send" });
-    const history = seen(await invoke("sessions_history", { sessionKey: target, includeTools: true }, { sessionKey: "main" })).details;
+    expect(targetUser.provenance).toMatchObject({
+      kind: "inter_session",
+      sourceSessionKey: "main",
+      sourceTool: "sessions_send",
+    });
+    const history = seen(
+      await invoke("sessions_history", { sessionKey: target, includeTools: true }, { sessionKey: "main" }),
+    ).details;
     expect(history.messages[0].provenance.sourceSessionKey).toBe("main");
 
     // The class-level check: not one request a model or channel received, nor one response, names `global`.
     expect(bodies.length).toBeGreaterThan(4);
     for (const b of bodies) expect(b).not.toMatch(GLOBAL_WORD);
     for (const r of responses) expect(JSON.stringify(r)).not.toMatch(GLOBAL_WORD);
-    for (const m of [...(await storedMessages(child)), ...(await storedMessages(target))]) expect(m).not.toMatch(GLOBAL_WORD);
+    for (const m of [...(await storedMessages(child)), ...(await storedMessages(target))])
+      expect(m).not.toMatch(GLOBAL_WORD);
   });
 });

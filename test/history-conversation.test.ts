@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { migrate } from "../src/session/schema";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { migrate } from "../src/session/schema";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { installFakes, releaseHangingRequests, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
@@ -17,7 +17,11 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-const texts = (messages: any[]) => messages.map((m) => `${m.role}:${(Array.isArray(m.content) ? m.content.map((b: any) => b.text ?? `[${b.type}]`).join("") : m.content) || "-"}`);
+const texts = (messages: any[]) =>
+  messages.map(
+    (m) =>
+      `${m.role}:${(Array.isArray(m.content) ? m.content.map((b: any) => b.text ?? `[${b.type}]`).join("") : m.content) || "-"}`,
+  );
 
 async function history(key: string, query: string) {
   const r = await call("GET", `/v1/sessions/${enc(key)}/history?${query}`);
@@ -26,23 +30,47 @@ async function history(key: string, query: string) {
 }
 
 describe("sessions_history hides control tokens and internal prompts", () => {
-  it.each(["NO_REPLY", "REPLY_SKIP", "ANNOUNCE_SKIP", "  NO_REPLY\n"])("a reply that is only %j is hidden, shown with includeTools; real text mentioning it is kept", async (token) => {
-    setConfigOverride(subagentConfig());
-    installFakes((c) => (c.lastUser === "quiet please" ? token : c.lastUser === "mention" ? `${token.trim()} is a token` : "hello back"));
-    const key = requesterKey("hist");
-    await sendAndWait(key, "hi");
-    await sendAndWait(key, "quiet please");
-    await sendAndWait(key, "mention");
-    const plain = await history(key, "limit=50");
-    expect(texts(plain.messages)).toEqual(["user:hi", "assistant:hello back", "user:quiet please", "user:mention", `assistant:${token.trim()} is a token`]);
-    const all = await history(key, "limit=50&includeTools=true");
-    expect(texts(all.messages)).toEqual(["user:hi", "assistant:hello back", "user:quiet please", `assistant:${token}`, "user:mention", `assistant:${token.trim()} is a token`]);
-    // The tool shows the same conversation, and list previews too.
-    const tool = await invoke("sessions_history", { sessionKey: key, limit: 50 }, { sessionKey: key });
-    expect(texts(tool.details.messages)).toEqual(texts(plain.messages));
-    const row = (await invoke("sessions_list", { messageLimit: 3 }, { sessionKey: key })).details.sessions.find((s: any) => s.key === key);
-    expect(texts(row.messages)).toEqual(["user:quiet please", "user:mention", `assistant:${token.trim()} is a token`]);
-  });
+  it.each(["NO_REPLY", "REPLY_SKIP", "ANNOUNCE_SKIP", "  NO_REPLY\n"])(
+    "a reply that is only %j is hidden, shown with includeTools; real text mentioning it is kept",
+    async (token) => {
+      setConfigOverride(subagentConfig());
+      installFakes((c) =>
+        c.lastUser === "quiet please" ? token : c.lastUser === "mention" ? `${token.trim()} is a token` : "hello back",
+      );
+      const key = requesterKey("hist");
+      await sendAndWait(key, "hi");
+      await sendAndWait(key, "quiet please");
+      await sendAndWait(key, "mention");
+      const plain = await history(key, "limit=50");
+      expect(texts(plain.messages)).toEqual([
+        "user:hi",
+        "assistant:hello back",
+        "user:quiet please",
+        "user:mention",
+        `assistant:${token.trim()} is a token`,
+      ]);
+      const all = await history(key, "limit=50&includeTools=true");
+      expect(texts(all.messages)).toEqual([
+        "user:hi",
+        "assistant:hello back",
+        "user:quiet please",
+        `assistant:${token}`,
+        "user:mention",
+        `assistant:${token.trim()} is a token`,
+      ]);
+      // The tool shows the same conversation, and list previews too.
+      const tool = await invoke("sessions_history", { sessionKey: key, limit: 50 }, { sessionKey: key });
+      expect(texts(tool.details.messages)).toEqual(texts(plain.messages));
+      const row = (await invoke("sessions_list", { messageLimit: 3 }, { sessionKey: key })).details.sessions.find(
+        (s: any) => s.key === key,
+      );
+      expect(texts(row.messages)).toEqual([
+        "user:quiet please",
+        "user:mention",
+        `assistant:${token.trim()} is a token`,
+      ]);
+    },
+  );
 
   it("a sub-agent's history leaves out its announce-step prompt and a silent announce reply", async () => {
     setConfigOverride(subagentConfig());
@@ -61,7 +89,9 @@ describe("sessions_history hides control tokens and internal prompts", () => {
 
   it("paging with `before` skips hidden rows and reaches every visible message, page by page", async () => {
     setConfigOverride(subagentConfig());
-    installFakes((c) => (/^q\d+$/.test(c.lastUser) && Number(c.lastUser.slice(1)) % 2 === 0 ? "NO_REPLY" : `a-${c.lastUser}`));
+    installFakes((c) =>
+      /^q\d+$/.test(c.lastUser) && Number(c.lastUser.slice(1)) % 2 === 0 ? "NO_REPLY" : `a-${c.lastUser}`,
+    );
     const key = requesterKey("hist-page");
     for (let i = 1; i <= 6; i++) await sendAndWait(key, `q${i}`);
     const seen: string[] = [];
@@ -73,7 +103,17 @@ describe("sessions_history hides control tokens and internal prompts", () => {
       if (!page.hasMore) break;
       before = page.nextBefore;
     }
-    expect(seen).toEqual(["user:q1", "assistant:a-q1", "user:q2", "user:q3", "assistant:a-q3", "user:q4", "user:q5", "assistant:a-q5", "user:q6"]);
+    expect(seen).toEqual([
+      "user:q1",
+      "assistant:a-q1",
+      "user:q2",
+      "user:q3",
+      "assistant:a-q3",
+      "user:q4",
+      "user:q5",
+      "assistant:a-q5",
+      "user:q6",
+    ]);
   });
 
   it("rows written before the marking existed are marked once by the schema migration", async () => {
@@ -91,6 +131,10 @@ describe("sessions_history hides control tokens and internal prompts", () => {
     });
     expect(texts((await history(key, "limit=50")).messages)).toContain("assistant:NO_REPLY");
     await runInDurableObject(sessionStub(key), (_obj, state) => migrate(state.storage.sql));
-    expect(texts((await history(key, "limit=50")).messages)).toEqual(["user:hi", "assistant:hello back", "user:quiet please"]);
+    expect(texts((await history(key, "limit=50")).messages)).toEqual([
+      "user:hi",
+      "assistant:hello back",
+      "user:quiet please",
+    ]);
   });
 });

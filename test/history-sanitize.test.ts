@@ -1,13 +1,13 @@
 import { describe, expect, it, vi } from "vitest";
-import { maskSecret, redactSensitiveText } from "../src/policy/redact";
 import {
+  estimateBase64Bytes,
   HISTORY_BYTE_CAP,
   HISTORY_TEXT_CAP,
-  estimateBase64Bytes,
   isToolMessage,
   sanitizeHistoryMessages,
   utf8ByteLength,
 } from "../src/policy/history-sanitize";
+import { maskSecret, redactSensitiveText } from "../src/policy/redact";
 
 const SECRET = "sk-1234567890abcdef1234";
 const utf8 = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
@@ -33,7 +33,11 @@ describe("redactSensitiveText", () => {
     ["ENV quoted with spaces", 'MY_SECRET="correct horse battery staple"', 'MY_SECRET="correc…aple"'],
     ["ENV token/passwd", "GH_TOKEN=abc PASSWD=xyz", "GH_TOKEN=*** PASSWD=***"],
     ["JSON apiKey", '{"apiKey": "abcdefghijklmnopqrstuvwxyz"}', '{"apiKey": "abcdef…wxyz"}'],
-    ["JSON fields", '{"token":"t1","secret":"s1","password":"p1","passwd":"p2"}', '{"token":"***","secret":"***","password":"***","passwd":"***"}'],
+    [
+      "JSON fields",
+      '{"token":"t1","secret":"s1","password":"p1","passwd":"p2"}',
+      '{"token":"***","secret":"***","password":"***","passwd":"***"}',
+    ],
     ["JSON access/refresh", '{"accessToken":"a1","refreshToken":"r1"}', '{"accessToken":"***","refreshToken":"***"}'],
     ["JSON upper-case name", '{"MY_SECRET": "abc"}', '{"MY_SECRET": "***"}'],
     ["CLI space", "cli --token abc123 --verbose", "cli --token *** --verbose"],
@@ -78,7 +82,9 @@ describe("redactSensitiveText", () => {
   });
 
   it("is idempotent: redacting redacted text changes nothing", () => {
-    const once = redactSensitiveText(`A_TOKEN=abcdefghijklmnopqrstuvwxyz and ${SECRET} and Bearer abcdefghijklmnopqrstuvwxyz`);
+    const once = redactSensitiveText(
+      `A_TOKEN=abcdefghijklmnopqrstuvwxyz and ${SECRET} and Bearer abcdefghijklmnopqrstuvwxyz`,
+    );
     expect(once.redacted).toBe(true);
     expect(redactSensitiveText(once.text)).toEqual({ text: once.text, redacted: false });
   });
@@ -91,8 +97,8 @@ describe("redactSensitiveText", () => {
       "A_KEY".repeat(n / 5),
       'KEY="'.repeat(n / 5),
       "-----BEGIN RSA PRIVATE KEY-----".repeat(n / 31),
-      '"token": "' + "\\a".repeat(n / 2),
-      "Bearer " + " ".repeat(n),
+      `"token": "${"\\a".repeat(n / 2)}`,
+      `Bearer ${" ".repeat(n)}`,
       '--password "'.repeat(n / 12),
       "1".repeat(n),
       "sk-".repeat(n / 3),
@@ -151,7 +157,12 @@ describe("sanitizeHistoryMessages", () => {
 
   it("§8.13: a single message with a 200 KB extra field becomes the placeholder, keeping __switchboard", () => {
     const r = sanitizeHistoryMessages([
-      { role: "assistant", content: [{ type: "text", text: "hi" }], blob: "z".repeat(200 * 1024), __switchboard: { seq: 7 } },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "hi" }],
+        blob: "z".repeat(200 * 1024),
+        __switchboard: { seq: 7 },
+      },
     ]);
     expect(r.messages).toEqual([
       { role: "assistant", content: "[sessions_history omitted: message too large]", __switchboard: { seq: 7 } },
@@ -198,13 +209,19 @@ describe("sanitizeHistoryMessages", () => {
         role: "assistant",
         text: "b".repeat(4001),
         content: [
-          { type: "toolCall", id: "c1", name: "x", arguments: {}, partialJson: `{"apiKey":"abcdefghijklmnopqrstuvwxyz"}` },
+          {
+            type: "toolCall",
+            id: "c1",
+            name: "x",
+            arguments: {},
+            partialJson: `{"apiKey":"abcdefghijklmnopqrstuvwxyz"}`,
+          },
           { type: "thinking", thinking: `remember ${SECRET}` },
         ],
       },
     ]);
     const m = r.messages[0] as any;
-    expect(m.text).toBe("b".repeat(4000) + "\n…(truncated)…");
+    expect(m.text).toBe(`${"b".repeat(4000)}\n…(truncated)…`);
     expect(m.content[0].partialJson).toBe('{"apiKey":"abcdef…wxyz"}');
     expect(m.content[1].thinking).toBe("remember sk-123…1234");
     expect(r.contentRedacted).toBe(true);
@@ -218,12 +235,12 @@ describe("sanitizeHistoryMessages", () => {
   });
 
   it("never splits a surrogate pair at the cut", () => {
-    const text = "a".repeat(3999) + "😀" + "tail"; // the emoji occupies units 3999–4000
+    const text = `${"a".repeat(3999)}😀tail`; // the emoji occupies units 3999–4000
     const r = sanitizeHistoryMessages([{ role: "user", content: text }]);
     const content = (r.messages[0] as any).content as string;
     // Asserted without echoing the string: a lone surrogate in a failure diff breaks the pool's transport.
     expect(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(content)).toBe(false);
-    expect(content === "a".repeat(3999) + "\n…(truncated)…").toBe(true);
+    expect(content === `${"a".repeat(3999)}\n…(truncated)…`).toBe(true);
   });
 
   it("omits image data and reports the decoded size", () => {
@@ -251,7 +268,13 @@ describe("sanitizeHistoryMessages", () => {
 
   it("passes clean messages through untouched and never mutates its input", () => {
     const input = [
-      { role: "user", content: "hello", timestamp: 1, provenance: { kind: "external_user" }, __switchboard: { seq: 1 } },
+      {
+        role: "user",
+        content: "hello",
+        timestamp: 1,
+        provenance: { kind: "external_user" },
+        __switchboard: { seq: 1 },
+      },
       bigAssistant(2),
     ];
     const before = JSON.parse(JSON.stringify(input));
@@ -304,13 +327,17 @@ describe("sanitizeHistoryMessages", () => {
     expect(exact.bytes).toBe(HISTORY_BYTE_CAP);
     expect(exact.droppedMessages).toBe(false);
     expect(exact.truncated).toBe(false);
-    const over = sanitizeHistoryMessages([{ ...msg, pad: pad + "q" }]);
+    const over = sanitizeHistoryMessages([{ ...msg, pad: `${pad}q` }]);
     expect(over.droppedMessages).toBe(true);
     expect((over.messages[0] as any).content).toBe("[sessions_history omitted: message too large]");
   });
 
   it("sizes each message once instead of re-serializing while dropping (O(n))", () => {
-    const input = Array.from({ length: 300 }, (_, i) => ({ role: "user", content: "m".repeat(1000), __switchboard: { seq: i } }));
+    const input = Array.from({ length: 300 }, (_, i) => ({
+      role: "user",
+      content: "m".repeat(1000),
+      __switchboard: { seq: i },
+    }));
     const spy = vi.spyOn(JSON, "stringify");
     try {
       const r = sanitizeHistoryMessages(input);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { parseCanonical } from "../src/keys";
 import { RegistryObject } from "../src/registry/registry-object";
-import { indexEntryOf, type IndexEntry } from "../src/registry/row";
+import { type IndexEntry, indexEntryOf } from "../src/registry/row";
 import { sessionIndex } from "../src/registry/session-index";
 import { legacyName, shardName, shardOf } from "../src/registry/shard-hash";
 import type { SessionMeta } from "../src/session/types";
@@ -16,7 +16,10 @@ afterEach(() => {
 });
 
 function configure(agents: string[], extra: Record<string, unknown> = {}) {
-  setConfigOverride({ ...extra, agents: { list: agents.map((id, i) => ({ id, ...(i === 0 ? { default: true } : {}) })) } });
+  setConfigOverride({
+    ...extra,
+    agents: { list: agents.map((id, i) => ({ id, ...(i === 0 ? { default: true } : {}) })) },
+  });
 }
 
 function entries(rows: { key: string; updatedAt: number; spawnedBy?: string }[]): IndexEntry[] {
@@ -24,8 +27,17 @@ function entries(rows: { key: string; updatedAt: number; spawnedBy?: string }[])
   return rows.map((r) => {
     const parsed = parseCanonical(r.key, cfg);
     const meta: SessionMeta = {
-      key: parsed.canonicalKey, agentId: parsed.agentId, sessionId: crypto.randomUUID(), kind: parsed.kind,
-      createdAt: r.updatedAt, updatedAt: r.updatedAt, inputTokens: 0, outputTokens: 0, totalTokens: 0, systemSent: false, abortedLastRun: false,
+      key: parsed.canonicalKey,
+      agentId: parsed.agentId,
+      sessionId: crypto.randomUUID(),
+      kind: parsed.kind,
+      createdAt: r.updatedAt,
+      updatedAt: r.updatedAt,
+      inputTokens: 0,
+      outputTokens: 0,
+      totalTokens: 0,
+      systemSent: false,
+      abortedLastRun: false,
       ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
     };
     return indexEntryOf(meta, parsed);
@@ -33,7 +45,10 @@ function entries(rows: { key: string; updatedAt: number; spawnedBy?: string }[])
 }
 
 const shardRows = (agentId: string, n: number) =>
-  runInDurableObject(env.REGISTRY.getByName(shardName(agentId, n)), (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n);
+  runInDurableObject(
+    env.REGISTRY.getByName(shardName(agentId, n)),
+    (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n,
+  );
 const keysOf = (r: { details: any }) => r.details.sessions.map((s: any) => s.key as string);
 
 describe("session index shards", () => {
@@ -60,12 +75,19 @@ describe("session index shards", () => {
       (shardOf(key, 8) === 0 ? inShard0 : elsewhere).push(key);
     }
     // The 40 newest rows all live in shard 0; 40 older ones elsewhere.
-    const rows = [...elsewhere.slice(0, 40).map((key, i) => ({ key, updatedAt: t0 + i })), ...inShard0.slice(0, 40).map((key, i) => ({ key, updatedAt: t0 + 1000 + i }))];
+    const rows = [
+      ...elsewhere.slice(0, 40).map((key, i) => ({ key, updatedAt: t0 + i })),
+      ...inShard0.slice(0, 40).map((key, i) => ({ key, updatedAt: t0 + 1000 + i })),
+    ];
     await sessionIndex(env, loadConfig(env), "skew").upsertMany(entries(rows));
     const expected = [...rows].sort((a, b) => b.updatedAt - a.updatedAt).map((r) => r.key);
     const first = await invoke("sessions_list", { limit: 30 }, { sessionKey: "agent:skew:main" });
     expect(keysOf(first)).toEqual(expected.slice(0, 30));
-    const second = await invoke("sessions_list", { limit: 30, cursor: first.details.nextCursor }, { sessionKey: "agent:skew:main" });
+    const second = await invoke(
+      "sessions_list",
+      { limit: 30, cursor: first.details.nextCursor },
+      { sessionKey: "agent:skew:main" },
+    );
     expect(keysOf(second)).toEqual(expected.slice(30, 60));
   });
 
@@ -81,20 +103,31 @@ describe("session index shards", () => {
     const index = sessionIndex(env, loadConfig(env), "pg");
     const t0 = Date.now() - 100_000;
     // Ties on updatedAt on purpose (groups of 3): the cursor orders them by key across shards.
-    const rows = Array.from({ length: 150 }, (_, i) => ({ key: `agent:pg:s${String(i).padStart(3, "0")}`, updatedAt: t0 + Math.floor(i / 3) }));
+    const rows = Array.from({ length: 150 }, (_, i) => ({
+      key: `agent:pg:s${String(i).padStart(3, "0")}`,
+      updatedAt: t0 + Math.floor(i / 3),
+    }));
     await index.upsertMany(entries(rows));
     const seen: { key: string; updatedAt: number }[] = [];
     const updated = new Set<string>();
     let cursor: string | undefined;
     for (let page = 0; page < 100; page++) {
-      const r = await invoke("sessions_list", { limit: 7, ...(cursor ? { cursor } : {}) }, { sessionKey: "agent:pg:s000" });
+      const r = await invoke(
+        "sessions_list",
+        { limit: 7, ...(cursor ? { cursor } : {}) },
+        { sessionKey: "agent:pg:s000" },
+      );
       expect(r.details.count).toBeLessThanOrEqual(7);
       seen.push(...r.details.sessions.map((s: any) => ({ key: s.key, updatedAt: s.updatedAt })));
       // Concurrent activity: two rows not yet reached and one already seen become the newest.
-      const ahead = rows.filter((x) => !updated.has(x.key) && !seen.some((s) => s.key === x.key)).slice(page * 5 % 40, page * 5 % 40 + 2);
+      const ahead = rows
+        .filter((x) => !updated.has(x.key) && !seen.some((s) => s.key === x.key))
+        .slice((page * 5) % 40, ((page * 5) % 40) + 2);
       const behind = seen.filter((s) => !updated.has(s.key)).slice(0, 1);
       for (const x of [...ahead, ...behind]) updated.add(x.key);
-      await index.upsertMany(entries([...ahead, ...behind].map((x, i) => ({ key: x.key, updatedAt: Date.now() + page * 10 + i }))));
+      await index.upsertMany(
+        entries([...ahead, ...behind].map((x, i) => ({ key: x.key, updatedAt: Date.now() + page * 10 + i }))),
+      );
       cursor = r.details.nextCursor;
       if (!cursor) break;
     }
@@ -113,9 +146,15 @@ describe("session index shards", () => {
     configure(["tr"], { session: { indexShards: 8 } });
     const me = "agent:tr:main";
     const t = Date.now() - 100_000;
-    const children = Array.from({ length: 12 }, (_, i) => ({ key: `agent:tr:subagent:c${i}`, updatedAt: t + 100 + i, spawnedBy: me }));
+    const children = Array.from({ length: 12 }, (_, i) => ({
+      key: `agent:tr:subagent:c${i}`,
+      updatedAt: t + 100 + i,
+      spawnedBy: me,
+    }));
     const others = Array.from({ length: 40 }, (_, i) => ({ key: `agent:tr:x${i}`, updatedAt: t + 1000 + i }));
-    await sessionIndex(env, loadConfig(env), "tr").upsertMany(entries([{ key: me, updatedAt: t }, ...children, ...others]));
+    await sessionIndex(env, loadConfig(env), "tr").upsertMany(
+      entries([{ key: me, updatedAt: t }, ...children, ...others]),
+    );
     expect(new Set(children.map((c) => shardOf(c.key, 8))).size).toBeGreaterThan(2);
     const keys: string[] = [];
     let cursor: string | undefined;
@@ -138,7 +177,8 @@ describe("session index shards", () => {
     expect(r.details.sessionKey).toBe(key);
     expect(lookups).toHaveBeenCalledTimes(1);
     const row = await runInDurableObject(env.REGISTRY.getByName(shardName("rid", shardOf(sessionId, 8))), (_o, s) =>
-      s.storage.sql.exec("SELECT key FROM session_ids WHERE session_id = ?", sessionId).toArray());
+      s.storage.sql.exec("SELECT key FROM session_ids WHERE session_id = ?", sessionId).toArray(),
+    );
     expect(row).toEqual([{ key }]);
   });
 
@@ -157,14 +197,20 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
   it("old rows are listed and resolved after the upgrade, move to their shards by alarm, and stay listed exactly once", async () => {
     configure(["old"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
     const t0 = Date.now() - 100_000;
-    const old = entries(Array.from({ length: 450 }, (_, i) => ({ key: `agent:old:s${String(i).padStart(3, "0")}`, updatedAt: t0 + i })));
+    const old = entries(
+      Array.from({ length: 450 }, (_, i) => ({ key: `agent:old:s${String(i).padStart(3, "0")}`, updatedAt: t0 + i })),
+    );
     const legacy = env.REGISTRY.getByName(legacyName("old"));
     await legacy.upsertMany(old);
     const listAll = async () => {
       const keys: string[] = [];
       let cursor: string | undefined;
       do {
-        const r = await invoke("sessions_list", { limit: 200, ...(cursor ? { cursor } : {}) }, { sessionKey: "agent:old:s000" });
+        const r = await invoke(
+          "sessions_list",
+          { limit: 200, ...(cursor ? { cursor } : {}) },
+          { sessionKey: "agent:old:s000" },
+        );
         keys.push(...keysOf(r));
         cursor = r.details.nextCursor;
       } while (cursor);
@@ -184,7 +230,11 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
     await index.remove(old[5].key, old[5].sessionId);
     // Run the move to the end (200 rows per batch; bounded loop).
     // Alarms also fire on their own here; drive them until the move has ended (bounded).
-    const moveState = () => runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_state").one().n as number);
+    const moveState = () =>
+      runInDurableObject(
+        legacy,
+        (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_state").one().n as number,
+      );
     for (let i = 0; i < 50 && (await moveState()) > 0; i++) await runDurableObjectAlarm(legacy);
     expect(await moveState()).toBe(0);
     expect(await legacy.count()).toBe(0);
@@ -199,7 +249,9 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
 
   it("a delete that races a batch in flight does not leave the moved copy behind", async () => {
     configure(["race"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
-    const old = entries(Array.from({ length: 3 }, (_, i) => ({ key: `agent:race:s${i}`, updatedAt: Date.now() - 1000 + i })));
+    const old = entries(
+      Array.from({ length: 3 }, (_, i) => ({ key: `agent:race:s${i}`, updatedAt: Date.now() - 1000 + i })),
+    );
     const legacy = env.REGISTRY.getByName(legacyName("race"));
     await legacy.upsertMany(old);
     const index = sessionIndex(env, loadConfig(env), "race");
@@ -207,7 +259,10 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
     const original = RegistryObject.prototype.upsertMany;
     let raced = false;
     const trace: unknown[] = [];
-    vi.spyOn(RegistryObject.prototype, "upsertMany").mockImplementation(async function (this: RegistryObject, batch: IndexEntry[]) {
+    vi.spyOn(RegistryObject.prototype, "upsertMany").mockImplementation(async function (
+      this: RegistryObject,
+      batch: IndexEntry[],
+    ) {
       if (!raced && batch.some((e) => e.key === old[1].key)) {
         raced = true;
         await index.remove(old[1].key, old[1].sessionId);
@@ -218,13 +273,19 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
     });
     await legacy.moveOut("race", 4);
     // Alarms also fire on their own here; drive them until the move has ended (bounded).
-    const moveState = () => runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_state").one().n as number);
+    const moveState = () =>
+      runInDurableObject(
+        legacy,
+        (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_state").one().n as number,
+      );
     for (let i = 0; i < 50 && (await moveState()) > 0; i++) await runDurableObjectAlarm(legacy);
     expect(await moveState()).toBe(0);
     expect(raced).toBe(true);
     expect(await legacy.count()).toBe(0);
     expect(await index.get(old[1].key), JSON.stringify(trace)).toBeNull();
-    expect(await runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_removed").one().n)).toBe(0);
+    expect(
+      await runInDurableObject(legacy, (_o, s) => s.storage.sql.exec("SELECT COUNT(*) AS n FROM move_removed").one().n),
+    ).toBe(0);
     expect(await index.resolveSessionId(old[1].sessionId)).toEqual([]);
     expect((await index.get(old[0].key))?.key).toBe(old[0].key);
   });
@@ -239,7 +300,8 @@ describe("index write pacing", () => {
     expect(quiet).toEqual({ nextWriteInMs: 1000 });
     const intervals = await runInDurableObject(shard, async (obj: RegistryObject) => {
       const out: number[] = [];
-      for (let i = 0; i < 1000; i++) out.push((await obj.upsert({ ...one, updatedAt: one.updatedAt + i })).nextWriteInMs);
+      for (let i = 0; i < 1000; i++)
+        out.push((await obj.upsert({ ...one, updatedAt: one.updatedAt + i })).nextWriteInMs);
       return out;
     });
     expect(intervals[199]).toBe(1000);
@@ -266,10 +328,15 @@ describe("index write pacing", () => {
     // Listed at once although its shard is busy.
     expect(keysOf(await invoke("sessions_list", { limit: 5 }, { sessionKey: "agent:pace2:main" }))).toContain(key);
     const session = sessionStub(key);
-    const due: number = await runInDurableObject(session, async (obj: { markIndexDirty(): Promise<void> }, state: DurableObjectState) => {
-      await obj.markIndexDirty();
-      return (state.storage.sql.exec("SELECT due_at FROM timers WHERE kind = 'index'").one().due_at as number) - Date.now();
-    });
+    const due: number = await runInDurableObject(
+      session,
+      async (obj: { markIndexDirty(): Promise<void> }, state: DurableObjectState) => {
+        await obj.markIndexDirty();
+        return (
+          (state.storage.sql.exec("SELECT due_at FROM timers WHERE kind = 'index'").one().due_at as number) - Date.now()
+        );
+      },
+    );
     expect(due).toBeGreaterThan(3000);
     expect(due).toBeLessThanOrEqual(5000);
   });
@@ -283,7 +350,10 @@ describe("index write pacing", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const original = RegistryObject.prototype.upsert;
-    const upsert = vi.spyOn(RegistryObject.prototype, "upsert").mockImplementation(async function (this: RegistryObject, e: IndexEntry) {
+    const upsert = vi.spyOn(RegistryObject.prototype, "upsert").mockImplementation(async function (
+      this: RegistryObject,
+      e: IndexEntry,
+    ) {
       await gate;
       return original.call(this, e);
     });
@@ -293,9 +363,10 @@ describe("index write pacing", () => {
     release();
     await call("GET", `/v1/runs/${posted.json.runId}/wait?timeoutMs=10000`);
     await flushIndex(key);
-    const row = (await invoke("sessions_list", { limit: 5 }, { sessionKey: "agent:offpath:main" })).details.sessions.find((r: any) => r.key === key);
+    const row = (
+      await invoke("sessions_list", { limit: 5 }, { sessionKey: "agent:offpath:main" })
+    ).details.sessions.find((r: any) => r.key === key);
     const meta = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
     expect(row.updatedAt).toBe(meta.updatedAt);
   });
 });
-

@@ -11,7 +11,12 @@ import { call, enc } from "./helpers/http";
  */
 beforeEach(() => {
   authLimiter.reset();
-  setConfigOverride({ agents: { defaults: { subagents: { allowAgents: ["*"] } }, list: [{ id: "main", default: true }, { id: "research" }] } });
+  setConfigOverride({
+    agents: {
+      defaults: { subagents: { allowAgents: ["*"] } },
+      list: [{ id: "main", default: true }, { id: "research" }],
+    },
+  });
 });
 
 const raw = (path: string, body: string) => call("POST", path, body);
@@ -21,16 +26,48 @@ describe("bounded numbers and arrays", () => {
   it("each tool field beyond its bound is a 400 naming it; nothing is created", async () => {
     const before = await registryCount();
     const cases: [string, string, string][] = [
-      ["sessions_spawn", '{"task":"t","runTimeoutSeconds":1e308}', "runTimeoutSeconds: Too big: expected number to be <=2592000"],
-      ["sessions_spawn", '{"task":"t","runTimeoutSeconds":1e400}', "runTimeoutSeconds: Invalid input: expected number, received Infinity"],
-      ["sessions_spawn", '{"task":"t","timeoutSeconds":2592001}', "timeoutSeconds: Too big: expected number to be <=2592000"],
-      ["sessions_spawn", `{"task":"t","attachments":${JSON.stringify(new Array(51).fill({ name: "a", content: "b" }))}}`, "attachments: Too big: expected array to have <=50 items"],
-      ["sessions_send", '{"sessionKey":"main","message":"m","timeoutSeconds":86401}', "timeoutSeconds: Too big: expected number to be <=86400"],
-      ["sessions_send", '{"sessionKey":"main","message":"m","timeoutSeconds":-1e400}', "timeoutSeconds: Invalid input: expected number, received -Infinity"],
+      [
+        "sessions_spawn",
+        '{"task":"t","runTimeoutSeconds":1e308}',
+        "runTimeoutSeconds: Too big: expected number to be <=2592000",
+      ],
+      [
+        "sessions_spawn",
+        '{"task":"t","runTimeoutSeconds":1e400}',
+        "runTimeoutSeconds: Invalid input: expected number, received Infinity",
+      ],
+      [
+        "sessions_spawn",
+        '{"task":"t","timeoutSeconds":2592001}',
+        "timeoutSeconds: Too big: expected number to be <=2592000",
+      ],
+      [
+        "sessions_spawn",
+        `{"task":"t","attachments":${JSON.stringify(new Array(51).fill({ name: "a", content: "b" }))}}`,
+        "attachments: Too big: expected array to have <=50 items",
+      ],
+      [
+        "sessions_send",
+        '{"sessionKey":"main","message":"m","timeoutSeconds":86401}',
+        "timeoutSeconds: Too big: expected number to be <=86400",
+      ],
+      [
+        "sessions_send",
+        '{"sessionKey":"main","message":"m","timeoutSeconds":-1e400}',
+        "timeoutSeconds: Invalid input: expected number, received -Infinity",
+      ],
       ["sessions_list", '{"activeMinutes":1e308}', "activeMinutes: Too big: expected number to be <=10000000"],
       ["sessions_list", '{"limit":1e400}', "limit: Invalid input: expected number, received Infinity"],
-      ["sessions_list", `{"kinds":${JSON.stringify(new Array(257).fill("group"))}}`, "kinds: Too big: expected array to have <=256 items"],
-      ["sessions_history", '{"sessionKey":"main","before":1e300}', "before: Too big: expected number to be <=9007199254740991"],
+      [
+        "sessions_list",
+        `{"kinds":${JSON.stringify(new Array(257).fill("group"))}}`,
+        "kinds: Too big: expected array to have <=256 items",
+      ],
+      [
+        "sessions_history",
+        '{"sessionKey":"main","before":1e300}',
+        "before: Too big: expected number to be <=9007199254740991",
+      ],
     ];
     for (const [tool, args, message] of cases) {
       const r = await raw("/tools/invoke", `{"tool":"${tool}","args":${args}}`);
@@ -47,7 +84,11 @@ describe("bounded numbers and arrays", () => {
   });
 
   it("a cursor carrying a non-finite or unsafe number is a 400 naming cursor", async () => {
-    for (const cursor of [btoa('[1e400,"agent:main:main"]'), btoa('[1e300,"agent:main:main"]'), btoa(`[1,"${"k".repeat(1100)}"]`)]) {
+    for (const cursor of [
+      btoa('[1e400,"agent:main:main"]'),
+      btoa('[1e300,"agent:main:main"]'),
+      btoa(`[1,"${"k".repeat(1100)}"]`),
+    ]) {
       const r = await raw("/tools/invoke", JSON.stringify({ tool: "sessions_list", args: { cursor } }));
       expect(r.status).toBe(400);
       expect(r.json.error.message).toBe("cursor: not a cursor returned by a previous listing page");
@@ -64,7 +105,9 @@ describe("bounded numbers and arrays", () => {
   });
 
   it("/v1/runs/{id}/wait?timeoutMs: not an integer → 400; beyond 15 min → clamped", async () => {
-    const sent = await call("POST", `/v1/sessions/${enc(`agent:main:${crypto.randomUUID().slice(0, 8)}`)}/messages`, { message: "hi" });
+    const sent = await call("POST", `/v1/sessions/${enc(`agent:main:${crypto.randomUUID().slice(0, 8)}`)}/messages`, {
+      message: "hi",
+    });
     for (const bad of ["1e400", "-1", "NaN", "1.5"]) {
       const r = await call("GET", `/v1/runs/${sent.json.runId}/wait?timeoutMs=${bad}`);
       expect(r.status, bad).toBe(400);
@@ -78,8 +121,14 @@ describe("bounded numbers and arrays", () => {
     const batch = Array.from({ length: 21 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }));
     const r = await call("POST", "/mcp", batch, { headers: { Accept: "application/json, text/event-stream" } });
     expect(r.status).toBe(400);
-    expect(r.json).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32600, message: "Batch too large: 21 messages (max 20)" } });
-    const ok = await call("POST", "/mcp", batch.slice(0, 20), { headers: { Accept: "application/json, text/event-stream" } });
+    expect(r.json).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32600, message: "Batch too large: 21 messages (max 20)" },
+    });
+    const ok = await call("POST", "/mcp", batch.slice(0, 20), {
+      headers: { Accept: "application/json, text/event-stream" },
+    });
     expect(ok.status).toBe(200);
     expect(ok.json).toHaveLength(20);
   });

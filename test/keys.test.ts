@@ -1,15 +1,26 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig, setConfigOverride } from "../src/config/load";
 import type { Config } from "../src/config/schema";
-import { deriveChannel, displayKey, keyContextOf, looksLikeSessionKey, parseSessionKey, SESSION_ID_RE } from "../src/keys";
+import {
+  deriveChannel,
+  displayKey,
+  keyContextOf,
+  looksLikeSessionKey,
+  parseSessionKey,
+  SESSION_ID_RE,
+} from "../src/keys";
 import { call, enc, flushIndex, invoke, sendAndWait } from "./helpers/http";
 
 afterEach(() => setConfigOverride(null));
 
 const cfgOf = (raw: unknown) => parseConfig(raw) as Config;
 const perSender = cfgOf({ agents: { list: [{ id: "main", default: true }, { id: "ops" }] } });
-const globalScope = cfgOf({ session: { scope: "global", mainKey: " Primary " }, agents: { list: [{ id: "main", default: true }, { id: "ops" }] } });
-const parse = (raw: string, cfg: Config = perSender, agent?: string, callerKey?: string) => parseSessionKey(raw, keyContextOf(cfg, agent, callerKey));
+const globalScope = cfgOf({
+  session: { scope: "global", mainKey: " Primary " },
+  agents: { list: [{ id: "main", default: true }, { id: "ops" }] },
+});
+const parse = (raw: string, cfg: Config = perSender, agent?: string, callerKey?: string) =>
+  parseSessionKey(raw, keyContextOf(cfg, agent, callerKey));
 const errorOf = (fn: () => unknown) => {
   try {
     fn();
@@ -23,7 +34,10 @@ describe("parseSessionKey: every key form (DESIGN §2)", () => {
   it.each([
     ["agent:main:main", { canonicalKey: "agent:main:main", agentId: "main", rest: "main", kind: "main" }],
     ["AGENT:Ops:Main", { canonicalKey: "agent:ops:main", agentId: "ops", rest: "main", kind: "main" }],
-    ["agent:ops:discord:group:dev", { canonicalKey: "agent:ops:discord:group:dev", kind: "group", channel: "discord", chatType: "group" }],
+    [
+      "agent:ops:discord:group:dev",
+      { canonicalKey: "agent:ops:discord:group:dev", kind: "group", channel: "discord", chatType: "group" },
+    ],
     ["agent:ops:slack:channel:c123", { kind: "group", channel: "slack", chatType: "channel" }],
     ["agent:ops:telegram:direct:42", { kind: "other", channel: "telegram", chatType: "direct" }],
     ["agent:ops:direct:peer-1", { kind: "other", chatType: "direct" }],
@@ -37,7 +51,10 @@ describe("parseSessionKey: every key form (DESIGN §2)", () => {
     ["agent:ops:telegram:group:-100123:topic:99", { kind: "group", channel: "telegram", threadId: "99" }],
     // Un-prefixed keys belong to the default agent (DESIGN §3.6).
     ["cron:daily-report", { canonicalKey: "agent:main:cron:daily-report", agentId: "main", kind: "cron" }],
-    ["hook:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e", { canonicalKey: "agent:main:hook:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e", kind: "hook" }],
+    [
+      "hook:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e",
+      { canonicalKey: "agent:main:hook:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e", kind: "hook" },
+    ],
     ["node-macbook", { canonicalKey: "agent:main:node-macbook", kind: "node" }],
     ["node:macbook", { canonicalKey: "agent:main:node:macbook", kind: "node" }],
     ["telegram:group:123", { canonicalKey: "agent:main:telegram:group:123", kind: "group", channel: "telegram" }],
@@ -57,13 +74,18 @@ describe("aliases (reference §1.2, §8 items 30–31)", () => {
     expect(parse("main").canonicalKey).toBe("agent:main:main");
     expect(parse("main", perSender, "ops").canonicalKey).toBe("agent:ops:main");
     expect(parse("MAIN", perSender, "ops").canonicalKey).toBe("agent:ops:main");
-    expect(parse("current", perSender, "ops", "agent:ops:discord:group:dev").canonicalKey).toBe("agent:ops:discord:group:dev");
+    expect(parse("current", perSender, "ops", "agent:ops:discord:group:dev").canonicalKey).toBe(
+      "agent:ops:discord:group:dev",
+    );
     // Without a requester, `current` is the caller's main.
     expect(parse("current", perSender, "ops").canonicalKey).toBe("agent:ops:main");
   });
 
   it("per-sender: `global` is reserved (400)", () => {
-    expect(errorOf(() => parse("global"))).toEqual({ status: 400, message: expect.stringContaining('"global" is a reserved session key') });
+    expect(errorOf(() => parse("global"))).toEqual({
+      status: 400,
+      message: expect.stringContaining('"global" is a reserved session key'),
+    });
   });
 
   it('global scope: mainKey " Primary " → primary, alias global; main/primary/global all reach `global`, shown as main', () => {
@@ -83,10 +105,18 @@ describe("aliases (reference §1.2, §8 items 30–31)", () => {
 });
 
 describe("looksLikeSessionKey and sessionIds (reference §8 item 32)", () => {
-  it.each(["main", "current", "global", "unknown", "agent:main:main", "cron:daily-report", "node:macbook", "node-mac", "hook:x", "telegram:group:123"])(
-    "%s looks like a key",
-    (k) => expect(looksLikeSessionKey(k)).toBe(true),
-  );
+  it.each([
+    "main",
+    "current",
+    "global",
+    "unknown",
+    "agent:main:main",
+    "cron:daily-report",
+    "node:macbook",
+    "node-mac",
+    "hook:x",
+    "telegram:group:123",
+  ])("%s looks like a key", (k) => expect(looksLikeSessionKey(k)).toBe(true));
   it("random-slug and a UUID do not (they are resolved through the registry)", () => {
     expect(looksLikeSessionKey("random-slug")).toBe(false);
     expect(looksLikeSessionKey("0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e")).toBe(false);
@@ -116,7 +146,8 @@ describe("malformed, reserved and too-long keys are a 400", () => {
 });
 
 describe("channel derivation (spec Channel Field)", () => {
-  const ch = (raw: string, recorded: { channel?: string; lastChannel?: string } = {}) => deriveChannel(parse(raw), recorded);
+  const ch = (raw: string, recorded: { channel?: string; lastChannel?: string } = {}) =>
+    deriveChannel(parse(raw), recorded);
   it("groups: the recorded channel, else the key's", () => {
     expect(ch("agent:main:group:g1", { channel: "signal", lastChannel: "webchat" })).toBe("signal");
     expect(ch("agent:main:discord:group:g1")).toBe("discord");
@@ -152,7 +183,12 @@ describe("keys over HTTP", () => {
     const byKey = Object.fromEntries(rows.map((r) => [r.key, r]));
     expect(byKey["agent:main:cron:keys-job"]).toMatchObject({ kind: "cron", channel: "internal" });
     expect(byKey["agent:main:discord:group:keys-dev"]).toMatchObject({ kind: "group", channel: "discord" });
-    expect(byKey["agent:main:signal:direct:keys-bob"]).toMatchObject({ kind: "other", channel: "signal", lastChannel: "signal", lastTo: "bob" });
+    expect(byKey["agent:main:signal:direct:keys-bob"]).toMatchObject({
+      kind: "other",
+      channel: "signal",
+      lastChannel: "signal",
+      lastTo: "bob",
+    });
     expect(byKey["agent:main:hook:keys-hook"]).toMatchObject({ kind: "hook", channel: "internal" });
     expect(byKey["agent:main:node-keys"]).toMatchObject({ kind: "node", channel: "internal" });
   });

@@ -14,7 +14,11 @@ function captureLogs(): string[] {
   const lines: string[] = [];
   for (const method of ["log", "info", "warn", "error", "debug"] as const) {
     vi.spyOn(console, method).mockImplementation((...args: unknown[]) => {
-      lines.push(args.map((a) => (typeof a === "string" ? a : a instanceof Error ? `${a.name}: ${a.message}` : JSON.stringify(a))).join(" "));
+      lines.push(
+        args
+          .map((a) => (typeof a === "string" ? a : a instanceof Error ? `${a.name}: ${a.message}` : JSON.stringify(a)))
+          .join(" "),
+      );
     });
   }
   return lines;
@@ -35,13 +39,24 @@ describe("structured logs of a full flow", () => {
     );
     const fakes = installFakes((r) =>
       // A provider that echoes the key in its error, as real ones do for a wrong key.
-      r.lastUser === "fail please" ? new Error(`Incorrect API key provided: ${API_KEY}`) : r.kind === "announce" ? "ANNOUNCE_SKIP" : r.kind === "turn" ? "REPLY_SKIP" : `echo: ${r.lastUser}`,
+      r.lastUser === "fail please"
+        ? new Error(`Incorrect API key provided: ${API_KEY}`)
+        : r.kind === "announce"
+          ? "ANNOUNCE_SKIP"
+          : r.kind === "turn"
+            ? "REPLY_SKIP"
+            : `echo: ${r.lastUser}`,
     );
     const lines = captureLogs();
 
     // Inbound message with delivery, by the main agent's token.
     const key = `agent:main:discord:channel:log-${crypto.randomUUID().slice(0, 8)}`;
-    const sent = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "hello logs", channel: "discord", to: "c1", deliver: true }, { token: MAIN_TOKEN });
+    const sent = await call(
+      "POST",
+      `/v1/sessions/${enc(key)}/messages`,
+      { message: "hello logs", channel: "discord", to: "c1", deliver: true },
+      { token: MAIN_TOKEN },
+    );
     expect(sent.status).toBe(202);
     const requestId = sent.headers.get("X-Request-Id")!;
     expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
@@ -53,7 +68,10 @@ describe("structured logs of a full flow", () => {
     const failed = await sendAndWait(key, "fail please");
     expect(failed.status).toBe("error");
     const target = `agent:research:discord:group:log-${crypto.randomUUID().slice(0, 8)}`;
-    expect((await invoke("sessions_send", { sessionKey: target, message: "ping", timeoutSeconds: 10 }, { sessionKey: key })).status).toBe(200);
+    expect(
+      (await invoke("sessions_send", { sessionKey: target, message: "ping", timeoutSeconds: 10 }, { sessionKey: key }))
+        .status,
+    ).toBe(200);
     const spawned = await invoke("sessions_spawn", { task: "child task" }, { sessionKey: key });
     expect(spawned.details.status).toBe("accepted");
     expect((await call("GET", `/v1/runs/${spawned.details.runId}/wait?timeoutMs=10000`)).json.status).toBe("ok");
@@ -65,7 +83,9 @@ describe("structured logs of a full flow", () => {
     const tagged = await call("GET", "/healthz", undefined, { headers: { "X-Request-Id": "trace-42.a" } });
     expect(tagged.headers.get("X-Request-Id")).toBe("trace-42.a");
 
-    await until(async () => expect(lines.some((l) => l.includes('"event":"run_ended"') && l.includes(spawned.details.runId))).toBe(true));
+    await until(async () =>
+      expect(lines.some((l) => l.includes('"event":"run_ended"') && l.includes(spawned.details.runId))).toBe(true),
+    );
 
     // Every line is one JSON object with a level and an event.
     const records = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -77,13 +97,53 @@ describe("structured logs of a full flow", () => {
     for (const secret of SECRETS) expect(lines.filter((l) => l.includes(secret))).toEqual([]);
 
     // The ids: the request line carries the id the response returned; the run and the delivery name their run and session.
-    expect(records).toContainEqual(expect.objectContaining({ level: "info", event: "request", requestId, method: "POST", path: `/v1/sessions/${enc(key)}/messages`, status: 202, caller: "agent", agentId: "main" }));
-    expect(records).toContainEqual(expect.objectContaining({ event: "request", requestId: "trace-42.a", path: "/healthz", status: 200 }));
-    expect(records).toContainEqual(expect.objectContaining({ event: "request", requestId: refused.headers.get("X-Request-Id"), path: "/v1/sessions", status: 401 }));
-    expect(records).toContainEqual(expect.objectContaining({ level: "info", event: "run_ended", sessionKey: key, runId, status: "ok" }));
-    expect(records).toContainEqual(expect.objectContaining({ level: "info", event: "delivery_attempt", sessionKey: key, webhookId: `reply:${runId}`, channel: "discord", attempt: 1, outcome: "delivered", status: 200 }));
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: "info",
+        event: "request",
+        requestId,
+        method: "POST",
+        path: `/v1/sessions/${enc(key)}/messages`,
+        status: 202,
+        caller: "agent",
+        agentId: "main",
+      }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({ event: "request", requestId: "trace-42.a", path: "/healthz", status: 200 }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        event: "request",
+        requestId: refused.headers.get("X-Request-Id"),
+        path: "/v1/sessions",
+        status: 401,
+      }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: "info", event: "run_ended", sessionKey: key, runId, status: "ok" }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: "info",
+        event: "delivery_attempt",
+        sessionKey: key,
+        webhookId: `reply:${runId}`,
+        channel: "discord",
+        attempt: 1,
+        outcome: "delivered",
+        status: 200,
+      }),
+    );
     expect(records).toContainEqual(expect.objectContaining({ event: "run_ended", sessionKey: target, status: "ok" }));
-    expect(records).toContainEqual(expect.objectContaining({ event: "run_ended", sessionKey: spawned.details.childSessionKey, runId: spawned.details.runId, status: "ok" }));
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        event: "run_ended",
+        sessionKey: spawned.details.childSessionKey,
+        runId: spawned.details.runId,
+        status: "ok",
+      }),
+    );
     const failure = records.find((r) => r.event === "run_ended" && r.runId === failed.runId);
     expect(failure).toMatchObject({ level: "warn", sessionKey: key, status: "error" });
     expect(String(failure!.error)).toContain("Incorrect API key provided: [redacted]");

@@ -1,6 +1,6 @@
+import { SELF } from "cloudflare:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { SELF } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { capMcpWait, MCP_MAX_WAIT_SECONDS } from "../src/http/mcp";
@@ -34,7 +34,10 @@ describe("/mcp with the official SDK client", () => {
     expect(tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
     const history = tools.find((t) => t.name === "sessions_history")!;
     expect(history.inputSchema).toMatchObject({ type: "object", required: ["sessionKey"] });
-    expect((history.inputSchema.properties as Record<string, unknown>).limit).toMatchObject({ type: "number", minimum: 1 });
+    expect((history.inputSchema.properties as Record<string, unknown>).limit).toMatchObject({
+      type: "number",
+      minimum: 1,
+    });
     for (const t of tools) expect(t.description!.length).toBeGreaterThan(20);
     const send = tools.find((t) => t.name === "sessions_send");
     if (send) expect(send.description).toContain(`capped at ${MCP_MAX_WAIT_SECONDS} seconds`);
@@ -43,7 +46,10 @@ describe("/mcp with the official SDK client", () => {
 
   it("calls each tool: payload as text and as structuredContent, same as /tools/invoke", async () => {
     // Visibility "agent" lets the caller reach a sibling session with sessions_send.
-    setConfigOverride({ agents: { list: [{ id: "main", default: true }, { id: "research" }] }, tools: { sessions: { visibility: "agent" } } });
+    setConfigOverride({
+      agents: { list: [{ id: "main", default: true }, { id: "research" }] },
+      tools: { sessions: { visibility: "agent" } },
+    });
     const key = `agent:main:mcp-${crypto.randomUUID().slice(0, 8)}`;
     const sibling = `agent:main:mcp-sibling-${crypto.randomUUID().slice(0, 8)}`;
     await sendAndWait(key, "hello over mcp");
@@ -57,10 +63,17 @@ describe("/mcp with the official SDK client", () => {
       sessions_spawn: { task: "say hi" },
     };
     const history = await client.callTool({ name: "sessions_history", arguments: { sessionKey: key } });
-    const rest = await call("POST", "/tools/invoke", { tool: "sessions_history", args: { sessionKey: key }, sessionKey: key });
+    const rest = await call("POST", "/tools/invoke", {
+      tool: "sessions_history",
+      args: { sessionKey: key },
+      sessionKey: key,
+    });
     expect(history.structuredContent).toEqual(rest.json.result.details);
     expect(textOf(history)).toBe(rest.json.result.content[0].text);
-    expect((history.structuredContent as { messages: { role: string }[] }).messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect((history.structuredContent as { messages: { role: string }[] }).messages.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+    ]);
     // Each tool, last (sessions_spawn announces into this transcript later).
     const { tools } = await client.listTools();
     for (const t of tools) {
@@ -79,14 +92,20 @@ describe("/mcp with the official SDK client", () => {
     const missing = crypto.randomUUID();
     const r = await client.callTool({ name: "sessions_history", arguments: { sessionKey: missing } });
     expect(r.isError).toBe(true);
-    expect(r.structuredContent).toEqual({ status: "error", error: `Session not found: ${missing} (use the full sessionKey from sessions_list)` });
+    expect(r.structuredContent).toEqual({
+      status: "error",
+      error: `Session not found: ${missing} (use the full sessionKey from sessions_list)`,
+    });
     expect(JSON.parse(textOf(r))).toEqual(r.structuredContent);
     await client.close();
   });
 
   it("a validation error is a tool error naming the field", async () => {
     const client = await connect();
-    const wrongType = await client.callTool({ name: "sessions_history", arguments: { sessionKey: "main", limit: "ten" } });
+    const wrongType = await client.callTool({
+      name: "sessions_history",
+      arguments: { sessionKey: "main", limit: "ten" },
+    });
     expect(wrongType.isError).toBe(true);
     expect(textOf(wrongType)).toBe("limit: Invalid input: expected number, received string");
     const missing = await client.callTool({ name: "sessions_history", arguments: {} });
@@ -97,12 +116,16 @@ describe("/mcp with the official SDK client", () => {
 
   it("an unknown tool is a protocol error; a sub-agent session does not see the session tools", async () => {
     const client = await connect();
-    await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(/Unknown tool: no_such_tool/);
+    await expect(client.callTool({ name: "no_such_tool", arguments: {} })).rejects.toThrow(
+      /Unknown tool: no_such_tool/,
+    );
     await client.close();
     const sub = await connect({ sessionKey: `agent:main:subagent:${crypto.randomUUID()}` });
     const { tools } = await sub.listTools();
     expect(tools.map((t) => t.name)).not.toContain("sessions_list");
-    await expect(sub.callTool({ name: "sessions_list", arguments: {} })).rejects.toThrow(/Tool not available for this session: sessions_list/);
+    await expect(sub.callTool({ name: "sessions_list", arguments: {} })).rejects.toThrow(
+      /Tool not available for this session: sessions_list/,
+    );
     await sub.close();
   });
 
@@ -110,7 +133,12 @@ describe("/mcp with the official SDK client", () => {
     const noAuth = await call("POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "ping" }, { token: null });
     expect(noAuth.status).toBe(401);
     expect(noAuth.json.ok).toBe(false);
-    const cross = await call("POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/list" }, { token: MAIN_TOKEN, headers: { "X-Session-Key": "agent:research:main" } });
+    const cross = await call(
+      "POST",
+      "/mcp",
+      { jsonrpc: "2.0", id: 1, method: "tools/list" },
+      { token: MAIN_TOKEN, headers: { "X-Session-Key": "agent:research:main" } },
+    );
     expect(cross.status).toBe(403);
     expect(cross.json.error.type).toBe("forbidden");
   });
@@ -119,7 +147,11 @@ describe("/mcp with the official SDK client", () => {
     const note = await call("POST", "/mcp", { jsonrpc: "2.0", method: "notifications/initialized" });
     expect(note.status).toBe(202);
     const unknown = await call("POST", "/mcp", { jsonrpc: "2.0", id: 7, method: "resources/list" });
-    expect(unknown.json).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32601, message: "Method not found: resources/list" } });
+    expect(unknown.json).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32601, message: "Method not found: resources/list" },
+    });
     const bad = await call("POST", "/mcp", "{not json");
     expect(bad.status).toBe(400);
     expect(bad.json.error.code).toBe(-32700);
@@ -129,7 +161,10 @@ describe("/mcp with the official SDK client", () => {
 
   it("caps sessions_send waits below the MCP client's 60 s request timeout", () => {
     expect(MCP_MAX_WAIT_SECONDS).toBeLessThan(60);
-    expect(capMcpWait("sessions_send", { sessionKey: "x", timeoutSeconds: 600 })).toEqual({ sessionKey: "x", timeoutSeconds: MCP_MAX_WAIT_SECONDS });
+    expect(capMcpWait("sessions_send", { sessionKey: "x", timeoutSeconds: 600 })).toEqual({
+      sessionKey: "x",
+      timeoutSeconds: MCP_MAX_WAIT_SECONDS,
+    });
     expect(capMcpWait("sessions_send", { timeout_seconds: 120 })).toEqual({ timeout_seconds: MCP_MAX_WAIT_SECONDS });
     expect(capMcpWait("sessions_send", { timeoutSeconds: 0 })).toEqual({ timeoutSeconds: 0 });
     expect(capMcpWait("sessions_history", { timeoutSeconds: 600 })).toEqual({ timeoutSeconds: 600 });

@@ -3,7 +3,11 @@ import { createApp } from "../src/http/app";
 import { TOOLS } from "../src/tools/registry";
 import { call, MAIN_TOKEN } from "./helpers/http";
 
-type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any>; securitySchemes: Record<string, unknown> } };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, any>>;
+  components: { schemas: Record<string, any>; securitySchemes: Record<string, unknown> };
+};
 
 async function getDoc(): Promise<Doc> {
   const r = await call("GET", "/openapi.json", undefined, { token: null });
@@ -15,7 +19,9 @@ async function getDoc(): Promise<Doc> {
 function refs(v: unknown, at = "#"): [string, string][] {
   if (Array.isArray(v)) return v.flatMap((x, i) => refs(x, `${at}/${i}`));
   if (typeof v !== "object" || v === null) return [];
-  return Object.entries(v).flatMap(([k, x]) => (k === "$ref" && typeof x === "string" ? [[x, at] as [string, string]] : refs(x, `${at}/${k}`)));
+  return Object.entries(v).flatMap(([k, x]) =>
+    k === "$ref" && typeof x === "string" ? [[x, at] as [string, string]] : refs(x, `${at}/${k}`),
+  );
 }
 
 describe("GET /openapi.json", () => {
@@ -29,10 +35,17 @@ describe("GET /openapi.json", () => {
     const doc = await getDoc();
     const served = createApp()
       .routes.filter((r) => ["GET", "POST", "PATCH", "PUT", "DELETE"].includes(r.method))
-      .filter((r) => (r.path.startsWith("/v1/") || r.path === "/tools/invoke"))
+      .filter((r) => r.path.startsWith("/v1/") || r.path === "/tools/invoke")
       .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`);
     expect(served.length).toBeGreaterThan(15);
-    for (const expected of ["post /v1/runs/{id}/complete", "get /v1/tools", "post /v1/sessions/{key}/messages", "get /v1/runs/{id}/wait", "post /tools/invoke"]) expect(served).toContain(expected);
+    for (const expected of [
+      "post /v1/runs/{id}/complete",
+      "get /v1/tools",
+      "post /v1/sessions/{key}/messages",
+      "get /v1/runs/{id}/wait",
+      "post /tools/invoke",
+    ])
+      expect(served).toContain(expected);
     for (const op of served) {
       const [method, path] = op.split(" ");
       const entry = doc.paths[path]?.[method];
@@ -51,7 +64,10 @@ describe("GET /openapi.json", () => {
       for (const [method, op] of Object.entries(ops)) {
         expect(ids.has(op.operationId), `duplicate operationId ${op.operationId}`).toBe(false);
         ids.add(op.operationId);
-        const declared = (op.parameters ?? []).filter((p: any) => p.in === "path").map((p: any) => p.name).sort();
+        const declared = (op.parameters ?? [])
+          .filter((p: any) => p.in === "path")
+          .map((p: any) => p.name)
+          .sort();
         expect(declared, `${method} ${path} path params`).toEqual(templated);
         expect(Object.keys(op.responses).length).toBeGreaterThan(0);
       }
@@ -71,7 +87,8 @@ describe("GET /openapi.json", () => {
     expect(Object.keys(complete.properties)).toEqual(["reply", "error", "usage", "model"]);
     const invoke = doc.paths["/tools/invoke"].post.requestBody.content["application/json"].schema;
     expect(invoke.oneOf.map((v: any) => v.properties.tool.const).sort()).toEqual(TOOLS.map((t) => t.name).sort());
-    for (const t of TOOLS) expect(doc.components.schemas[`${t.name}.args`]).toMatchObject({ type: "object", description: t.description });
+    for (const t of TOOLS)
+      expect(doc.components.schemas[`${t.name}.args`]).toMatchObject({ type: "object", description: t.description });
     expect(doc.components.schemas["sessions_history.args"].required).toEqual(["sessionKey"]);
   });
 
@@ -83,7 +100,10 @@ describe("GET /openapi.json", () => {
     const tools = await call("GET", "/v1/tools", undefined, { token: MAIN_TOKEN });
     expect(tools.json.sessionKey).toBe("agent:main:main");
     expect(tools.json.tools.map((t: any) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
-    const sub = await call("GET", "/v1/tools", undefined, { token: MAIN_TOKEN, headers: { "X-Session-Key": `agent:main:subagent:${crypto.randomUUID()}` } });
+    const sub = await call("GET", "/v1/tools", undefined, {
+      token: MAIN_TOKEN,
+      headers: { "X-Session-Key": `agent:main:subagent:${crypto.randomUUID()}` },
+    });
     expect(sub.json.tools.map((t: any) => t.name)).not.toContain("sessions_spawn");
   });
 });

@@ -1,9 +1,9 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { onDeliveryDead, queueDelivery } from "../src/channels/outbox";
-import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs } from "../src/channels/webhook";
-import { Webhook } from "standardwebhooks";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
+import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs } from "../src/channels/webhook";
 import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, sendAndWait, sessionStub } from "./helpers/http";
@@ -30,7 +30,14 @@ onDeliveryDead("reply", (host, delivery) => {
 });
 
 async function inbound(key: string, message: string, extra: Record<string, unknown> = {}) {
-  return sendAndWait(key, message, { channel: "telegram", to: "chat-42", accountId: "bot-1", threadId: 7, deliver: true, ...extra });
+  return sendAndWait(key, message, {
+    channel: "telegram",
+    to: "chat-42",
+    accountId: "bot-1",
+    threadId: 7,
+    deliver: true,
+    ...extra,
+  });
 }
 
 describe("outbox", () => {
@@ -56,10 +63,21 @@ describe("outbox", () => {
     expect(hook.headers["content-type"]).toBe("application/json");
     expect(hook.headers["idempotency-key"]).toBe(`reply:${run.runId}`);
     const ts = hook.headers["x-switchboard-timestamp"];
-    expect(await verifyWebhookSignature("tg-secret", ts, hook.rawBody, hook.headers["x-switchboard-signature"])).toBe(true);
+    expect(await verifyWebhookSignature("tg-secret", ts, hook.rawBody, hook.headers["x-switchboard-signature"])).toBe(
+      true,
+    );
     // A tampered body or the wrong secret does not verify.
-    expect(await verifyWebhookSignature("tg-secret", ts, hook.rawBody.replace("hello", "hullo"), hook.headers["x-switchboard-signature"])).toBe(false);
-    expect(await verifyWebhookSignature("other", ts, hook.rawBody, hook.headers["x-switchboard-signature"])).toBe(false);
+    expect(
+      await verifyWebhookSignature(
+        "tg-secret",
+        ts,
+        hook.rawBody.replace("hello", "hullo"),
+        hook.headers["x-switchboard-signature"],
+      ),
+    ).toBe(false);
+    expect(await verifyWebhookSignature("other", ts, hook.rawBody, hook.headers["x-switchboard-signature"])).toBe(
+      false,
+    );
     // Standard Webhooks: a receiver using the standardwebhooks library (raw key = the secret's UTF-8 bytes) gets the payload.
     expect(hook.headers["webhook-id"]).toBe(`reply:${run.runId}`);
     expect(standardReceiver("tg-secret").verify(hook.rawBody, hook.headers)).toEqual(hook.body);
@@ -68,7 +86,14 @@ describe("outbox", () => {
     const list = await call("GET", `/v1/sessions/${enc(key)}/deliveries?status=delivered`);
     expect(list.status).toBe(200);
     expect(list.json).toMatchObject({ sessionKey: key, count: 1 });
-    expect(list.json.deliveries[0]).toMatchObject({ kind: "reply", channel: "telegram", status: "delivered", attempts: 1, lastError: null, deliveredAt: expect.any(Number) });
+    expect(list.json.deliveries[0]).toMatchObject({
+      kind: "reply",
+      channel: "telegram",
+      status: "delivered",
+      attempts: 1,
+      lastError: null,
+      deliveredAt: expect.any(Number),
+    });
   });
 
   it("without a webhookSecret the request is not signed", async () => {
@@ -116,7 +141,9 @@ describe("outbox", () => {
     expect(fakes.hooks).toHaveLength(3);
     expect(new Set(fakes.hooks.map((h) => h.headers["idempotency-key"])).size).toBe(1);
     // webhook-id is the same delivery's id on every attempt; every attempt verifies on its own.
-    expect(fakes.hooks.map((h) => h.headers["webhook-id"])).toEqual(Array(3).fill(fakes.hooks[0].headers["idempotency-key"]));
+    expect(fakes.hooks.map((h) => h.headers["webhook-id"])).toEqual(
+      Array(3).fill(fakes.hooks[0].headers["idempotency-key"]),
+    );
     for (const h of fakes.hooks) expect(standardReceiver("tg-secret").verify(h.rawBody, h.headers)).toEqual(h.body);
     const delivered = await deliveriesOf(key, "delivered");
     expect(delivered[0]).toMatchObject({ attempts: 3, lastError: null });
@@ -142,7 +169,12 @@ describe("outbox", () => {
     });
     expect(dead[0]).toMatchObject({ status: "dead", attempts: MAX_DELIVERY_ATTEMPTS, lastError: "HTTP 500" });
     await until(async () => expect(deadSeen.filter((d) => d.key === key)).toHaveLength(1));
-    expect(deadSeen.find((d) => d.key === key)!.delivery).toMatchObject({ id: dead[0].id, message: "doomed", error: "HTTP 500", route: { channel: "telegram", to: "chat-42" } });
+    expect(deadSeen.find((d) => d.key === key)!.delivery).toMatchObject({
+      id: dead[0].id,
+      message: "doomed",
+      error: "HTTP 500",
+      route: { channel: "telegram", to: "chat-42" },
+    });
     await advance(key, 60 * 60_000);
     expect(fakes.hooks).toHaveLength(MAX_DELIVERY_ATTEMPTS);
 
@@ -182,7 +214,11 @@ describe("outbox", () => {
       expect(d).toHaveLength(1);
       return d;
     });
-    expect(dead[0]).toMatchObject({ channel: "telegram", attempts: 0, lastError: 'No webhook configured for channel "telegram" (set channels.telegram.webhookUrl)' });
+    expect(dead[0]).toMatchObject({
+      channel: "telegram",
+      attempts: 0,
+      lastError: 'No webhook configured for channel "telegram" (set channels.telegram.webhookUrl)',
+    });
     expect(fakes.hooks).toHaveLength(0);
     await until(async () => expect(deadSeen.filter((d) => d.key === key)).toHaveLength(1));
   });
@@ -193,7 +229,12 @@ describe("outbox", () => {
     const key = nextKey();
     await inbound(key, "first", { deliver: false });
     const [a, b] = await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
-      const d = { kind: "announce" as const, route: { channel: "telegram", to: "chat-42" }, message: "once", idempotencyKey: "dup-key" };
+      const d = {
+        kind: "announce" as const,
+        route: { channel: "telegram", to: "chat-42" },
+        message: "once",
+        idempotencyKey: "dup-key",
+      };
       const first = obj.storage.transactionSync(() => queueDelivery(obj, d));
       const second = obj.storage.transactionSync(() => queueDelivery(obj, d));
       await obj.timers.arm();
@@ -234,7 +275,10 @@ describe("outbox", () => {
     config();
     const bad = await call("GET", `/v1/sessions/${enc(nextKey())}/deliveries?status=lost`);
     expect(bad.status).toBe(400);
-    expect(bad.json).toEqual({ ok: false, error: { type: "invalid_request", message: "status: expected one of pending, delivered, blocked, dead" } });
+    expect(bad.json).toEqual({
+      ok: false,
+      error: { type: "invalid_request", message: "status: expected one of pending, delivered, blocked, dead" },
+    });
     const empty = await call("GET", `/v1/sessions/${enc(nextKey())}/deliveries`);
     expect(empty.json).toMatchObject({ count: 0, deliveries: [] });
     const nf = await call("POST", `/v1/sessions/${enc(nextKey())}/deliveries/nope/retry`);

@@ -1,16 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { SwitchboardError } from "../src/errors";
-import { parseSendCommand, parseSendPolicyPatch, resolveSendPolicy, type SendPolicyConfig } from "../src/policy/send-policy";
+import {
+  parseSendCommand,
+  parseSendPolicyPatch,
+  resolveSendPolicy,
+  type SendPolicyConfig,
+} from "../src/policy/send-policy";
 import {
   checkSessionAccess,
+  type GuardAction,
   isAgentToAgentAllowed,
   resolveEffectiveVisibility,
-  type GuardAction,
   type Visibility,
 } from "../src/policy/visibility";
 
 describe("resolveSendPolicy (§5, §8 item 52)", () => {
-  const denyDiscordGroups: SendPolicyConfig = { rules: [{ action: "deny", match: { channel: "discord", chatType: "group" } }] };
+  const denyDiscordGroups: SendPolicyConfig = {
+    rules: [{ action: "deny", match: { channel: "discord", chatType: "group" } }],
+  };
 
   it("defaults to allow with no policy, an empty policy, or no matching rule", () => {
     expect(resolveSendPolicy({ sessionKey: "agent:main:main" })).toBe("allow");
@@ -23,9 +30,13 @@ describe("resolveSendPolicy (§5, §8 item 52)", () => {
   });
 
   it("lets the per-session override win outright; null falls through", () => {
-    expect(resolveSendPolicy({ policy: { default: "deny" }, override: "allow", sessionKey: "agent:main:main" })).toBe("allow");
+    expect(resolveSendPolicy({ policy: { default: "deny" }, override: "allow", sessionKey: "agent:main:main" })).toBe(
+      "allow",
+    );
     expect(resolveSendPolicy({ override: "deny", sessionKey: "agent:main:main" })).toBe("deny");
-    expect(resolveSendPolicy({ policy: { default: "deny" }, override: null, sessionKey: "agent:main:main" })).toBe("deny");
+    expect(resolveSendPolicy({ policy: { default: "deny" }, override: null, sessionKey: "agent:main:main" })).toBe(
+      "deny",
+    );
     expect(resolveSendPolicy({ override: "DENY" as any, sessionKey: "agent:main:main" })).toBe("deny");
   });
 
@@ -38,14 +49,29 @@ describe("resolveSendPolicy (§5, §8 item 52)", () => {
   });
 
   it("prefers explicit channel/chatType facts over the key", () => {
-    expect(resolveSendPolicy({ policy: denyDiscordGroups, sessionKey: "agent:main:main", channel: "Discord", chatType: "GROUP" })).toBe("deny");
-    expect(resolveSendPolicy({ policy: denyDiscordGroups, sessionKey: "agent:main:discord:group:dev", channel: "slack" })).toBe("allow");
+    expect(
+      resolveSendPolicy({
+        policy: denyDiscordGroups,
+        sessionKey: "agent:main:main",
+        channel: "Discord",
+        chatType: "GROUP",
+      }),
+    ).toBe("deny");
+    expect(
+      resolveSendPolicy({ policy: denyDiscordGroups, sessionKey: "agent:main:discord:group:dev", channel: "slack" }),
+    ).toBe("allow");
   });
 
   it("normalizes the dm chat type and the per-account DM key form", () => {
-    const denyTelegramDm: SendPolicyConfig = { rules: [{ action: "deny", match: { channel: "telegram", chatType: "direct" } }] };
-    expect(resolveSendPolicy({ policy: denyTelegramDm, sessionKey: "agent:main:telegram:acct-1:direct:42" })).toBe("deny");
-    expect(resolveSendPolicy({ policy: denyTelegramDm, sessionKey: "x", channel: "telegram", chatType: "dm" })).toBe("deny");
+    const denyTelegramDm: SendPolicyConfig = {
+      rules: [{ action: "deny", match: { channel: "telegram", chatType: "direct" } }],
+    };
+    expect(resolveSendPolicy({ policy: denyTelegramDm, sessionKey: "agent:main:telegram:acct-1:direct:42" })).toBe(
+      "deny",
+    );
+    expect(resolveSendPolicy({ policy: denyTelegramDm, sessionKey: "x", channel: "telegram", chatType: "dm" })).toBe(
+      "deny",
+    );
     // `direct:<peer>` (per-peer scope) names no channel, so a channel rule cannot match it.
     expect(resolveSendPolicy({ policy: denyTelegramDm, sessionKey: "agent:main:direct:42" })).toBe("allow");
   });
@@ -54,7 +80,9 @@ describe("resolveSendPolicy (§5, §8 item 52)", () => {
     const denyGroups: SendPolicyConfig = { rules: [{ action: "deny", match: { chatType: "group" } }] };
     const denyChannels: SendPolicyConfig = { rules: [{ action: "deny", match: { chatType: "channel" } }] };
     expect(resolveSendPolicy({ policy: denyGroups, sessionKey: "agent:main:whatsapp:12345-678@g.us" })).toBe("deny");
-    expect(resolveSendPolicy({ policy: denyChannels, sessionKey: "agent:main:discord:guild-1:channel-2" })).toBe("deny");
+    expect(resolveSendPolicy({ policy: denyChannels, sessionKey: "agent:main:discord:guild-1:channel-2" })).toBe(
+      "deny",
+    );
     expect(resolveSendPolicy({ policy: denyGroups, sessionKey: "agent:main:main" })).toBe("allow");
   });
 
@@ -206,11 +234,25 @@ describe("resolveEffectiveVisibility (§6.3, §8 item 35)", () => {
       restrictToSpawned: true,
     });
     // The clamp widens self to tree, as in the reference.
-    expect(resolveEffectiveVisibility({ configured: "self", sandboxed: true, sandboxClamp: "spawned", requesterIsSubagent: false }).visibility).toBe("tree");
+    expect(
+      resolveEffectiveVisibility({
+        configured: "self",
+        sandboxed: true,
+        sandboxClamp: "spawned",
+        requesterIsSubagent: false,
+      }).visibility,
+    ).toBe("tree");
   });
 
   it("keeps the configured mode with clamp all", () => {
-    expect(resolveEffectiveVisibility({ configured: "all", sandboxed: true, sandboxClamp: "all", requesterIsSubagent: false })).toEqual({
+    expect(
+      resolveEffectiveVisibility({
+        configured: "all",
+        sandboxed: true,
+        sandboxClamp: "all",
+        requesterIsSubagent: false,
+      }),
+    ).toEqual({
       visibility: "all",
       restrictToSpawned: false,
     });
@@ -226,14 +268,40 @@ describe("resolveEffectiveVisibility (§6.3, §8 item 35)", () => {
 
 describe("checkSessionAccess (§6.1, §8 items 36–37)", () => {
   const requesterKey = "agent:main:main";
-  const same = (visibility: Visibility, targetKey: string, targetSpawnedBy?: string | null, action: GuardAction = "history") =>
-    checkSessionAccess({ action, requesterKey, requesterAgentId: "main", targetKey, targetAgentId: "main", targetSpawnedBy, visibility });
+  const same = (
+    visibility: Visibility,
+    targetKey: string,
+    targetSpawnedBy?: string | null,
+    action: GuardAction = "history",
+  ) =>
+    checkSessionAccess({
+      action,
+      requesterKey,
+      requesterAgentId: "main",
+      targetKey,
+      targetAgentId: "main",
+      targetSpawnedBy,
+      visibility,
+    });
   const cross = (visibility: Visibility, action: GuardAction, a2a?: { enabled?: boolean; allow?: string[] }) =>
-    checkSessionAccess({ action, requesterKey, requesterAgentId: "main", targetKey: "agent:ops:main", targetAgentId: "ops", visibility, a2a });
+    checkSessionAccess({
+      action,
+      requesterKey,
+      requesterAgentId: "main",
+      targetKey: "agent:ops:main",
+      targetAgentId: "ops",
+      visibility,
+      a2a,
+    });
 
   it("self: own key allowed, another key forbidden with the exact text per action", () => {
     expect(same("self", requesterKey)).toEqual({ ok: true });
-    const labels: Record<GuardAction, string> = { history: "Session history", send: "Session send", status: "Session status", list: "Session list" };
+    const labels: Record<GuardAction, string> = {
+      history: "Session history",
+      send: "Session send",
+      status: "Session status",
+      list: "Session list",
+    };
     for (const action of ["history", "send", "status", "list"] as GuardAction[]) {
       expect(same("self", "agent:main:telegram:group:1", null, action)).toEqual({
         ok: false,
@@ -297,7 +365,11 @@ describe("checkSessionAccess (§6.1, §8 items 36–37)", () => {
   });
 
   it("sandboxed + spawned clamp forbids cross-agent even with a2a allow [*]", () => {
-    const { visibility } = resolveEffectiveVisibility({ configured: "all", sandboxed: true, requesterIsSubagent: false });
+    const { visibility } = resolveEffectiveVisibility({
+      configured: "all",
+      sandboxed: true,
+      requesterIsSubagent: false,
+    });
     expect(cross(visibility, "history", { enabled: true, allow: ["*"] })).toEqual({
       ok: false,
       error: "Session history visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { call, invoke, sendAndWait } from "./helpers/http";
 import { fakeWire, WIRE_BASE, type WireApi } from "./helpers/fake-wire";
+import { call, invoke, sendAndWait } from "./helpers/http";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -69,7 +69,9 @@ describe.each(APIS)("provider api %s (through its AI SDK provider, against a fak
   it("PATCH thinkingLevel reaches the model; off sends nothing", async () => {
     useApi(api, `t${APIS.indexOf(api)}`);
     const calls = fakeWire(api, () => ({ text: "ok" }));
-    expect((await call("PATCH", "/v1/sessions/main", { thinkingLevel: "HIGH" })).json).toMatchObject({ thinkingLevel: "high" });
+    expect((await call("PATCH", "/v1/sessions/main", { thinkingLevel: "HIGH" })).json).toMatchObject({
+      thinkingLevel: "high",
+    });
     await sendAndWait("main", "think hard");
     expect(THINKING[api](calls[0].body)).toEqual(HIGH[api]);
     await call("PATCH", "/v1/sessions/main", { thinkingLevel: "off" });
@@ -94,12 +96,16 @@ describe("thinking levels", () => {
     const r = await call("PATCH", "/v1/sessions/main", { thinkingLevel: "extreme" });
     expect(r.status).toBe(400);
     expect(r.json.error.message).toContain("thinkingLevel");
-    expect(r.json.error.message).toContain('Invalid thinking level "extreme". Use one of: off, minimal, low, medium, high, xhigh.');
+    expect(r.json.error.message).toContain(
+      'Invalid thinking level "extreme". Use one of: off, minimal, low, medium, high, xhigh.',
+    );
   });
 });
 
 describe("provider secrets", () => {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: OpenClaw's literal ${NAME} syntax is what is under test
   it("apiKey env:NAME and OpenClaw's ${NAME} read the Worker secret NAME", async () => {
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: OpenClaw's literal ${NAME} syntax is what is under test
     for (const [i, apiKey] of ["env:SIGNING_SECRET", "${SIGNING_SECRET}"].entries()) {
       setConfigOverride({
         agents: { list: [{ id: `sec${i}`, default: true, model: "p/m1" }] },

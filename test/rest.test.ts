@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { useFakeProvider } from "./helpers/fake-provider";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { sessionIndex } from "../src/registry/session-index";
+import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 
 afterEach(() => {
@@ -35,7 +35,9 @@ describe("GET /v1/sessions/{key}", () => {
     const missing = await call("GET", `/v1/sessions/${enc("agent:main:rest-nope")}`);
     expect(missing.status).toBe(404);
     expect(missing.json).toEqual(err("not_found", "Session not found: agent:main:rest-nope"));
-    expect(await runInDurableObject(sessionStub("agent:main:rest-nope"), (_o, s) => s.storage.sql.databaseSize)).toBeLessThan(10_000);
+    expect(
+      await runInDurableObject(sessionStub("agent:main:rest-nope"), (_o, s) => s.storage.sql.databaseSize),
+    ).toBeLessThan(10_000);
     expect((await call("GET", `/v1/sessions/${enc("agent:main:rest-nope")}`)).status).toBe(404);
   });
 });
@@ -45,12 +47,32 @@ describe("PATCH /v1/sessions/{key}", () => {
 
   it("sets and clears label, model, thinkingLevel, verboseLevel and sendPolicy", async () => {
     await sendAndWait(key, "x");
-    const p = await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "  Research notes ", model: "builtin/echo", thinkingLevel: "high", verboseLevel: "on", sendPolicy: "DENY" });
+    const p = await call("PATCH", `/v1/sessions/${enc(key)}`, {
+      label: "  Research notes ",
+      model: "builtin/echo",
+      thinkingLevel: "high",
+      verboseLevel: "on",
+      sendPolicy: "DENY",
+    });
     expect(p.status).toBe(200);
-    expect(p.json).toMatchObject({ key, label: "Research notes", thinkingLevel: "high", verboseLevel: "on", sendPolicy: "deny" });
+    expect(p.json).toMatchObject({
+      key,
+      label: "Research notes",
+      thinkingLevel: "high",
+      verboseLevel: "on",
+      sendPolicy: "deny",
+    });
     const listed = await invoke("sessions_list", { limit: 200 }, { sessionKey: key });
-    expect(listed.details.sessions.find((r: any) => r.key === key)).toMatchObject({ label: "Research notes", sendPolicy: "deny", thinkingLevel: "high" });
-    const cleared = await call("PATCH", `/v1/sessions/${enc(key)}`, { label: null, sendPolicy: null, thinkingLevel: null });
+    expect(listed.details.sessions.find((r: any) => r.key === key)).toMatchObject({
+      label: "Research notes",
+      sendPolicy: "deny",
+      thinkingLevel: "high",
+    });
+    const cleared = await call("PATCH", `/v1/sessions/${enc(key)}`, {
+      label: null,
+      sendPolicy: null,
+      thinkingLevel: null,
+    });
     expect(cleared.status).toBe(200);
     expect(cleared.json.label).toBeUndefined();
     expect(cleared.json.sendPolicy).toBeUndefined();
@@ -87,7 +109,9 @@ describe("PATCH /v1/sessions/{key}", () => {
     expect(m.status).toBe(200);
     expect(m.json.model).toBe("echo"); // the row shows the model of the last run until the next run
     const bad = await call("PATCH", `/v1/sessions/${enc(key)}`, { model: "acme/m2" });
-    expect(bad.json.error.message).toBe('invalid model: acme/m2 (model "m2" is not listed in models.providers.acme.models)');
+    expect(bad.json.error.message).toBe(
+      'invalid model: acme/m2 (model "m2" is not listed in models.providers.acme.models)',
+    );
   });
 });
 
@@ -101,7 +125,11 @@ describe("DELETE /v1/sessions/{key}", () => {
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).status).toBe(404);
     expect((await call("GET", `/v1/runs/${first.runId}`)).status).toBe(404);
     const tables = await runInDurableObject(sessionStub(key), (_o, s) =>
-      s.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'").toArray(),
+      s.storage.sql
+        .exec<{ name: string }>(
+          "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite%'",
+        )
+        .toArray(),
     );
     expect(tables).toEqual([]);
     expect(await sessionIndex(env, loadConfig(env), "main").get(key)).toBeNull();
@@ -122,7 +150,9 @@ describe("DELETE /v1/sessions/{key}", () => {
     const queued = (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "queued" })).json.runId;
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     const waiting = call("GET", `/v1/runs/${run}/wait?timeoutMs=60000`);
-    await vi.waitFor(async () => expect(await runInDurableObject(sessionStub(key), (obj) => (obj as any).waiters.size)).toBe(1));
+    await vi.waitFor(async () =>
+      expect(await runInDurableObject(sessionStub(key), (obj) => (obj as any).waiters.size)).toBe(1),
+    );
     expect((await call("DELETE", `/v1/sessions/${enc(key)}`)).status).toBe(200);
     expect((await waiting).json).toMatchObject({ runId: run, status: "aborted", error: "session deleted" });
     await vi.waitFor(() => expect(fake.calls[0].aborted).toBe(true));
@@ -160,7 +190,10 @@ describe("history and transcript.jsonl", () => {
     const res = await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/x-ndjson");
-    const lines = (res.json as string).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (res.json as string)
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     const meta = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
     expect(lines[0]).toMatchObject({ type: "session", version: 1, id: meta.sessionId, key });
     expect(lines.slice(1).map((l) => [l.type, l.seq, l.message.role, l.message.content[0].text])).toEqual([
@@ -181,7 +214,12 @@ describe("history and transcript.jsonl", () => {
 
 describe("GET /v1/agents, /healthz", () => {
   it("lists configured agents with their default, model and runtime", async () => {
-    setConfigOverride({ agents: { defaults: { sandbox: { mode: "all" } }, list: [{ id: "a" }, { id: "b", default: true, model: "builtin/echo", sandbox: { mode: "off" } }] } });
+    setConfigOverride({
+      agents: {
+        defaults: { sandbox: { mode: "all" } },
+        list: [{ id: "a" }, { id: "b", default: true, model: "builtin/echo", sandbox: { mode: "off" } }],
+      },
+    });
     const r = await call("GET", "/v1/agents");
     expect(r.json).toEqual({
       defaultAgentId: "b",
@@ -226,8 +264,14 @@ describe("one error envelope everywhere", () => {
   });
 
   it("unknown runs are a 404 envelope", async () => {
-    const forged = (key: string) => `/v1/runs/${crypto.randomUUID()}.${btoa(key).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}`;
-    for (const path of ["/v1/runs/not-a-run", forged("agent:main:never"), forged("agent::malformed"), forged("unknown")]) {
+    const forged = (key: string) =>
+      `/v1/runs/${crypto.randomUUID()}.${btoa(key).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")}`;
+    for (const path of [
+      "/v1/runs/not-a-run",
+      forged("agent:main:never"),
+      forged("agent::malformed"),
+      forged("unknown"),
+    ]) {
       const r = await call("GET", path);
       expect(r.status).toBe(404);
       expect(r.json.error.type).toBe("not_found");

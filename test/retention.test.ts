@@ -4,7 +4,14 @@ import { setConfigOverride } from "../src/config/load";
 import { PRUNE_TIMER, RETENTION_MS } from "../src/session/retention";
 import type { SessionObject } from "../src/session/session-object";
 import { advance, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { installFakes, outboxOf, releaseHangingRequests, requesterKey, settle, subagentConfig } from "./helpers/subagents";
+import {
+  installFakes,
+  outboxOf,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 /**
  * Finished flow rows and delivered outbox rows are pruned a week after they finished (issue 3 leftover:
@@ -24,14 +31,22 @@ async function age(key: string, ms: number): Promise<void> {
   await runInDurableObject(sessionStub(key), async (_o: SessionObject, state) => {
     const sql = state.storage.sql;
     sql.exec("UPDATE flows SET created_at = created_at - ?, updated_at = updated_at - ?", ms, ms);
-    sql.exec("UPDATE outbox SET created_at = created_at - ?, updated_at = updated_at - ?, delivered_at = delivered_at - ?", ms, ms, ms);
+    sql.exec(
+      "UPDATE outbox SET created_at = created_at - ?, updated_at = updated_at - ?, delivered_at = delivered_at - ?",
+      ms,
+      ms,
+      ms,
+    );
   });
   await advance(key, ms);
 }
 
 async function rows(key: string) {
   return runInDurableObject(sessionStub(key), async (_o: SessionObject, state) => ({
-    flows: state.storage.sql.exec<{ kind: string; state: string }>("SELECT kind, state FROM flows ORDER BY kind, state").toArray().map((r) => `${r.kind}:${r.state}`),
+    flows: state.storage.sql
+      .exec<{ kind: string; state: string }>("SELECT kind, state FROM flows ORDER BY kind, state")
+      .toArray()
+      .map((r) => `${r.kind}:${r.state}`),
     timers: state.storage.sql.exec<{ kind: string; due_at: number }>("SELECT kind, due_at FROM timers").toArray(),
   }));
 }
@@ -39,10 +54,13 @@ async function rows(key: string) {
 describe("retention of finished work", () => {
   it("a week after they finished, a requester's child slots, announce dedupe keys and delivered announces are pruned; live ones stay", async () => {
     setConfigOverride(subagentConfig());
-    installFakes((c) => (c.step === "task" ? (c.lastUser.includes("slow") ? "hang" : "done") : c.step === "announce" ? "" : "hi"));
+    installFakes((c) =>
+      c.step === "task" ? (c.lastUser.includes("slow") ? "hang" : "done") : c.step === "announce" ? "" : "hi",
+    );
     const req = requesterKey("retention");
     await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
-    const quick = (await invoke("sessions_spawn", { task: "quick" }, { sessionKey: req })).details.childSessionKey as string;
+    const quick = (await invoke("sessions_spawn", { task: "quick" }, { sessionKey: req })).details
+      .childSessionKey as string;
     await invoke("sessions_spawn", { task: "slow" }, { sessionKey: req });
     await settle(quick);
     await runDurableObjectAlarm(sessionStub(req));
@@ -78,9 +96,18 @@ describe("retention of finished work", () => {
     const old = Date.now() - RETENTION_MS + 5 * MIN;
     await runInDurableObject(sessionStub(key), async (_o: SessionObject, state) => {
       for (let i = 0; i < 1_200; i++) {
-        state.storage.sql.exec("INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', 'done', '{}', ?, ?)", `f${i}`, old, old);
+        state.storage.sql.exec(
+          "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', 'done', '{}', ?, ?)",
+          `f${i}`,
+          old,
+          old,
+        );
       }
-      state.storage.sql.exec("INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES ('live', 'a2a', 'turn', '{}', ?, ?)", old, old);
+      state.storage.sql.exec(
+        "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES ('live', 'a2a', 'turn', '{}', ?, ?)",
+        old,
+        old,
+      );
       // Any alarm of the session arms the prune timer; make sure one is scheduled.
       await state.storage.setAlarm(Date.now() + MIN);
     });

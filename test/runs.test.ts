@@ -2,8 +2,8 @@ import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { SessionObject } from "../src/session/session-object";
-import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { FAKE_BASE_URL, useFakeProvider } from "./helpers/fake-provider";
+import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -19,22 +19,53 @@ async function post(key: string, message: string, extra: Record<string, unknown>
 const getRun = async (runId: string) => (await call("GET", `/v1/runs/${runId}`)).json;
 const wait = async (runId: string, ms = 10_000) => (await call("GET", `/v1/runs/${runId}/wait?timeoutMs=${ms}`)).json;
 const texts = async (key: string) =>
-  ((await call("GET", `/v1/sessions/${enc(key)}/history?limit=1000`)).json.messages as any[]).map((m) => `${m.role}:${m.content?.[0]?.text ?? ""}`);
+  ((await call("GET", `/v1/sessions/${enc(key)}/history?limit=1000`)).json.messages as any[]).map(
+    (m) => `${m.role}:${m.content?.[0]?.text ?? ""}`,
+  );
 const runRow = (key: string, runId: string) =>
-  runInDurableObject(sessionStub(key), (_o, s) => s.storage.sql.exec<{ status: string; attempts: number }>("SELECT status, attempts FROM runs WHERE id = ?", runId).one());
+  runInDurableObject(sessionStub(key), (_o, s) =>
+    s.storage.sql
+      .exec<{ status: string; attempts: number }>("SELECT status, attempts FROM runs WHERE id = ?", runId)
+      .one(),
+  );
 
 describe("runs", () => {
   it("an inbound message creates the session, runs the echo model and records the transcript", async () => {
     const key = "agent:main:webchat:direct:alice";
     const run = await sendAndWait(key, "hello there", { channel: "webchat", to: "alice" });
-    expect(run).toMatchObject({ sessionKey: key, status: "ok", reply: "hello there", kind: "inbound", createdAt: expect.any(Number), startedAt: expect.any(Number), endedAt: expect.any(Number) });
+    expect(run).toMatchObject({
+      sessionKey: key,
+      status: "ok",
+      reply: "hello there",
+      kind: "inbound",
+      createdAt: expect.any(Number),
+      startedAt: expect.any(Number),
+      endedAt: expect.any(Number),
+    });
     const hist = await call("GET", `/v1/sessions/${enc(key)}/history`);
     expect(hist.status).toBe(200);
     expect(hist.json.messages.map((m: any) => m.role)).toEqual(["user", "assistant"]);
-    expect(hist.json.messages[0]).toMatchObject({ role: "user", content: [{ type: "text", text: "hello there" }], provenance: { kind: "external_user" }, timestamp: expect.any(Number) });
-    expect(hist.json.messages[1]).toMatchObject({ role: "assistant", provider: "builtin", model: "echo", stopReason: "stop" });
+    expect(hist.json.messages[0]).toMatchObject({
+      role: "user",
+      content: [{ type: "text", text: "hello there" }],
+      provenance: { kind: "external_user" },
+      timestamp: expect.any(Number),
+    });
+    expect(hist.json.messages[1]).toMatchObject({
+      role: "assistant",
+      provider: "builtin",
+      model: "echo",
+      stopReason: "stop",
+    });
     const row = await call("GET", `/v1/sessions/${enc(key)}`);
-    expect(row.json).toMatchObject({ key, kind: "other", channel: "webchat", lastChannel: "webchat", lastTo: "alice", model: "echo" });
+    expect(row.json).toMatchObject({
+      key,
+      kind: "other",
+      channel: "webchat",
+      lastChannel: "webchat",
+      lastTo: "alice",
+      model: "echo",
+    });
   });
 
   it("an idempotencyKey returns the same run and records the message once", async () => {
@@ -62,7 +93,16 @@ describe("runs", () => {
     }
     expect(fake.calls).toHaveLength(4);
     // The queued messages entered the transcript when their runs started: processing order.
-    expect(await texts(key)).toEqual(["user:m1", "assistant:r1", "user:m2", "assistant:r2", "user:m3", "assistant:r3", "user:m4", "assistant:r4"]);
+    expect(await texts(key)).toEqual([
+      "user:m1",
+      "assistant:r1",
+      "user:m2",
+      "assistant:r2",
+      "user:m3",
+      "assistant:r3",
+      "user:m4",
+      "assistant:r4",
+    ]);
   });
 
   it("runs of different sessions execute in parallel", async () => {
@@ -71,7 +111,14 @@ describe("runs", () => {
     const b = await post("agent:main:runs-par-b", "to b");
     const c = await post("agent:research:runs-par-c", "to c");
     // All three model calls are in flight at once.
-    await vi.waitFor(() => expect(fake.pending().map((x) => x.lastUser).sort()).toEqual(["to a", "to b", "to c"]));
+    await vi.waitFor(() =>
+      expect(
+        fake
+          .pending()
+          .map((x) => x.lastUser)
+          .sort(),
+      ).toEqual(["to a", "to b", "to c"]),
+    );
     for (const call of fake.pending().reverse()) call.reply(`re ${call.lastUser}`);
     expect((await wait(a)).reply).toBe("re to a");
     expect((await wait(b)).reply).toBe("re to b");
@@ -79,16 +126,26 @@ describe("runs", () => {
   });
 
   it("a model failure ends the run with status error and the provider's message; the queue moves on", async () => {
-    const fake = useFakeProvider({ auto: (c) => (c.lastUser === "explode" ? c.fail(400, "bad request from fake") : c.reply(`ok ${c.lastUser}`)) });
+    const fake = useFakeProvider({
+      auto: (c) => (c.lastUser === "explode" ? c.fail(400, "bad request from fake") : c.reply(`ok ${c.lastUser}`)),
+    });
     const key = "agent:main:runs-err";
     const bad = await post(key, "explode");
     const good = await post(key, "after");
     const r = await wait(bad);
-    expect(r).toMatchObject({ status: "error", error: expect.stringContaining("bad request from fake"), endedAt: expect.any(Number) });
+    expect(r).toMatchObject({
+      status: "error",
+      error: expect.stringContaining("bad request from fake"),
+      endedAt: expect.any(Number),
+    });
     expect(r.reply).toBeUndefined();
     expect(await wait(good)).toMatchObject({ status: "ok", reply: "ok after" });
     const hist = (await call("GET", `/v1/sessions/${enc(key)}/history`)).json.messages;
-    expect(hist[1]).toMatchObject({ role: "assistant", stopReason: "error", errorMessage: expect.stringContaining("bad request from fake") });
+    expect(hist[1]).toMatchObject({
+      role: "assistant",
+      stopReason: "error",
+      errorMessage: expect.stringContaining("bad request from fake"),
+    });
     expect(fake.calls).toHaveLength(2);
   });
 
@@ -100,11 +157,18 @@ describe("runs", () => {
       obj.saveMeta();
     });
     const r = await sendAndWait(key, "second");
-    expect(r).toMatchObject({ status: "error", error: 'invalid model: gone/m1 (unknown provider "gone"; configure models.providers.gone)' });
+    expect(r).toMatchObject({
+      status: "error",
+      error: 'invalid model: gone/m1 (unknown provider "gone"; configure models.providers.gone)',
+    });
   });
 
   it("a run past its deadline ends `timeout` (driven with advance), and the wait can be called again for the result", async () => {
-    const fake = useFakeProvider({ extraConfig: { agents: { defaults: { timeoutSeconds: 30 }, list: [{ id: "main", default: true, model: "fake/m1" }] } } });
+    const fake = useFakeProvider({
+      extraConfig: {
+        agents: { defaults: { timeoutSeconds: 30 }, list: [{ id: "main", default: true, model: "fake/m1" }] },
+      },
+    });
     const key = "agent:main:runs-deadline";
     const id = await post(key, "slow");
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
@@ -162,11 +226,19 @@ describe("runs", () => {
   it("contextTokens is the model's context window from models.providers.*.models[].contextWindow", async () => {
     useFakeProvider({
       auto: (c) => c.reply("counted", { prompt: 5, completion: 2 }),
-      extraConfig: { models: { providers: { fake: { baseUrl: FAKE_BASE_URL, apiKey: "k", models: [{ id: "m1", contextWindow: 128_000 }] } } } },
+      extraConfig: {
+        models: {
+          providers: { fake: { baseUrl: FAKE_BASE_URL, apiKey: "k", models: [{ id: "m1", contextWindow: 128_000 }] } },
+        },
+      },
     });
     const key = "agent:main:runs-context-window";
     await sendAndWait(key, "one");
-    expect((await call("GET", `/v1/sessions/${enc(key)}`)).json).toMatchObject({ model: "m1", inputTokens: 5, contextTokens: 128_000 });
+    expect((await call("GET", `/v1/sessions/${enc(key)}`)).json).toMatchObject({
+      model: "m1",
+      inputTokens: 5,
+      contextTokens: 128_000,
+    });
   });
 
   it("usage (tokens) and the model are recorded on the run and the session", async () => {
@@ -183,8 +255,16 @@ describe("runs", () => {
     const listed = await invoke("sessions_list", { limit: 200 }, { sessionKey: key });
     expect(listed.details.sessions.find((s: any) => s.key === key)).toMatchObject({ model: "m1", totalTokens: 14 });
     // The raw transcript keeps usage on the assistant message (sessions_history strips it, reference §2.2).
-    const lines = ((await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`)).json as string).trim().split("\n").map((l) => JSON.parse(l));
-    expect(lines[lines.length - 1].message).toMatchObject({ role: "assistant", provider: "fake", model: "m1", usage: { input: 5, output: 2, totalTokens: 7 } });
+    const lines = ((await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`)).json as string)
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines[lines.length - 1].message).toMatchObject({
+      role: "assistant",
+      provider: "fake",
+      model: "m1",
+      usage: { input: 5, output: 2, totalTokens: 7 },
+    });
   });
 });
 
@@ -236,7 +316,9 @@ describe("restart safety (eviction mid-run)", () => {
     const id = await post(key, "held");
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     // What a caller sees when the object is reset under a held wait: the RPC fails.
-    const spy = vi.spyOn(SessionObject.prototype, "waitRun").mockRejectedValueOnce(new Error("Durable Object reset because its code was updated."));
+    const spy = vi
+      .spyOn(SessionObject.prototype, "waitRun")
+      .mockRejectedValueOnce(new Error("Durable Object reset because its code was updated."));
     const r = await call("GET", `/v1/runs/${id}/wait?timeoutMs=60000`);
     expect(spy).toHaveBeenCalledTimes(1);
     expect(r.status).toBe(200);

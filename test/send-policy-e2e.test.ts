@@ -117,7 +117,10 @@ describe("per-session override: PATCH and the owner's /send", () => {
     const target = `agent:main:${uniq("bad-patch")}`;
     const r = await call("PATCH", `/v1/sessions/${enc(target)}`, { sendPolicy: "maybe" });
     expect(r.status).toBe(400);
-    expect(r.json).toEqual({ ok: false, error: { type: "invalid_request", message: 'invalid sendPolicy (use "allow"|"deny")' } });
+    expect(r.json).toEqual({
+      ok: false,
+      error: { type: "invalid_request", message: 'invalid sendPolicy (use "allow"|"deny")' },
+    });
   });
 
   it("the owner's /send off|on|inherit: reference replies, the override is set, no model call", async () => {
@@ -159,11 +162,17 @@ describe("per-session override: PATCH and the owner's /send", () => {
     // An operator retry cannot send what the policy still blocks: the row stays blocked, nothing is posted.
     const still = await call("POST", `/v1/sessions/${enc(key)}/deliveries/${blocked[0].id}/retry`);
     expect(still.status).toBe(200);
-    expect(still.json).toMatchObject({ id: blocked[0].id, status: "blocked", lastError: "send blocked by session policy" });
+    expect(still.json).toMatchObject({
+      id: blocked[0].id,
+      status: "blocked",
+      lastError: "send blocked by session policy",
+    });
     expect(fakes.hooks).toHaveLength(0);
     await sendAndWait(key, "/send on", route);
     await sendAndWait(key, "now loud", route);
-    await until(async () => expect(fakes.hooks.map((h) => h.body.message)).toEqual(["⚙️ Send policy set to on.", "a reply"]));
+    await until(async () =>
+      expect(fakes.hooks.map((h) => h.body.message)).toEqual(["⚙️ Send policy set to on.", "a reply"]),
+    );
     // Once the policy allows it, the same retry sends the blocked reply.
     const sent = await call("POST", `/v1/sessions/${enc(key)}/deliveries/${blocked[0].id}/retry`);
     expect(sent.json).toMatchObject({ id: blocked[0].id, status: "delivered" });
@@ -186,7 +195,10 @@ describe("per-session override: PATCH and the owner's /send", () => {
       return f[0];
     });
     expect(flow).toMatchObject({ outcome: "announced", deliveryStatus: "blocked" });
-    expect((await deliveriesOf(target, "blocked"))[0]).toMatchObject({ kind: "announce", payload: { message: "loud announce" } });
+    expect((await deliveriesOf(target, "blocked"))[0]).toMatchObject({
+      kind: "announce",
+      payload: { message: "loud announce" },
+    });
     expect(fakes.hooks).toHaveLength(0);
   });
 });

@@ -12,10 +12,16 @@ afterEach(() => {
 });
 
 /** Read as `sessionKey` (by default the target itself, which every visibility mode allows). */
-const history = (args: Record<string, unknown>, sessionKey = String(args.sessionKey)) => invoke("sessions_history", args, { sessionKey });
+const history = (args: Record<string, unknown>, sessionKey = String(args.sessionKey)) =>
+  invoke("sessions_history", args, { sessionKey });
 
 /** Create a session (one echo run) and append raw transcript messages to it. */
-async function seedTranscript(key: string, messages: (i: number) => TranscriptMessage | Record<string, unknown>, count: number, init?: Record<string, unknown>) {
+async function seedTranscript(
+  key: string,
+  messages: (i: number) => TranscriptMessage | Record<string, unknown>,
+  count: number,
+  init?: Record<string, unknown>,
+) {
   if (init) await sessionStub(key).ensureSession(init);
   else await sessionStub(key).ensureSession();
   await runInDurableObject(sessionStub(key), (obj) => {
@@ -27,7 +33,10 @@ const user = (text: string) => ({ role: "user", content: [{ type: "text", text }
 describe("sessions_history", () => {
   it("drops toolResult messages unless includeTools (§8 item 11) — tool results from a real tool call in a run", async () => {
     useFakeProvider({
-      auto: (c) => ((c.body.messages as any[]).some((m) => m.role === "tool") ? c.reply("listed them") : c.toolCall("sessions_list", { limit: 1 })),
+      auto: (c) =>
+        (c.body.messages as any[]).some((m) => m.role === "tool")
+          ? c.reply("listed them")
+          : c.toolCall("sessions_list", { limit: 1 }),
     });
     const key = "agent:main:hist-tools";
     const run = await sendAndWait(key, "what sessions exist?");
@@ -35,14 +44,25 @@ describe("sessions_history", () => {
     const plain = await history({ sessionKey: key }, key);
     expect(plain.status).toBe(200);
     expect(plain.details.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "assistant"]);
-    expect(plain.details.messages[1].content[0]).toMatchObject({ type: "toolCall", name: "sessions_list", arguments: { limit: 1 } });
+    expect(plain.details.messages[1].content[0]).toMatchObject({
+      type: "toolCall",
+      name: "sessions_list",
+      arguments: { limit: 1 },
+    });
     const withTools = await history({ sessionKey: key, includeTools: true }, key);
-    expect(withTools.details.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    expect(withTools.details.messages.map((m: any) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
     const tr = withTools.details.messages[2];
     expect(tr).toMatchObject({ role: "toolResult", toolName: "sessions_list", isError: false });
     expect(JSON.parse(tr.content[0].text)).toMatchObject({ count: 1, sessions: [expect.objectContaining({ key })] });
     // List previews never show tool results either.
-    const row = (await invoke("sessions_list", { messageLimit: 20 }, { sessionKey: key })).details.sessions.find((s: any) => s.key === key);
+    const row = (await invoke("sessions_list", { messageLimit: 20 }, { sessionKey: key })).details.sessions.find(
+      (s: any) => s.key === key,
+    );
     expect(row.messages.map((m: any) => m.role)).toEqual(["user", "assistant", "assistant"]);
   });
 
@@ -65,7 +85,12 @@ describe("sessions_history", () => {
       nextBefore: 956,
     });
     expect(def.details.messages).toHaveLength(50);
-    expect(def.details.messages[0]).toEqual({ role: "user", content: "956", timestamp: 1, __switchboard: { seq: 956 } });
+    expect(def.details.messages[0]).toEqual({
+      role: "user",
+      content: "956",
+      timestamp: 1,
+      __switchboard: { seq: 956 },
+    });
     const max = await history({ sessionKey: key, limit: 5000 });
     expect(max.details.messages).toHaveLength(1000);
     expect(max.details.droppedMessages).toBe(false);
@@ -99,7 +124,10 @@ describe("sessions_history", () => {
       key,
       (i) => ({
         role: "assistant",
-        content: [{ type: "thinking", thinking: "hmm", thinkingSignature: "sig" }, { type: "text", text: `${i} ${"y".repeat(5000)}` }],
+        content: [
+          { type: "thinking", thinking: "hmm", thinkingSignature: "sig" },
+          { type: "text", text: `${i} ${"y".repeat(5000)}` },
+        ],
         api: "x",
         provider: "p",
         model: "m",
@@ -111,7 +139,13 @@ describe("sessions_history", () => {
       80,
     );
     const r = await history({ sessionKey: key, limit: 200 });
-    expect(r.details).toMatchObject({ truncated: true, droppedMessages: true, contentTruncated: true, contentRedacted: false, hasMore: true });
+    expect(r.details).toMatchObject({
+      truncated: true,
+      droppedMessages: true,
+      contentTruncated: true,
+      contentRedacted: false,
+      hasMore: true,
+    });
     expect(r.details.bytes).toBeLessThanOrEqual(81_920);
     expect(r.details.messages.length).toBeLessThan(80);
     for (const m of r.details.messages) {
@@ -125,7 +159,11 @@ describe("sessions_history", () => {
 
   it("one message with a 200 KB field → the single placeholder (§8 item 13)", async () => {
     const key = "agent:main:hist-huge";
-    await seedTranscript(key, () => ({ role: "user", content: [{ type: "text", text: "hi" }], extra: "z".repeat(200_000), timestamp: 1 }), 1);
+    await seedTranscript(
+      key,
+      () => ({ role: "user", content: [{ type: "text", text: "hi" }], extra: "z".repeat(200_000), timestamp: 1 }),
+      1,
+    );
     const r = await history({ sessionKey: key });
     expect(r.details.messages).toHaveLength(1);
     expect(JSON.stringify(r.details.messages[0])).toContain("[sessions_history omitted: message too large]");
@@ -148,7 +186,12 @@ describe("sessions_history", () => {
 
   it("a well-formed key that does not exist reads as empty, and creates nothing", async () => {
     const r = await history({ sessionKey: "agent:main:hist-never" });
-    expect(r.details).toMatchObject({ sessionKey: "agent:main:hist-never", messages: [], hasMore: false, nextBefore: null });
+    expect(r.details).toMatchObject({
+      sessionKey: "agent:main:hist-never",
+      messages: [],
+      hasMore: false,
+      nextBefore: null,
+    });
     expect(r.details.sessionId).toBeUndefined();
     expect((await call("GET", `/v1/sessions/${enc("agent:main:hist-never")}`)).status).toBe(404);
   });
@@ -168,7 +211,10 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
 
   it("an unknown sessionId or slug → the spec's Session not found text (§8 item 17)", async () => {
     const id = "0b7c1f7e-8c51-4b5c-9d6a-000000000000";
-    expect((await history({ sessionKey: id })).details).toEqual({ status: "error", error: `Session not found: ${id} (use the full sessionKey from sessions_list)` });
+    expect((await history({ sessionKey: id })).details).toEqual({
+      status: "error",
+      error: `Session not found: ${id} (use the full sessionKey from sessions_list)`,
+    });
     expect((await history({ sessionKey: "random-slug" })).details).toEqual({
       status: "error",
       error: "Session not found: random-slug (use the full sessionKey from sessions_list)",
@@ -179,7 +225,10 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
     await sendAndWait("sess-group", "custom keyed");
     const r = await history({ sessionKey: "sess-group" }, "agent:main:main");
     // The operator acts as agent:main:main under tree visibility; the custom session is not its child.
-    expect(r.details).toEqual({ status: "forbidden", error: "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree)." });
+    expect(r.details).toEqual({
+      status: "forbidden",
+      error: "Session history visibility is restricted to the current session tree (tools.sessions.visibility=tree).",
+    });
     const own = await history({ sessionKey: "sess-group" }, "agent:main:sess-group");
     expect(own.details.sessionKey).toBe("agent:main:sess-group");
     expect(own.details.messages[0].content[0].text).toBe("custom keyed");
@@ -189,12 +238,18 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
     const key = "agent:research:hist-cross";
     await sendAndWait(key, "research notes", {}, { token: RESEARCH_TOKEN });
     const sessionId = (await call("GET", `/v1/sessions/${enc(key)}`)).json.sessionId;
-    setConfigOverride({ tools: { sessions: { visibility: "all" } }, agents: { list: [{ id: "main", default: true }, { id: "research" }] } });
+    setConfigOverride({
+      tools: { sessions: { visibility: "all" } },
+      agents: { list: [{ id: "main", default: true }, { id: "research" }] },
+    });
     expect((await history({ sessionKey: sessionId }, "agent:main:main")).details).toEqual({
       status: "forbidden",
       error: "Agent-to-agent history is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
     });
-    setConfigOverride({ tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } }, agents: { list: [{ id: "main", default: true }, { id: "research" }] } });
+    setConfigOverride({
+      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+      agents: { list: [{ id: "main", default: true }, { id: "research" }] },
+    });
     const ok = await history({ sessionKey: sessionId }, "agent:main:main");
     expect(ok.details.sessionKey).toBe(key);
     expect(ok.details.messages[0].content[0].text).toBe("research notes");
@@ -202,8 +257,12 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
 
   it("`current` is the requester's own session (§8 item 33), also when sandboxed", async () => {
     await sendAndWait("agent:main:hist-current", "me");
-    expect((await history({ sessionKey: "current" }, "agent:main:hist-current")).details.sessionKey).toBe("agent:main:hist-current");
-    setConfigOverride({ agents: { defaults: { sandbox: { mode: "all" } }, list: [{ id: "main", default: true }, { id: "research" }] } });
+    expect((await history({ sessionKey: "current" }, "agent:main:hist-current")).details.sessionKey).toBe(
+      "agent:main:hist-current",
+    );
+    setConfigOverride({
+      agents: { defaults: { sandbox: { mode: "all" } }, list: [{ id: "main", default: true }, { id: "research" }] },
+    });
     expect((await history({ sessionKey: "current" }, "agent:main:hist-current")).details.messages).toHaveLength(2);
   });
 });
@@ -220,7 +279,10 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
     await sendAndWait("agent:research:hist-vis", "theirs", {}, { token: RESEARCH_TOKEN });
   }
   const cfg = (extra: Record<string, unknown>) =>
-    setConfigOverride({ ...extra, agents: { ...((extra.agents as object) ?? {}), list: [{ id: "main", default: true }, { id: "research" }] } });
+    setConfigOverride({
+      ...extra,
+      agents: { ...((extra.agents as object) ?? {}), list: [{ id: "main", default: true }, { id: "research" }] },
+    });
 
   it("tree (default): another session of the agent is forbidden, an own child is allowed (§8 item 37)", async () => {
     await setup();
@@ -259,14 +321,19 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
       error: "Agent-to-agent history denied by tools.agentToAgent.allow.",
     });
     cfg({ tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["main", "research"] } } });
-    expect((await history({ sessionKey: "agent:research:hist-vis" }, me)).details.messages[0].content[0].text).toBe("theirs");
+    expect((await history({ sessionKey: "agent:research:hist-vis" }, me)).details.messages[0].content[0].text).toBe(
+      "theirs",
+    );
     cfg({ tools: { sessions: { visibility: "bogus" } } });
     expect((await history({ sessionKey: stranger }, me)).details.status).toBe("forbidden");
   });
 
   it("sandboxed + clamp spawned: cross-agent forbidden even with allow [*]; own child allowed; strangers not visible (§8 item 37)", async () => {
     await setup();
-    cfg({ tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["*"] } }, agents: { defaults: { sandbox: { mode: "all" } } } });
+    cfg({
+      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["*"] } },
+      agents: { defaults: { sandbox: { mode: "all" } } },
+    });
     expect((await history({ sessionKey: "agent:research:hist-vis" }, me)).details).toEqual({
       status: "forbidden",
       error: "Session not visible from this sandboxed agent session: agent:research:hist-vis",
@@ -303,7 +370,20 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
       const k = `agent:main:subagent:hist-many-${i}`;
       const p = parseCanonical(k, c);
       return indexEntryOf(
-        { key: k, agentId: "main", sessionId: crypto.randomUUID(), kind: p.kind, createdAt: now, updatedAt: now + i, inputTokens: 0, outputTokens: 0, totalTokens: 0, systemSent: false, abortedLastRun: false, spawnedBy: parent },
+        {
+          key: k,
+          agentId: "main",
+          sessionId: crypto.randomUUID(),
+          kind: p.kind,
+          createdAt: now,
+          updatedAt: now + i,
+          inputTokens: 0,
+          outputTokens: 0,
+          totalTokens: 0,
+          systemSent: false,
+          abortedLastRun: false,
+          spawnedBy: parent,
+        },
         p,
       );
     });

@@ -1,13 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { RegistryObject } from "../src/registry/registry-object";
-import { useFakeProvider } from "./helpers/fake-provider";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { parseCanonical } from "../src/keys";
+import { RegistryObject } from "../src/registry/registry-object";
 import { indexEntryOf } from "../src/registry/row";
 import { sessionIndex } from "../src/registry/session-index";
 import type { SessionMeta } from "../src/session/types";
+import { useFakeProvider } from "./helpers/fake-provider";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 
 afterEach(() => {
@@ -74,15 +74,27 @@ describe("tool schemas (§8 item 1)", () => {
         .filter(([, p]) => p.type === "number" || p.type === "integer")
         .map(([name, p]) => [name, p.type]);
     // Every numeric parameter is `number`, and the ones the reference names are among them.
-    const expected: Record<string, string[]> = { sessions_list: ["limit", "activeMinutes", "messageLimit"], sessions_history: ["limit", "before"], sessions_send: ["timeoutSeconds"] };
+    const expected: Record<string, string[]> = {
+      sessions_list: ["limit", "activeMinutes", "messageLimit"],
+      sessions_history: ["limit", "before"],
+      sessions_send: ["timeoutSeconds"],
+    };
     for (const [tool, names] of Object.entries(expected)) {
       const found = numeric(schemaOf(tool));
-      expect(found.filter(([, type]) => type !== "number"), tool).toEqual([]);
-      expect(found.map(([name]) => name), tool).toEqual(expect.arrayContaining(names));
+      expect(
+        found.filter(([, type]) => type !== "number"),
+        tool,
+      ).toEqual([]);
+      expect(
+        found.map(([name]) => name),
+        tool,
+      ).toEqual(expect.arrayContaining(names));
     }
     expect(schemaOf("sessions_history").required).toEqual(["sessionKey"]);
     expect(schemaOf("sessions_send").required).toEqual(["message"]);
-    expect(JSON.stringify(["sessions_list", "sessions_history", "sessions_send"].map(schemaOf))).not.toMatch(/anyOf|oneOf/);
+    expect(JSON.stringify(["sessions_list", "sessions_history", "sessions_send"].map(schemaOf))).not.toMatch(
+      /anyOf|oneOf/,
+    );
   });
 });
 
@@ -90,25 +102,39 @@ describe("sessions_list parameters", () => {
   it("limit: default 50, floored, clamped to 200; rows newest first", async () => {
     configure(["bulk"], { tools: { sessions: { visibility: "agent" } } });
     const t0 = Date.now() - 10_000;
-    await seed("bulk", Array.from({ length: 230 }, (_, i) => ({ key: `agent:bulk:s${String(i).padStart(3, "0")}`, updatedAt: t0 + i })));
+    await seed(
+      "bulk",
+      Array.from({ length: 230 }, (_, i) => ({ key: `agent:bulk:s${String(i).padStart(3, "0")}`, updatedAt: t0 + i })),
+    );
     const def = await list({}, "agent:bulk:main");
     expect(def.status).toBe(200);
     expect(def.details.count).toBe(50);
     expect(keysOf(def)[0]).toBe("agent:bulk:s229");
-    expect(def.details.sessions.map((s: any) => s.updatedAt)).toEqual([...def.details.sessions.map((s: any) => s.updatedAt)].sort((a, b) => b - a));
+    expect(def.details.sessions.map((s: any) => s.updatedAt)).toEqual(
+      [...def.details.sessions.map((s: any) => s.updatedAt)].sort((a, b) => b - a),
+    );
     expect((await list({ limit: 2.9 }, "agent:bulk:main")).details.count).toBe(2);
     expect((await list({ limit: 1 }, "agent:bulk:main")).details.count).toBe(1);
     expect((await list({ limit: 5000 }, "agent:bulk:main")).details.count).toBe(200);
     expect((await list({ limit: 0 }, "agent:bulk:main")).status).toBe(400);
     // snake_case aliases are accepted (reference §0.2).
-    expect((await invoke("sessions_list", { limit: 3, active_minutes: 60 }, { sessionKey: "agent:bulk:main" })).details.count).toBe(3);
+    expect(
+      (await invoke("sessions_list", { limit: 3, active_minutes: 60 }, { sessionKey: "agent:bulk:main" })).details
+        .count,
+    ).toBe(3);
   });
 
   it("cursor paging reaches every visible row exactly once, in order", async () => {
     configure(["pager"], { tools: { sessions: { visibility: "agent" } } });
     const t0 = Date.now() - 10_000;
     // Equal updatedAt values on purpose: the cursor orders ties by key.
-    await seed("pager", Array.from({ length: 23 }, (_, i) => ({ key: `agent:pager:p${String(i).padStart(2, "0")}`, updatedAt: t0 + Math.floor(i / 3) })));
+    await seed(
+      "pager",
+      Array.from({ length: 23 }, (_, i) => ({
+        key: `agent:pager:p${String(i).padStart(2, "0")}`,
+        updatedAt: t0 + Math.floor(i / 3),
+      })),
+    );
     const all = (await list({ limit: 200 }, "agent:pager:main")).details.sessions.map((s: any) => s.key);
     expect(all).toHaveLength(23);
     const { keys, sizes } = await walk({ limit: 5 }, "agent:pager:main");
@@ -144,20 +170,47 @@ describe("sessions_list parameters", () => {
       { key: "agent:kinds:cron:job-1:run:r1", updatedAt: t + 7 }, // isolated cron runs are never listed
     ]);
     const cron = await list({ kinds: ["cron"] }, "agent:kinds:main");
-    expect(cron.details.sessions).toEqual([expect.objectContaining({ key: "agent:kinds:cron:job-1", kind: "cron", channel: "internal" })]);
-    expect(keysOf(await list({ kinds: ["MAIN", " group "] }, "agent:kinds:main"))).toEqual(["agent:kinds:main", "agent:kinds:discord:group:dev"]);
-    expect(keysOf(await list({ kinds: ["hook", "node", "other"] }, "agent:kinds:main"))).toEqual(["agent:kinds:hook:h1", "agent:kinds:node-n1", "agent:kinds:signal:direct:bob"]);
+    expect(cron.details.sessions).toEqual([
+      expect.objectContaining({ key: "agent:kinds:cron:job-1", kind: "cron", channel: "internal" }),
+    ]);
+    expect(keysOf(await list({ kinds: ["MAIN", " group "] }, "agent:kinds:main"))).toEqual([
+      "agent:kinds:main",
+      "agent:kinds:discord:group:dev",
+    ]);
+    expect(keysOf(await list({ kinds: ["hook", "node", "other"] }, "agent:kinds:main"))).toEqual([
+      "agent:kinds:hook:h1",
+      "agent:kinds:node-n1",
+      "agent:kinds:signal:direct:bob",
+    ]);
     expect((await list({ kinds: ["bogus"] }, "agent:kinds:main")).details.count).toBe(6);
-    expect((await list({}, "agent:kinds:main")).details.sessions.map((s: any) => s.kind)).toEqual(["main", "cron", "group", "hook", "node", "other"]);
+    expect((await list({}, "agent:kinds:main")).details.sessions.map((s: any) => s.kind)).toEqual([
+      "main",
+      "cron",
+      "group",
+      "hook",
+      "node",
+      "other",
+    ]);
   });
 });
 
 describe("sessions_list rows", () => {
   it("the full row shape (spec Row shape, §8 items 4–7), with a real transcriptPath", async () => {
     const key = "agent:main:discord:channel:shape:thread:t-1";
-    const route = { channel: "discord", to: "channel:shape", accountId: "acct-1", threadId: "thread-1", displayName: "discord:#shape" };
+    const route = {
+      channel: "discord",
+      to: "channel:shape",
+      accountId: "acct-1",
+      threadId: "thread-1",
+      displayName: "discord:#shape",
+    };
     const runs = [await sendAndWait(key, "hello", route), await sendAndWait(key, "hello again!", route)];
-    await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "Shape", thinkingLevel: "high", verboseLevel: "on", sendPolicy: "deny" });
+    await call("PATCH", `/v1/sessions/${enc(key)}`, {
+      label: "Shape",
+      thinkingLevel: "high",
+      verboseLevel: "on",
+      sendPolicy: "deny",
+    });
     const r = await list({ limit: 200 }, key);
     const row = r.details.sessions.find((s: any) => s.key === key);
     const meta = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
@@ -192,7 +245,11 @@ describe("sessions_list rows", () => {
     const t = await call("GET", row.transcriptPath);
     expect(t.status).toBe(200);
     // A numeric threadId is recorded as a string.
-    await sendAndWait("agent:main:telegram:group:-100:topic:271", "topic", { channel: "telegram", to: "-100", threadId: 271 });
+    await sendAndWait("agent:main:telegram:group:-100:topic:271", "topic", {
+      channel: "telegram",
+      to: "-100",
+      threadId: 271,
+    });
     const topic = (await call("GET", `/v1/sessions/${enc("agent:main:telegram:group:-100:topic:271")}`)).json;
     expect(topic.deliveryContext).toEqual({ channel: "telegram", to: "-100", threadId: "271" });
   });
@@ -203,10 +260,28 @@ describe("sessions_list rows", () => {
       spawnedBy: "agent:main:main",
       spawnDepth: 1,
       label: "worker",
-      subagent: { requesterKey: "agent:main:main", task: "t", mode: "run", cleanup: "keep", status: "done", startedAt: 100, endedAt: 142 },
+      subagent: {
+        requesterKey: "agent:main:main",
+        task: "t",
+        mode: "run",
+        cleanup: "keep",
+        status: "done",
+        startedAt: 100,
+        endedAt: 142,
+      },
     });
     const row = (await list({ limit: 200 }, "agent:main:main")).details.sessions.find((s: any) => s.key === child);
-    expect(row).toMatchObject({ key: child, kind: "other", spawnedBy: "agent:main:main", spawnDepth: 1, label: "worker", status: "done", startedAt: 100, endedAt: 142, runtimeMs: 42 });
+    expect(row).toMatchObject({
+      key: child,
+      kind: "other",
+      spawnedBy: "agent:main:main",
+      spawnDepth: 1,
+      label: "worker",
+      status: "done",
+      startedAt: 100,
+      endedAt: 142,
+      runtimeMs: 42,
+    });
   });
 
   it("messageLimit attaches the last N non-tool messages, capped at 20 (§8 item 2)", async () => {
@@ -214,8 +289,21 @@ describe("sessions_list rows", () => {
     await sendAndWait(key, "m0");
     await runInDurableObject(sessionStub(key), (obj) => {
       for (let i = 1; i <= 30; i++) {
-        obj.transcript.append({ role: "user", content: [{ type: "text", text: `u${i}` }], timestamp: Date.now() }, null);
-        obj.transcript.append({ role: "toolResult", toolCallId: `c${i}`, toolName: "sessions_list", content: [{ type: "text", text: `tool ${i}` }], isError: false, timestamp: Date.now() }, null);
+        obj.transcript.append(
+          { role: "user", content: [{ type: "text", text: `u${i}` }], timestamp: Date.now() },
+          null,
+        );
+        obj.transcript.append(
+          {
+            role: "toolResult",
+            toolCallId: `c${i}`,
+            toolName: "sessions_list",
+            content: [{ type: "text", text: `tool ${i}` }],
+            isError: false,
+            timestamp: Date.now(),
+          },
+          null,
+        );
       }
     });
     const one = (await list({ messageLimit: 1, limit: 200 }, key)).details.sessions.find((s: any) => s.key === key);
@@ -225,20 +313,34 @@ describe("sessions_list rows", () => {
     const many = (await list({ messageLimit: 500, limit: 200 }, key)).details.sessions.find((s: any) => s.key === key);
     expect(many.messages).toHaveLength(20);
     expect(many.messages.every((m: any) => m.role !== "toolResult")).toBe(true);
-    expect(many.messages.map((m: any) => m.content[0].text)).toEqual(Array.from({ length: 20 }, (_, i) => `u${i + 11}`));
+    expect(many.messages.map((m: any) => m.content[0].text)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `u${i + 11}`),
+    );
     const none = (await list({ messageLimit: 0, limit: 200 }, key)).details.sessions.find((s: any) => s.key === key);
     expect(none.messages).toBeUndefined();
-    expect((await list({ messageLimit: 2.7, limit: 200 }, key)).details.sessions.find((s: any) => s.key === key).messages).toHaveLength(2);
+    expect(
+      (await list({ messageLimit: 2.7, limit: 200 }, key)).details.sessions.find((s: any) => s.key === key).messages,
+    ).toHaveLength(2);
   });
 
   it("global and unknown are never listed: refused as keys at every entry point; under scope global the DM bucket is listed as main", async () => {
     const agents = { list: [{ id: "main", default: true }, { id: "research" }] };
     setConfigOverride({ tools: { sessions: { visibility: "agent" } }, agents });
-    const reserved = ["global", "unknown", "agent:main:global", "agent:main:unknown", "agent:research:unknown", "Unknown"];
+    const reserved = [
+      "global",
+      "unknown",
+      "agent:main:global",
+      "agent:main:unknown",
+      "agent:research:unknown",
+      "Unknown",
+    ];
     for (const k of reserved) {
       expect((await call("POST", `/v1/sessions/${enc(k)}/messages`, { message: "x" })).status, `POST ${k}`).toBe(400);
       expect((await call("PATCH", `/v1/sessions/${enc(k)}`, { label: "x" })).status, `PATCH ${k}`).toBe(400);
-      expect((await invoke("sessions_send", { sessionKey: k, message: "x", timeoutSeconds: 0 })).status, `send ${k}`).toBe(400);
+      expect(
+        (await invoke("sessions_send", { sessionKey: k, message: "x", timeoutSeconds: 0 })).status,
+        `send ${k}`,
+      ).toBe(400);
       expect((await invoke("sessions_list", {}, { sessionKey: k })).status, `requester ${k}`).toBe(400);
     }
     await sendAndWait("agent:main:list-latest", "newest");
@@ -262,11 +364,22 @@ describe("sessions_list visibility (reference §6, §8 item 8)", () => {
     const t = Date.now() - 60_000;
     const me = `agent:${agent}:main`;
     // 30 sessions the caller must not see, all newer than the 5 it may see.
-    const hidden = Array.from({ length: 30 }, (_, i) => ({ key: `agent:${agent}:other-${i}`, updatedAt: t + 1000 + i }));
-    const grandchild = { key: `agent:${agent}:subagent:gc`, updatedAt: t + 2000, spawnedBy: `agent:${agent}:subagent:c0` };
+    const hidden = Array.from({ length: 30 }, (_, i) => ({
+      key: `agent:${agent}:other-${i}`,
+      updatedAt: t + 1000 + i,
+    }));
+    const grandchild = {
+      key: `agent:${agent}:subagent:gc`,
+      updatedAt: t + 2000,
+      spawnedBy: `agent:${agent}:subagent:c0`,
+    };
     const visible = [
       { key: me, updatedAt: t + 1 },
-      ...Array.from({ length: 4 }, (_, i) => ({ key: `agent:${agent}:subagent:c${i}`, updatedAt: t + 10 + i, spawnedBy: me })),
+      ...Array.from({ length: 4 }, (_, i) => ({
+        key: `agent:${agent}:subagent:c${i}`,
+        updatedAt: t + 10 + i,
+        spawnedBy: me,
+      })),
     ];
     await seed(agent, [...hidden, grandchild, ...visible]);
     return { me, visible: visible.map((v) => v.key).reverse(), hidden: hidden.map((h) => h.key) };
@@ -303,18 +416,39 @@ describe("sessions_list visibility (reference §6, §8 item 8)", () => {
   it("all: other agents' shards are merged by updatedAt only when tools.agentToAgent allows (§8 item 8)", async () => {
     const t = Date.now() - 60_000;
     configure(["alla", "allb", "allc"], { tools: { sessions: { visibility: "all" } } });
-    await seed("alla", [{ key: "agent:alla:main", updatedAt: t + 1 }, { key: "agent:alla:x", updatedAt: t + 4 }]);
-    await seed("allb", [{ key: "agent:allb:main", updatedAt: t + 3 }, { key: "agent:allb:y", updatedAt: t + 6 }]);
+    await seed("alla", [
+      { key: "agent:alla:main", updatedAt: t + 1 },
+      { key: "agent:alla:x", updatedAt: t + 4 },
+    ]);
+    await seed("allb", [
+      { key: "agent:allb:main", updatedAt: t + 3 },
+      { key: "agent:allb:y", updatedAt: t + 6 },
+    ]);
     await seed("allc", [{ key: "agent:allc:main", updatedAt: t + 5 }]);
     // a2a disabled: cross-agent rows are hidden.
     expect(keysOf(await list({}, "agent:alla:main"))).toEqual(["agent:alla:x", "agent:alla:main"]);
-    configure(["alla", "allb", "allc"], { tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["alla", "allb"] } } });
-    expect(keysOf(await list({}, "agent:alla:main"))).toEqual(["agent:allb:y", "agent:alla:x", "agent:allb:main", "agent:alla:main"]);
+    configure(["alla", "allb", "allc"], {
+      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["alla", "allb"] } },
+    });
+    expect(keysOf(await list({}, "agent:alla:main"))).toEqual([
+      "agent:allb:y",
+      "agent:alla:x",
+      "agent:allb:main",
+      "agent:alla:main",
+    ]);
     const { keys, sizes } = await walk({ limit: 1 }, "agent:alla:main");
     expect(keys).toEqual(["agent:allb:y", "agent:alla:x", "agent:allb:main", "agent:alla:main"]);
     expect(sizes).toEqual([1, 1, 1, 1]);
-    configure(["alla", "allb", "allc"], { tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } } });
-    expect(keysOf(await list({}, "agent:alla:main"))).toEqual(["agent:allb:y", "agent:allc:main", "agent:alla:x", "agent:allb:main", "agent:alla:main"]);
+    configure(["alla", "allb", "allc"], {
+      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+    });
+    expect(keysOf(await list({}, "agent:alla:main"))).toEqual([
+      "agent:allb:y",
+      "agent:allc:main",
+      "agent:alla:x",
+      "agent:allb:main",
+      "agent:alla:main",
+    ]);
   });
 
   it("sandboxed callers are clamped to spawned-only (tree) even under visibility all; clamp `all` lifts it", async () => {
@@ -341,16 +475,33 @@ describe("GET /v1/sessions (operator listing)", () => {
   it("lists an agent's sessions with a cursor, and filters kinds", async () => {
     configure(["rest", "restb"]);
     const t = Date.now() - 5000;
-    await seed("rest", Array.from({ length: 7 }, (_, i) => ({ key: i === 0 ? "agent:rest:cron:c" : `agent:rest:r${i}`, updatedAt: t + i })));
+    await seed(
+      "rest",
+      Array.from({ length: 7 }, (_, i) => ({
+        key: i === 0 ? "agent:rest:cron:c" : `agent:rest:r${i}`,
+        updatedAt: t + i,
+      })),
+    );
     const keys: string[] = [];
     let cursor: string | null = null;
     do {
-      const r: { status: number; json: any } = await call("GET", `/v1/sessions?agentId=rest&limit=3${cursor ? `&cursor=${cursor}` : ""}`);
+      const r: { status: number; json: any } = await call(
+        "GET",
+        `/v1/sessions?agentId=rest&limit=3${cursor ? `&cursor=${cursor}` : ""}`,
+      );
       expect(r.status).toBe(200);
       keys.push(...r.json.sessions.map((s: any) => s.key));
       cursor = r.json.nextCursor;
     } while (cursor);
-    expect(keys).toEqual(["agent:rest:r6", "agent:rest:r5", "agent:rest:r4", "agent:rest:r3", "agent:rest:r2", "agent:rest:r1", "agent:rest:cron:c"]);
+    expect(keys).toEqual([
+      "agent:rest:r6",
+      "agent:rest:r5",
+      "agent:rest:r4",
+      "agent:rest:r3",
+      "agent:rest:r2",
+      "agent:rest:r1",
+      "agent:rest:cron:c",
+    ]);
     const cron = await call("GET", "/v1/sessions?agentId=rest&kinds=cron");
     expect(cron.json.sessions.map((s: any) => s.key)).toEqual(["agent:rest:cron:c"]);
   });
@@ -368,7 +519,9 @@ describe("registry sync (coalesced writes)", () => {
     const stale = (await list({ limit: 200 }, key)).details.sessions.find((r: any) => r.key === key);
     const fresh = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
     expect(stale.updatedAt).toBeLessThan(fresh.updatedAt);
-    const timers = await runInDurableObject(sessionStub(key), (_o, st) => st.storage.sql.exec("SELECT kind FROM timers WHERE kind = 'index'").toArray());
+    const timers = await runInDurableObject(sessionStub(key), (_o, st) =>
+      st.storage.sql.exec("SELECT kind FROM timers WHERE kind = 'index'").toArray(),
+    );
     expect(timers).toHaveLength(1);
     upsert.mockRestore();
     await advance(key, 70_000);
@@ -376,7 +529,6 @@ describe("registry sync (coalesced writes)", () => {
     expect(row.updatedAt).toBe(fresh.updatedAt);
     expect(row.totalTokens).toBe(fresh.totalTokens);
   });
-
 
   it("a busy session does not write its row per message, and its row is current once it goes idle", async () => {
     const fake = useFakeProvider();

@@ -5,7 +5,15 @@ import { setConfigOverride } from "../src/config/load";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { advance, invoke, sessionStub } from "./helpers/http";
 import { until } from "./helpers/scripted";
-import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  installFakes,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 afterEach(() => {
   releaseHangingRequests();
@@ -31,17 +39,28 @@ describe("sessions_spawn under faults", () => {
     // All 20 run at once (maxConcurrent 20; the default 8 would queue 12 of them: test/subagent-lane.test.ts).
     setConfigOverride(subagentConfig({ subagents: { maxChildrenPerAgent: 20, maxConcurrent: 20 } }));
     let hang = true;
-    const fakes = installFakes((c) => (c.step === "task" ? (hang ? "hang" : `result for ${/\[Subagent Task\]: (.*)$/.exec(c.lastUser)?.[1]}`) : c.step === "announce" ? "" : "hi"));
+    const fakes = installFakes((c) =>
+      c.step === "task"
+        ? hang
+          ? "hang"
+          : `result for ${/\[Subagent Task\]: (.*)$/.exec(c.lastUser)?.[1]}`
+        : c.step === "announce"
+          ? ""
+          : "hi",
+    );
     const req = requesterKey("fault");
 
-    const spawned = await Promise.all(Array.from({ length: 20 }, (_, i) => invoke("sessions_spawn", { task: `job ${i}` }, { sessionKey: req })));
+    const spawned = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => invoke("sessions_spawn", { task: `job ${i}` }, { sessionKey: req })),
+    );
     const children = spawned.map((r) => {
       expect(r.details.status).toBe("accepted");
       return r.details.childSessionKey as string;
     });
     expect(new Set(children).size).toBe(20);
     // Each task starts once the sub-agent lane grants its slot (on the child's alarm, right after the spawn).
-    for (const child of children) await until(async () => expect((await childState(child)).runs.map((r) => r.status)).toEqual(["running"]));
+    for (const child of children)
+      await until(async () => expect((await childState(child)).runs.map((r) => r.status)).toEqual(["running"]));
     expect((await getRequesterSpawnState(env, req)).activeChildren).toBe(20);
 
     // Every executor is lost: nothing of the in-flight work survives in memory.
@@ -68,7 +87,8 @@ describe("sessions_spawn under faults", () => {
     setConfigOverride(subagentConfig({ subagents: { archiveAfterMinutes: 0 } }));
     installFakes((c) => (c.step === "task" ? "r" : c.step === "announce" ? "n" : "hi"));
     const req = requesterKey("lost-ack");
-    const child = (await invoke("sessions_spawn", { task: "t" }, { sessionKey: req })).details.childSessionKey as string;
+    const child = (await invoke("sessions_spawn", { task: "t" }, { sessionKey: req })).details
+      .childSessionKey as string;
     await settle(child);
     expect(await announcesIn(req, child)).toHaveLength(1);
     await abortAllDurableObjects();
@@ -76,7 +96,11 @@ describe("sessions_spawn under faults", () => {
     await runInDurableObject(sessionStub(child), async (_obj, state) => {
       const flow = state.storage.sql.exec<{ id: string }>("SELECT id FROM flows WHERE id LIKE 'announce:%'").one();
       state.storage.sql.exec("UPDATE flows SET state = 'handoff' WHERE id = ?", flow.id);
-      state.storage.sql.exec("INSERT INTO timers (kind, ref, due_at) VALUES ('subagent-handoff', ?, ?)", flow.id.slice("announce:".length), Date.now() + 3_600_000);
+      state.storage.sql.exec(
+        "INSERT INTO timers (kind, ref, due_at) VALUES ('subagent-handoff', ?, ?)",
+        flow.id.slice("announce:".length),
+        Date.now() + 3_600_000,
+      );
       await state.storage.setAlarm(Date.now() + 3_600_000);
     });
     await advance(child, 2 * 3_600_000);

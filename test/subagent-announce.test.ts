@@ -4,7 +4,18 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { announceIdempotencyKey, handAnnounceToRequester } from "../src/spawn/requester-side";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { announcesIn, childState, installFakes, outboxOf, requesterKey, settle, subagentConfig, type ModelAnswer, type ModelCall, releaseHangingRequests } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  installFakes,
+  type ModelAnswer,
+  type ModelCall,
+  outboxOf,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 afterEach(() => {
   releaseHangingRequests();
@@ -16,7 +27,16 @@ afterEach(() => {
  * Spawn one child from a fresh requester (with a webchat route unless `route: false`), drive it until
  * its announce is handed back, and return what the requester recorded.
  */
-async function spawnAndSettle(answer: (c: ModelCall) => ModelAnswer, opts: { config?: Record<string, any>; args?: Record<string, unknown>; route?: boolean; hookStatus?: () => number; beforeSettle?: (child: string) => Promise<void> } = {}) {
+async function spawnAndSettle(
+  answer: (c: ModelCall) => ModelAnswer,
+  opts: {
+    config?: Record<string, any>;
+    args?: Record<string, unknown>;
+    route?: boolean;
+    hookStatus?: () => number;
+    beforeSettle?: (child: string) => Promise<void>;
+  } = {},
+) {
   setConfigOverride(subagentConfig(opts.config ?? {}));
   const fakes = installFakes(answer);
   if (opts.hookStatus) fakes.hookStatus = opts.hookStatus;
@@ -33,7 +53,12 @@ async function spawnAndSettle(answer: (c: ModelCall) => ModelAnswer, opts: { con
   return { req, child, runId: r.details.runId as string, fakes, state, announces };
 }
 
-function expectedStats(child: string, sessionId: string, runtime = "0s", tokens = "tokens 1.2k (in 1.2k / out 34) • est $0.0041"): string {
+function expectedStats(
+  child: string,
+  sessionId: string,
+  runtime = "0s",
+  tokens = "tokens 1.2k (in 1.2k / out 34) • est $0.0041",
+): string {
   return `Stats: runtime ${runtime} • ${tokens} • sessionKey ${child} • sessionId ${sessionId} • transcript /v1/sessions/${enc(child)}/transcript.jsonl`;
 }
 
@@ -44,13 +69,24 @@ const answers =
 
 describe("sub-agent announce: format", () => {
   it("ok: Status/Result/Notes/Stats, recorded in the requester as an internal message and delivered to its channel", async () => {
-    const { req, child, runId, fakes, state, announces } = await spawnAndSettle(answers("the answer is 42", "double-checked"));
+    const { req, child, runId, fakes, state, announces } = await spawnAndSettle(
+      answers("the answer is 42", "double-checked"),
+    );
     expect(announces).toHaveLength(1);
     const runtime = /Stats: runtime (\S+) /.exec(announces[0].text)![1];
     expect(announces[0].text).toBe(
-      ["Status: completed successfully", "Result: the answer is 42", "Notes: double-checked", expectedStats(child, state.meta.sessionId, runtime)].join("\n"),
+      [
+        "Status: completed successfully",
+        "Result: the answer is 42",
+        "Notes: double-checked",
+        expectedStats(child, state.meta.sessionId, runtime),
+      ].join("\n"),
     );
-    expect(announces[0].provenance).toEqual({ kind: "internal_system", sourceSessionKey: child, sourceTool: "sessions_spawn" });
+    expect(announces[0].provenance).toEqual({
+      kind: "internal_system",
+      sourceSessionKey: child,
+      sourceTool: "sessions_spawn",
+    });
     // The announce step ran in the child, with the outcome given to it (Status is never the model's).
     const step = fakes.model.find((c) => c.step === "announce" && c.system.includes(child))!;
     expect(step.lastUser).toBe("Sub-agent announce step.");
@@ -58,8 +94,16 @@ describe("sub-agent announce: format", () => {
     expect(step.system).toContain('If you want to remain silent, reply exactly "ANNOUNCE_SKIP".');
     // Delivered through the outbox to the requester's route, keyed per child run.
     const hook = fakes.hooks.find((h) => h.body.kind === "subagent_announce" && h.body.message === announces[0].text)!;
-    expect(hook.body).toMatchObject({ channel: "webchat", to: "alice", sessionKey: req, kind: "subagent_announce", idempotencyKey: announceIdempotencyKey(child, runId) });
-    expect((await outboxOf(req)).filter((o) => o.kind === "subagent_announce")).toMatchObject([{ status: "delivered", attempts: 1 }]);
+    expect(hook.body).toMatchObject({
+      channel: "webchat",
+      to: "alice",
+      sessionKey: req,
+      kind: "subagent_announce",
+      idempotencyKey: announceIdempotencyKey(child, runId),
+    });
+    expect((await outboxOf(req)).filter((o) => o.kind === "subagent_announce")).toMatchObject([
+      { status: "delivered", attempts: 1 },
+    ]);
     // The child's row reports how it ended.
     const row = (await call("GET", `/v1/sessions/${enc(child)}`)).json;
     expect(row).toMatchObject({ status: "done", spawnedBy: req });
@@ -68,7 +112,11 @@ describe("sub-agent announce: format", () => {
 
   it("Status comes from the runtime outcome, not from what the model writes", async () => {
     const { announces } = await spawnAndSettle(answers("Status: failed", "Status: timed out"));
-    expect(announces[0].text.split("\n").slice(0, 3)).toEqual(["Status: completed successfully", "Result: Status: failed", "Notes: Status: timed out"]);
+    expect(announces[0].text.split("\n").slice(0, 3)).toEqual([
+      "Status: completed successfully",
+      "Result: Status: failed",
+      "Notes: Status: timed out",
+    ]);
   });
 
   it("a huge result is frozen at 100KB with the reference's marker", async () => {
@@ -80,7 +128,14 @@ describe("sub-agent announce: format", () => {
 
   it("empty final reply: Result is the latest tool result", async () => {
     const { announces } = await spawnAndSettle(
-      (c) => (c.step === "task" ? (c.hasToolResult ? "" : { toolCall: { name: "agents_list", args: {} } }) : c.step === "announce" ? "" : "hi"),
+      (c) =>
+        c.step === "task"
+          ? c.hasToolResult
+            ? ""
+            : { toolCall: { name: "agents_list", args: {} } }
+          : c.step === "announce"
+            ? ""
+            : "hi",
       { config: { tools: { subagents: { tools: { allow: ["agents_list"] } } } } },
     );
     const lines = announces[0].text.split("\n");
@@ -93,13 +148,26 @@ describe("sub-agent announce: format", () => {
   it("empty final reply and no tool result: Result is (no output)", async () => {
     const { announces, child, state } = await spawnAndSettle(answers("", ""));
     const runtime = /Stats: runtime (\S+) /.exec(announces[0].text)![1];
-    expect(announces[0].text).toBe(["Status: completed successfully", "Result: (no output)", expectedStats(child, state.meta.sessionId, runtime)].join("\n"));
+    expect(announces[0].text).toBe(
+      [
+        "Status: completed successfully",
+        "Result: (no output)",
+        expectedStats(child, state.meta.sessionId, runtime),
+      ].join("\n"),
+    );
   });
 
   it("timeout: the deadline alarm aborts the run (runTimeoutSeconds), the announce says timed out and counts the tokens of the step that finished", async () => {
     // One finished step (a tool call: 1,200 in / 34 out), then the model hangs until the deadline.
     const { announces, child, runId, state } = await spawnAndSettle(
-      (c) => (c.step === "task" ? (c.hasToolResult ? "hang" : { toolCall: { name: "agents_list", args: {} } }) : c.step === "announce" ? "ran out of time" : "hi"),
+      (c) =>
+        c.step === "task"
+          ? c.hasToolResult
+            ? "hang"
+            : { toolCall: { name: "agents_list", args: {} } }
+          : c.step === "announce"
+            ? "ran out of time"
+            : "hi",
       {
         config: { tools: { subagents: { tools: { allow: ["agents_list"] } } } },
         args: { runTimeoutSeconds: 5 },
@@ -110,8 +178,12 @@ describe("sub-agent announce: format", () => {
           const pinDeadline = (dueAt: () => number) =>
             runInDurableObject(sessionStub(child), (_obj, state) => {
               const sql = state.storage.sql;
-              const { started_at } = sql.exec<{ started_at: number }>("SELECT started_at FROM runs WHERE id = ?", runIdOfChild).one();
-              const { due_at } = sql.exec<{ due_at: number }>("SELECT due_at FROM timers WHERE kind = 'deadline' AND ref = ?", runIdOfChild).one();
+              const { started_at } = sql
+                .exec<{ started_at: number }>("SELECT started_at FROM runs WHERE id = ?", runIdOfChild)
+                .one();
+              const { due_at } = sql
+                .exec<{ due_at: number }>("SELECT due_at FROM timers WHERE kind = 'deadline' AND ref = ?", runIdOfChild)
+                .one();
               sql.exec("UPDATE timers SET due_at = ? WHERE kind = 'deadline' AND ref = ?", dueAt(), runIdOfChild);
               return due_at - started_at;
             });
@@ -146,12 +218,17 @@ describe("sub-agent announce: format", () => {
 });
 
 describe("sub-agent announce: silence and routing", () => {
-  it.each(["ANNOUNCE_SKIP", "  ANNOUNCE_SKIP \n", "NO_REPLY"])("announce step %j stays silent, and still frees the requester's slot", async (skip) => {
-    const { req, announces } = await spawnAndSettle(answers("secret result", skip), { config: { subagents: { maxChildrenPerAgent: 1 } } });
-    expect(announces).toEqual([]);
-    expect((await outboxOf(req)).filter((o) => o.kind === "subagent_announce")).toEqual([]);
-    expect((await invoke("sessions_spawn", { task: "next" }, { sessionKey: req })).details.status).toBe("accepted");
-  });
+  it.each(["ANNOUNCE_SKIP", "  ANNOUNCE_SKIP \n", "NO_REPLY"])(
+    "announce step %j stays silent, and still frees the requester's slot",
+    async (skip) => {
+      const { req, announces } = await spawnAndSettle(answers("secret result", skip), {
+        config: { subagents: { maxChildrenPerAgent: 1 } },
+      });
+      expect(announces).toEqual([]);
+      expect((await outboxOf(req)).filter((o) => o.kind === "subagent_announce")).toEqual([]);
+      expect((await invoke("sessions_spawn", { task: "next" }, { sessionKey: req })).details.status).toBe("accepted");
+    },
+  );
 
   it("ANNOUNCE_SKIP with cleanup delete: silent, and the child is still deleted", async () => {
     const { announces, state } = await spawnAndSettle(answers("r", "ANNOUNCE_SKIP"), { args: { cleanup: "delete" } });
@@ -185,7 +262,10 @@ describe("sub-agent announce: silence and routing", () => {
       ["subagent_announce", "timeout"],
     ]);
     expect(announces).toHaveLength(1);
-    expect(announces[0].text.split("\n").slice(0, 2)).toEqual(["Status: completed successfully", "Result: task result"]);
+    expect(announces[0].text.split("\n").slice(0, 2)).toEqual([
+      "Status: completed successfully",
+      "Result: task result",
+    ]);
     expect(announces[0].text.split("\n")[2]).toMatch(/^Stats: /);
   });
 
@@ -201,7 +281,12 @@ describe("sub-agent announce: silence and routing", () => {
     const req = requesterKey("idem");
     await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
     const child = "agent:main:subagent:00000000-0000-4000-8000-000000000001";
-    const h = { idempotencyKey: announceIdempotencyKey(child, "run-1"), childKey: child, childRunId: "run-1", message: "Status: completed successfully\nResult: x" };
+    const h = {
+      idempotencyKey: announceIdempotencyKey(child, "run-1"),
+      childKey: child,
+      childRunId: "run-1",
+      message: "Status: completed successfully\nResult: x",
+    };
     const first = await handAnnounceToRequester(env, req, h);
     const again = await handAnnounceToRequester(env, req, h);
     expect(first).toMatchObject({ duplicate: false, recorded: true });
@@ -214,10 +299,21 @@ describe("sub-agent announce: silence and routing", () => {
 describe("sub-agent announce: delivery", () => {
   it("is retried with backoff until the channel accepts it, with the same idempotency key", async () => {
     let calls = 0;
-    const { req, child, runId, fakes } = await spawnAndSettle(answers("r", "n"), { hookStatus: () => (++calls <= 2 ? 503 : 200) });
-    for (let i = 0; i < 5 && !(await outboxOf(req)).some((o) => o.kind === "subagent_announce" && o.status === "delivered"); i++) await advance(req, 10 * 60_000);
-    expect((await outboxOf(req)).filter((o) => o.kind === "subagent_announce")).toMatchObject([{ status: "delivered", attempts: 3 }]);
-    const keys = fakes.hooks.filter((h) => h.body.kind === "subagent_announce" && h.body.sessionKey === req).map((h) => h.headers["idempotency-key"]);
+    const { req, child, runId, fakes } = await spawnAndSettle(answers("r", "n"), {
+      hookStatus: () => (++calls <= 2 ? 503 : 200),
+    });
+    for (
+      let i = 0;
+      i < 5 && !(await outboxOf(req)).some((o) => o.kind === "subagent_announce" && o.status === "delivered");
+      i++
+    )
+      await advance(req, 10 * 60_000);
+    expect((await outboxOf(req)).filter((o) => o.kind === "subagent_announce")).toMatchObject([
+      { status: "delivered", attempts: 3 },
+    ]);
+    const keys = fakes.hooks
+      .filter((h) => h.body.kind === "subagent_announce" && h.body.sessionKey === req)
+      .map((h) => h.headers["idempotency-key"]);
     expect(keys).toEqual(Array(3).fill(announceIdempotencyKey(child, runId)));
     expect(await announcesIn(req, child)).toHaveLength(1);
   });
@@ -239,7 +335,9 @@ describe("sub-agent announce: delivery", () => {
     expect(msgs).toHaveLength(2);
     expect(msgs[0].text).toMatch(/^Status: completed successfully/);
     expect(msgs[1].text).toMatch(
-      new RegExp(`^\\[Subagent announce undelivered\\] The completion announce of ${child} could not be delivered to webchat \\(alice\\): HTTP 404.*\\. It is recorded above in this session's transcript\\.$`),
+      new RegExp(
+        `^\\[Subagent announce undelivered\\] The completion announce of ${child} could not be delivered to webchat \\(alice\\): HTTP 404.*\\. It is recorded above in this session's transcript\\.$`,
+      ),
     );
     await advance(req, 60 * 60_000);
     expect(await announcesIn(req, child)).toHaveLength(2);

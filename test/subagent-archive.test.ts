@@ -2,11 +2,19 @@ import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { type SessionObject, SessionObject as SessionObjectClass } from "../src/session/session-object";
 import { ARCHIVE_PART_BYTES, archivePrefix } from "../src/spawn/archive";
 import { archiveStatus } from "../src/spawn/archive-read";
-import { SessionObject as SessionObjectClass, type SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
-import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  installFakes,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 afterEach(() => {
   releaseHangingRequests();
@@ -47,7 +55,13 @@ describe("sub-agent archival (cleanup keep)", () => {
     // Its storage is freed, but it stays readable from the archive, marked archived (and is no longer listed).
     const row = await call("GET", `/v1/sessions/${enc(child)}`);
     expect(row.status).toBe(200);
-    expect(row.json).toMatchObject({ key: child, sessionId: state.meta.sessionId, spawnedBy: req, archived: true, transcriptPath: `/v1/sessions/${enc(child)}/transcript.jsonl` });
+    expect(row.json).toMatchObject({
+      key: child,
+      sessionId: state.meta.sessionId,
+      spawnedBy: req,
+      archived: true,
+      transcriptPath: `/v1/sessions/${enc(child)}/transcript.jsonl`,
+    });
     const hist = (await call("GET", `/v1/sessions/${enc(child)}/history?limit=50`)).json;
     expect(hist).toMatchObject({ archived: true, sessionId: state.meta.sessionId, hasMore: false });
     // The announce step's prompt is hidden there too; its reply (the notes) is not.
@@ -60,7 +74,12 @@ describe("sub-agent archival (cleanup keep)", () => {
     const jsonl = await call("GET", `/v1/sessions/${enc(child)}/transcript.jsonl`);
     expect(jsonl.status).toBe(200);
     expect(jsonl.headers.get("X-Switchboard-Archived")).toBe("true");
-    expect((jsonl.json as string).trim().split("\n").map((l) => JSON.parse(l).type)).toEqual(["session", "message", "message", "message", "message"]);
+    expect(
+      (jsonl.json as string)
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).type),
+    ).toEqual(["session", "message", "message", "message", "message"]);
     expect(await listedChildren(req)).toEqual([]);
     // The requester keeps its record of the announce.
     expect(await announcesIn(req, child)).toHaveLength(1);
@@ -68,7 +87,10 @@ describe("sub-agent archival (cleanup keep)", () => {
     const obj = await env.ARCHIVE!.get(`${archivePrefix("main", state.meta.sessionId)}.jsonl`);
     expect(obj).not.toBeNull();
     expect(obj!.customMetadata).toMatchObject({ sessionKey: child, spawnedBy: req });
-    const lines = (await obj!.text()).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (await obj!.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines[0]).toMatchObject({ type: "session", id: state.meta.sessionId, key: child });
     expect(lines.slice(1).map((l) => l.message.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect(lines[1].message.content[0].text).toContain("[Subagent Task]: archive me");
@@ -78,7 +100,9 @@ describe("sub-agent archival (cleanup keep)", () => {
     // The test config binds a bucket; hide it from the session objects, as a deployment without R2 has none.
     const real = Object.getOwnPropertyDescriptor(SessionObjectClass.prototype, "bindings")!.get!;
     vi.spyOn(SessionObjectClass.prototype, "bindings", "get").mockImplementation(function (this: SessionObject) {
-      return new Proxy(real.call(this) as Env, { get: (target, prop) => (prop === "ARCHIVE" ? undefined : Reflect.get(target, prop)) });
+      return new Proxy(real.call(this) as Env, {
+        get: (target, prop) => (prop === "ARCHIVE" ? undefined : Reflect.get(target, prop)),
+      });
     });
     const { req, child, state } = await spawnDone();
     expect(state.timers.map((t) => t.kind)).toContain("subagent-archive");
@@ -110,9 +134,18 @@ describe("sub-agent archival (cleanup keep)", () => {
     // 600 more messages (about 3 archive pages), every tenth a NO_REPLY that history hides.
     await runInDurableObject(sessionStub(child), (obj: SessionObject) => {
       for (let i = 1; i <= 600; i++) {
-        const msg = i % 10 === 0
-          ? { role: "assistant", content: [{ type: "text", text: "NO_REPLY" }], api: "x", provider: "x", model: "x", stopReason: "stop", timestamp: i }
-          : { role: "user", content: [{ type: "text", text: `m${i}` }], timestamp: i };
+        const msg =
+          i % 10 === 0
+            ? {
+                role: "assistant",
+                content: [{ type: "text", text: "NO_REPLY" }],
+                api: "x",
+                provider: "x",
+                model: "x",
+                stopReason: "stop",
+                timestamp: i,
+              }
+            : { role: "user", content: [{ type: "text", text: `m${i}` }], timestamp: i };
         obj.transcript.append(msg as any, null);
       }
     });
@@ -122,18 +155,28 @@ describe("sub-agent archival (cleanup keep)", () => {
     let before: number | null = null;
     let pages = 0;
     for (; pages < 20; pages++) {
-      const page: any = (await call("GET", `/v1/sessions/${enc(child)}/history?limit=100${before ? `&before=${before}` : ""}`)).json;
+      const page: any = (
+        await call("GET", `/v1/sessions/${enc(child)}/history?limit=100${before ? `&before=${before}` : ""}`)
+      ).json;
       expect(page.archived).toBe(true);
       expect(page.messages.length).toBeLessThanOrEqual(100);
       seen.unshift(...page.messages.map((m: any) => m.content[0]?.text ?? ""));
       if (!page.hasMore) break;
       before = page.nextBefore;
     }
-    const expected = ["result", "notes", ...Array.from({ length: 600 }, (_, n) => n + 1).filter((n) => n % 10 !== 0).map((n) => `m${n}`)];
+    const expected = [
+      "result",
+      "notes",
+      ...Array.from({ length: 600 }, (_, n) => n + 1)
+        .filter((n) => n % 10 !== 0)
+        .map((n) => `m${n}`),
+    ];
     expect(seen[0]).toContain("[Subagent Task]: archive me");
     expect(seen.slice(1)).toEqual(expected);
     expect(pages).toBeGreaterThanOrEqual(5);
-    const pageKeys = (await env.ARCHIVE!.list({ prefix: `${archivePrefix("main", state.meta.sessionId)}/history/` })).objects.map((o) => o.key);
+    const pageKeys = (
+      await env.ARCHIVE!.list({ prefix: `${archivePrefix("main", state.meta.sessionId)}/history/` })
+    ).objects.map((o) => o.key);
     expect(pageKeys.length).toBeGreaterThanOrEqual(4);
   });
 
@@ -151,13 +194,21 @@ describe("sub-agent archival (cleanup keep)", () => {
 
   it("attachments are removed with the child, and exported to R2 only with retainOnSessionKeep", async () => {
     const files = [{ name: "a.txt", content: "alpha" }];
-    const dropped = await spawnDone({ tools: { sessions_spawn: { attachments: { enabled: true } } } }, { attachments: files });
+    const dropped = await spawnDone(
+      { tools: { sessions_spawn: { attachments: { enabled: true } } } },
+      { attachments: files },
+    );
     expect(dropped.state.attachments).toEqual(["a.txt"]);
     await advance(dropped.child, 60 * MIN);
     expect((await childState(dropped.child)).exists).toBe(false);
-    expect(await env.ARCHIVE!.get(`${archivePrefix("main", dropped.state.meta.sessionId)}/attachments/a.txt`)).toBeNull();
+    expect(
+      await env.ARCHIVE!.get(`${archivePrefix("main", dropped.state.meta.sessionId)}/attachments/a.txt`),
+    ).toBeNull();
 
-    const kept = await spawnDone({ tools: { sessions_spawn: { attachments: { enabled: true, retainOnSessionKeep: true } } } }, { attachments: files });
+    const kept = await spawnDone(
+      { tools: { sessions_spawn: { attachments: { enabled: true, retainOnSessionKeep: true } } } },
+      { attachments: files },
+    );
     await advance(kept.child, 60 * MIN);
     expect((await childState(kept.child)).exists).toBe(false);
     const obj = await env.ARCHIVE!.get(`${archivePrefix("main", kept.state.meta.sessionId)}/attachments/a.txt`);
@@ -169,7 +220,11 @@ describe("sub-agent archival (cleanup keep)", () => {
     // ~12 MiB of transcript: more than two 5 MiB parts, so the last part is a remainder.
     const big = "x".repeat(240 * 1024);
     await runInDurableObject(sessionStub(child), async (obj: SessionObject) => {
-      for (let n = 0; n < 50; n++) obj.transcript.append({ role: "user", content: [{ type: "text", text: `${n}:${big}` }], timestamp: Date.now() }, null);
+      for (let n = 0; n < 50; n++)
+        obj.transcript.append(
+          { role: "user", content: [{ type: "text", text: `${n}:${big}` }], timestamp: Date.now() },
+          null,
+        );
     });
     const multipart = vi.spyOn(env.ARCHIVE!, "createMultipartUpload");
     await advance(child, 60 * MIN);
@@ -177,9 +232,14 @@ describe("sub-agent archival (cleanup keep)", () => {
 
     const obj = await env.ARCHIVE!.get(`${archivePrefix("main", state.meta.sessionId)}.jsonl`);
     expect(obj!.size).toBeGreaterThan(2 * ARCHIVE_PART_BYTES);
-    const lines = (await obj!.text()).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (await obj!.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toHaveLength(1 + 4 + 50);
-    expect(lines.slice(5).map((l) => l.message.content[0].text.split(":")[0])).toEqual(Array.from({ length: 50 }, (_, n) => String(n)));
+    expect(lines.slice(5).map((l) => l.message.content[0].text.split(":")[0])).toEqual(
+      Array.from({ length: 50 }, (_, n) => String(n)),
+    );
     expect(lines.map((l) => l.seq).slice(1)).toEqual([...lines.map((l) => l.seq).slice(1)].sort((a, b) => a - b));
     expect(lines[54].message.content[0].text).toBe(`49:${big}`);
     // The spy sees the object's calls when the binding is shared with the test isolate (it is under vitest-pool-workers).
@@ -197,12 +257,22 @@ describe("sub-agent archival (cleanup keep)", () => {
 
 describe("nested sub-agents", () => {
   it("a child whose sub-agent requester is already gone settles without resurrecting it", async () => {
-    setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 }, tools: { subagents: { tools: { allow: ["sessions_spawn"] } } } }));
+    setConfigOverride(
+      subagentConfig({
+        subagents: { maxSpawnDepth: 2 },
+        tools: { subagents: { tools: { allow: ["sessions_spawn"] } } },
+      }),
+    );
     let hang = true;
-    installFakes((c) => (c.step === "task" && hang && c.lastUser.includes("grandchild") ? "hang" : c.step === "task" ? "r" : "n"));
-    const parent = (await invoke("sessions_spawn", { task: "parent" }, { sessionKey: requesterKey("nested") })).details.childSessionKey as string;
+    installFakes((c) =>
+      c.step === "task" && hang && c.lastUser.includes("grandchild") ? "hang" : c.step === "task" ? "r" : "n",
+    );
+    const parent = (await invoke("sessions_spawn", { task: "parent" }, { sessionKey: requesterKey("nested") })).details
+      .childSessionKey as string;
     await settle(parent);
-    const grandchild = (await invoke("sessions_spawn", { task: "grandchild", runTimeoutSeconds: 5 }, { sessionKey: parent })).details.childSessionKey as string;
+    const grandchild = (
+      await invoke("sessions_spawn", { task: "grandchild", runTimeoutSeconds: 5 }, { sessionKey: parent })
+    ).details.childSessionKey as string;
     expect(grandchild).toMatch(/^agent:main:subagent:/);
     expect((await call("DELETE", `/v1/sessions/${enc(parent)}`)).status).toBe(200);
     hang = false;

@@ -3,7 +3,18 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { DESCENDANT_WAIT_MAX_MS } from "../src/spawn/subagent-lifecycle";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
-import { announcesIn, childState, installFakes, isOwnAnnounceFlow, requesterKey, settle, subagentConfig, releaseHangingRequests, type ModelAnswer, type ModelCall } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  installFakes,
+  isOwnAnnounceFlow,
+  type ModelAnswer,
+  type ModelCall,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 /**
  * Reference §8 item 49 rewritten for our design: a sub-agent whose task run ends while its own children
@@ -38,7 +49,8 @@ async function orchestrate(children: ChildPlan[], opts: { parentReply?: string; 
   setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
   let parentCalls = 0;
   const fakes = installFakes((c: ModelCall): ModelAnswer => {
-    if (c.step === "announce") return c.system.includes(`Task: ${PARENT_TASK}`) ? (opts.parentAnnounce ?? "parent notes") : "child notes";
+    if (c.step === "announce")
+      return c.system.includes(`Task: ${PARENT_TASK}`) ? (opts.parentAnnounce ?? "parent notes") : "child notes";
     if (c.step !== "task") return "hi";
     if (c.lastUser.includes(`[Subagent Task]: ${PARENT_TASK}`)) {
       const next = children[parentCalls++];
@@ -56,7 +68,9 @@ async function orchestrate(children: ChildPlan[], opts: { parentReply?: string; 
   const parent: string = r.details.childSessionKey;
   const done = await sessionStub(parent).waitRun(r.details.runId, 10_000);
   expect(done?.status).toBe("ok");
-  const kids = (await childState(parent)).flows.filter((f) => f.id.startsWith("child:")).map((f) => f.id.slice("child:".length));
+  const kids = (await childState(parent)).flows
+    .filter((f) => f.id.startsWith("child:"))
+    .map((f) => f.id.slice("child:".length));
   expect(kids).toHaveLength(children.length);
   return { req, parent, kids, fakes };
 }
@@ -67,7 +81,9 @@ function announceFlow(s: Awaited<ReturnType<typeof childState>>) {
 
 function finding(i: number, key: string, label: string, status: string, result?: string): string {
   const head = `${i}. ${key} (${label})\nstatus: ${status}`;
-  return result === undefined ? head : `${head}\n<<<BEGIN_UNTRUSTED_CHILD_RESULT>>>\n${result}\n<<<END_UNTRUSTED_CHILD_RESULT>>>`;
+  return result === undefined
+    ? head
+    : `${head}\n<<<BEGIN_UNTRUSTED_CHILD_RESULT>>>\n${result}\n<<<END_UNTRUSTED_CHILD_RESULT>>>`;
 }
 
 describe("a parent sub-agent and its own children (reference §8 item 49)", () => {
@@ -106,12 +122,16 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
       finding(1, childA, "scan region A", "timed out", "(no output)"),
       finding(2, childB, "B", "completed successfully", "region B: 3 sites"),
     ].join("\n\n");
-    expect(text.startsWith(`Status: completed successfully\n${expectedResult}\nNotes: parent notes\nStats: runtime `)).toBe(true);
+    expect(
+      text.startsWith(`Status: completed successfully\n${expectedResult}\nNotes: parent notes\nStats: runtime `),
+    ).toBe(true);
 
     // The parent's announce step was told it waited and saw its children's results.
     const step = fakes.model.filter((c) => c.step === "announce" && c.system.includes(`Task: ${PARENT_TASK}`));
     expect(step).toHaveLength(1);
-    expect(step[0].system).toContain("[Subagent Context] Your prior run ended while waiting for descendant subagent completions");
+    expect(step[0].system).toContain(
+      "[Subagent Context] Your prior run ended while waiting for descendant subagent completions",
+    );
     expect(step[0].system).toContain("region B: 3 sites");
   });
 
@@ -122,7 +142,9 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
     expect(announceFlow(s)!.state).toBe("done");
     await runDurableObjectAlarm(sessionStub(req));
     const [a] = await announcesIn(req, parent);
-    expect(a.text).toContain(`Child completion results:\n\n${finding(1, kids[0], "quick job", "completed successfully", "quick result")}`);
+    expect(a.text).toContain(
+      `Child completion results:\n\n${finding(1, kids[0], "quick job", "completed successfully", "quick result")}`,
+    );
   });
 
   it("a child deleted before it reported is left out, and its deletion releases the wait", async () => {
@@ -137,7 +159,9 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
     await settle(parent);
     await runDurableObjectAlarm(sessionStub(req));
     const [a] = await announcesIn(req, parent);
-    expect(a.text).toContain(`Child completion results:\n\n${finding(1, kids[1], "good job", "completed successfully", "good result")}\nNotes:`);
+    expect(a.text).toContain(
+      `Child completion results:\n\n${finding(1, kids[1], "good job", "completed successfully", "good result")}\nNotes:`,
+    );
     expect(a.text).not.toContain(kids[0]);
   });
 
@@ -160,7 +184,9 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
   });
 
   it("never waits forever: at the cap the parent announces, listing the child still running; the child's late announce adds nothing upstream", async () => {
-    const { req, parent, kids } = await orchestrate([{ task: "endless job", runTimeoutSeconds: 7 * 3600, answer: "hang" }]);
+    const { req, parent, kids } = await orchestrate([
+      { task: "endless job", runTimeoutSeconds: 7 * 3600, answer: "hang" },
+    ]);
     expect(announceFlow(await childState(parent))!.state).toBe("waiting");
     await advance(parent, DESCENDANT_WAIT_MAX_MS - 60_000);
     expect(announceFlow(await childState(parent))!.state).toBe("waiting");
@@ -169,7 +195,9 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
     await runDurableObjectAlarm(sessionStub(req));
     const first = await announcesIn(req, parent);
     expect(first).toHaveLength(1);
-    expect(first[0].text).toContain(`Child completion results:\n\n1. ${kids[0]} (endless job)\nstatus: still running (no result before this announce)`);
+    expect(first[0].text).toContain(
+      `Child completion results:\n\n1. ${kids[0]} (endless job)\nstatus: still running (no result before this announce)`,
+    );
 
     await advance(kids[0], 7 * 3600_000);
     await settle(kids[0]);
@@ -179,7 +207,9 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
   });
 
   it("NO_REPLY from the announce step after the wait still announces (without notes); ANNOUNCE_SKIP stays silent", async () => {
-    const quiet = await orchestrate([{ task: "slow job", runTimeoutSeconds: 5, answer: "hang" }], { parentAnnounce: "NO_REPLY" });
+    const quiet = await orchestrate([{ task: "slow job", runTimeoutSeconds: 5, answer: "hang" }], {
+      parentAnnounce: "NO_REPLY",
+    });
     await advance(quiet.kids[0], 5_000);
     await settle(quiet.kids[0]);
     await settle(quiet.parent);
@@ -190,7 +220,9 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
     releaseHangingRequests();
     vi.restoreAllMocks();
 
-    const skip = await orchestrate([{ task: "slow job", runTimeoutSeconds: 5, answer: "hang" }], { parentAnnounce: "ANNOUNCE_SKIP" });
+    const skip = await orchestrate([{ task: "slow job", runTimeoutSeconds: 5, answer: "hang" }], {
+      parentAnnounce: "ANNOUNCE_SKIP",
+    });
     await advance(skip.kids[0], 5_000);
     await settle(skip.kids[0]);
     const s = await settle(skip.parent);

@@ -1,10 +1,10 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { SessionObject } from "../src/session/session-object";
-import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
-import { LANE_POLL_MS } from "../src/spawn/subagent-lane-client";
 import { LANE_OBJECT, STALE_CHECK_MS } from "../src/spawn/subagent-lane";
+import { LANE_POLL_MS } from "../src/spawn/subagent-lane-client";
 import { advance, call, enc, invoke } from "./helpers/http";
 import { installFakes, until } from "./helpers/scripted";
 import { releaseHangingRequests, requesterKey, subagentConfig } from "./helpers/subagents";
@@ -78,7 +78,9 @@ describe("sub-agent lane (agents.defaults.subagents.maxConcurrent)", () => {
     expect(started).not.toContain(kids[2].key);
     finish(kids[1].key);
     finish(kids[3].key);
-    await until(async () => expect(await Promise.all(kids.map((k) => statusOf(k.runId)))).toEqual(["ok", "ok", "aborted", "ok"]));
+    await until(async () =>
+      expect(await Promise.all(kids.map((k) => statusOf(k.runId)))).toEqual(["ok", "ok", "aborted", "ok"]),
+    );
   });
 
   it("a lost 'your turn' message only delays the waiter until its next poll of the lane", async () => {
@@ -86,7 +88,12 @@ describe("sub-agent lane (agents.defaults.subagents.maxConcurrent)", () => {
     const { started, finish } = heldTasks();
     const realCall = SessionObject.prototype.extensionCall;
     let lost = 0;
-    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (this: SessionObject, name, method, arg) {
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+      this: SessionObject,
+      name,
+      method,
+      arg,
+    ) {
       if (name === "subagent-lane" && method === "granted") {
         lost++;
         return Promise.reject(new Error("message lost"));

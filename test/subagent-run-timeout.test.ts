@@ -2,7 +2,17 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { announcesIn, childState, installFakes, releaseHangingRequests, requesterKey, settle, subagentConfig, type ModelAnswer, type ModelCall } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  installFakes,
+  type ModelAnswer,
+  type ModelCall,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 /**
  * `runTimeoutSeconds` of sessions_spawn (omitted → agents.defaults.subagents.runTimeoutSeconds, else 0;
@@ -16,12 +26,19 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function spawn(answer: (c: ModelCall) => ModelAnswer, opts: { config?: Record<string, any>; args?: Record<string, unknown> } = {}) {
+async function spawn(
+  answer: (c: ModelCall) => ModelAnswer,
+  opts: { config?: Record<string, any>; args?: Record<string, unknown> } = {},
+) {
   setConfigOverride(subagentConfig(opts.config ?? {}));
   const fakes = installFakes(answer);
   const req = requesterKey("timeout");
   await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
-  const r = await invoke("sessions_spawn", { task: "research for a long time", ...(opts.args ?? {}) }, { sessionKey: req });
+  const r = await invoke(
+    "sessions_spawn",
+    { task: "research for a long time", ...(opts.args ?? {}) },
+    { sessionKey: req },
+  );
   expect(r.details.status).toBe("accepted");
   return { req, child: r.details.childSessionKey as string, runId: r.details.runId as string, fakes };
 }
@@ -32,7 +49,10 @@ async function runStatus(runId: string): Promise<string> {
 
 /** Wait until the child's task run is executing (its model call is in flight). */
 async function untilRunning(runId: string, fakes: { model: ModelCall[] }): Promise<void> {
-  await vi.waitFor(() => expect(fakes.model.some((c) => c.step === "task")).toBe(true), { timeout: 10_000, interval: 10 });
+  await vi.waitFor(() => expect(fakes.model.some((c) => c.step === "task")).toBe(true), {
+    timeout: 10_000,
+    interval: 10,
+  });
   expect(await runStatus(runId)).toBe("running");
 }
 
@@ -50,7 +70,10 @@ describe("sessions_spawn runTimeoutSeconds", () => {
   });
 
   it("explicit 0 wins over the config default: no timeout", async () => {
-    const { child, runId, fakes } = await spawn(TASK_HANGS, { config: { subagents: { runTimeoutSeconds: 30 } }, args: { runTimeoutSeconds: 0 } });
+    const { child, runId, fakes } = await spawn(TASK_HANGS, {
+      config: { subagents: { runTimeoutSeconds: 30 } },
+      args: { runTimeoutSeconds: 0 },
+    });
     await untilRunning(runId, fakes);
     await advance(child, 700_000);
     expect(await runStatus(runId)).toBe("running");
@@ -62,7 +85,10 @@ describe("sessions_spawn runTimeoutSeconds", () => {
     await advance(child, 29_000);
     expect(await runStatus(runId)).toBe("running");
     await advance(child, 1_000);
-    expect((await call("GET", `/v1/runs/${runId}`)).json).toMatchObject({ status: "timeout", error: "Run timed out after 30s" });
+    expect((await call("GET", `/v1/runs/${runId}`)).json).toMatchObject({
+      status: "timeout",
+      error: "Run timed out after 30s",
+    });
   });
 
   it("the general deadline still applies to a session's ordinary runs", async () => {
@@ -70,7 +96,10 @@ describe("sessions_spawn runTimeoutSeconds", () => {
     installFakes(() => "hang");
     const key = requesterKey("plain");
     const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "hello" });
-    await vi.waitFor(async () => expect(await runStatus(r.json.runId)).toBe("running"), { timeout: 10_000, interval: 10 });
+    await vi.waitFor(async () => expect(await runStatus(r.json.runId)).toBe("running"), {
+      timeout: 10_000,
+      interval: 10,
+    });
     await advance(key, 600_000);
     expect(await runStatus(r.json.runId)).toBe("timeout");
   });
@@ -87,8 +116,16 @@ describe("sessions_spawn runTimeoutSeconds", () => {
 
 describe("honest figures in the announce stats line", () => {
   /** The first task step calls a tool (1,200 in / 34 out), the second fails or hangs. */
-  const stepThen = (second: ModelAnswer) => (c: ModelCall): ModelAnswer =>
-    c.step === "task" ? (c.hasToolResult ? second : { toolCall: { name: "agents_list", args: {} } }) : c.step === "announce" ? "" : "hi";
+  const stepThen =
+    (second: ModelAnswer) =>
+    (c: ModelCall): ModelAnswer =>
+      c.step === "task"
+        ? c.hasToolResult
+          ? second
+          : { toolCall: { name: "agents_list", args: {} } }
+        : c.step === "announce"
+          ? ""
+          : "hi";
   const tools = { subagents: { tools: { allow: ["agents_list"] } } };
 
   it("a failed child reports the tokens of the steps it finished", async () => {
@@ -97,19 +134,29 @@ describe("honest figures in the announce stats line", () => {
     await runDurableObjectAlarm(sessionStub(req));
     const [announce] = await announcesIn(req, child);
     expect(announce.text.split("\n")[0]).toMatch(/^Status: failed: .*boom/);
-    expect(announce.text).toMatch(/\nStats: runtime \S+ • tokens 1\.2k \(in 1\.2k \/ out 34\) • est \$0\.0041 • sessionKey /);
+    expect(announce.text).toMatch(
+      /\nStats: runtime \S+ • tokens 1\.2k \(in 1\.2k \/ out 34\) • est \$0\.0041 • sessionKey /,
+    );
   });
 
   it("a timed-out child reports the tokens of the steps it finished", async () => {
-    const { req, child, runId, fakes } = await spawn(stepThen("hang"), { config: { tools }, args: { runTimeoutSeconds: 5 } });
-    await vi.waitFor(() => expect(fakes.model.filter((c) => c.step === "task" && c.hasToolResult)).toHaveLength(1), { timeout: 10_000, interval: 10 });
+    const { req, child, runId, fakes } = await spawn(stepThen("hang"), {
+      config: { tools },
+      args: { runTimeoutSeconds: 5 },
+    });
+    await vi.waitFor(() => expect(fakes.model.filter((c) => c.step === "task" && c.hasToolResult)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 10,
+    });
     await advance(child, 5_000);
     expect(await runStatus(runId)).toBe("timeout");
     await settle(child);
     await runDurableObjectAlarm(sessionStub(req));
     const [announce] = await announcesIn(req, child);
     expect(announce.text.split("\n")[0]).toBe("Status: timed out");
-    expect(announce.text).toMatch(/\nStats: runtime \S+ • tokens 1\.2k \(in 1\.2k \/ out 34\) • est \$0\.0041 • sessionKey /);
+    expect(announce.text).toMatch(
+      /\nStats: runtime \S+ • tokens 1\.2k \(in 1\.2k \/ out 34\) • est \$0\.0041 • sessionKey /,
+    );
     // The session's own counters agree.
     expect((await call("GET", `/v1/sessions/${enc(child)}`)).json).toMatchObject({ inputTokens: expect.any(Number) });
     expect((await call("GET", `/v1/runs/${runId}`)).json.usage).toEqual({ input: 1200, output: 34, totalTokens: 1234 });

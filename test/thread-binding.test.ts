@@ -6,7 +6,16 @@ import { callExtension, SessionObject } from "../src/session/session-object";
 import { ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
 import { threadBindingOf } from "../src/spawn/thread-binding";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig, releaseHangingRequests, HOOK_URL } from "./helpers/subagents";
+import {
+  announcesIn,
+  childState,
+  HOOK_URL,
+  installFakes,
+  releaseHangingRequests,
+  requesterKey,
+  settle,
+  subagentConfig,
+} from "./helpers/subagents";
 
 /**
  * Reference §4.8 for our design: `thread: true` binds `<requester>:thread:<child uuid>` to the child.
@@ -24,7 +33,9 @@ const MIN = 60_000;
 
 async function spawnThreadBound() {
   setConfigOverride(subagentConfig({ channels: { webchat: { webhookUrl: HOOK_URL, threadBindings: true } } }));
-  const fakes = installFakes((c) => (c.step === "task" ? "task done" : c.step === "announce" ? "" : `reply to: ${c.lastUser}`));
+  const fakes = installFakes((c) =>
+    c.step === "task" ? "task done" : c.step === "announce" ? "" : `reply to: ${c.lastUser}`,
+  );
   const req = requesterKey("thread");
   await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
   const r = await invoke("sessions_spawn", { task: "draft the plan", thread: true }, { sessionKey: req });
@@ -38,7 +49,10 @@ describe("sessions_spawn thread=true (reference §4.8)", () => {
   it("accepts in session mode, binds <requester>:thread:<child uuid>, and announces into that thread", async () => {
     const { req, child, uuid, fakes, result } = await spawnThreadBound();
     expect(result).toMatchObject({ mode: "session", note: ACCEPTED_NOTE_SESSION, threadKey: `${req}:thread:${uuid}` });
-    expect(await threadBindingOf(env, result.threadKey)).toMatchObject({ childKey: child, route: { channel: "webchat", to: "alice", threadId: uuid } });
+    expect(await threadBindingOf(env, result.threadKey)).toMatchObject({
+      childKey: child,
+      route: { channel: "webchat", to: "alice", threadId: uuid },
+    });
 
     await settle(child);
     await runDurableObjectAlarm(sessionStub(req));
@@ -51,18 +65,28 @@ describe("sessions_spawn thread=true (reference §4.8)", () => {
   it("a follow-up posted to the thread key runs in the child, and its reply goes back to the thread", async () => {
     const { child, uuid, fakes, result } = await spawnThreadBound();
     await settle(child);
-    const post = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, { message: "and the budget?", channel: "webchat", to: "alice", deliver: true });
+    const post = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, {
+      message: "and the budget?",
+      channel: "webchat",
+      to: "alice",
+      deliver: true,
+    });
     expect(post.status).toBe(202);
     expect(post.json.sessionKey).toBe(child);
     const run = (await call("GET", `/v1/runs/${post.json.runId}/wait?timeoutMs=10000`)).json;
     expect(run).toMatchObject({ status: "ok", sessionKey: child, reply: "reply to: and the budget?" });
     await runDurableObjectAlarm(sessionStub(child));
     const replies = fakes.hooks.filter((h) => h.body.kind === "reply");
-    expect(replies.map((h) => [h.body.message, h.body.threadId, h.body.sessionKey])).toEqual([["reply to: and the budget?", uuid, child]]);
+    expect(replies.map((h) => [h.body.message, h.body.threadId, h.body.sessionKey])).toEqual([
+      ["reply to: and the budget?", uuid, child],
+    ]);
     // The thread key itself never became a session.
     expect((await call("GET", `/v1/sessions/${enc(result.threadKey)}`)).status).toBe(404);
     // A follow-up with no route of its own still replies in the thread.
-    const bare = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, { message: "thanks", deliver: true });
+    const bare = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, {
+      message: "thanks",
+      deliver: true,
+    });
     await call("GET", `/v1/runs/${bare.json.runId}/wait?timeoutMs=10000`);
     await runDurableObjectAlarm(sessionStub(child));
     expect(fakes.hooks.filter((h) => h.body.kind === "reply").map((h) => h.body.threadId)).toEqual([uuid, uuid]);
@@ -92,7 +116,11 @@ describe("sessions_spawn thread=true (reference §4.8)", () => {
     expect(await threadBindingOf(env, result.threadKey)).toBeNull();
 
     // As if the unbind had been lost: the binding still names the deleted child.
-    await callExtension(sessionStub(result.threadKey), "thread-binding", "bind", { childKey: child, threadKey: result.threadKey, route: { channel: "webchat", to: "alice", threadId: "t" } });
+    await callExtension(sessionStub(result.threadKey), "thread-binding", "bind", {
+      childKey: child,
+      threadKey: result.threadKey,
+      route: { channel: "webchat", to: "alice", threadId: "t" },
+    });
     const post = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, { message: "anyone?" });
     expect(post.json.sessionKey).toBe(result.threadKey);
     expect(await sessionStub(child).getMeta()).toBeNull();
@@ -101,14 +129,21 @@ describe("sessions_spawn thread=true (reference §4.8)", () => {
 
   it("a failed bind does not undo the spawn: accepted, no threadKey, and the note says where follow-ups go", async () => {
     const real = SessionObject.prototype.extensionCall;
-    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (this: SessionObject, name, method, arg) {
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+      this: SessionObject,
+      name,
+      method,
+      arg,
+    ) {
       if (name === "thread-binding" && method === "bind") return Promise.reject(new Error("storage unavailable"));
       return real.call(this, name, method, arg);
     });
     const { child, result } = await spawnThreadBound();
     expect(result.status).toBe("accepted");
     expect(result.threadKey).toBeUndefined();
-    expect(result.note).toBe(`${ACCEPTED_NOTE_SESSION} Thread binding failed (storage unavailable); send follow-ups to childSessionKey instead.`);
+    expect(result.note).toBe(
+      `${ACCEPTED_NOTE_SESSION} Thread binding failed (storage unavailable); send follow-ups to childSessionKey instead.`,
+    );
     expect((await settle(child)).exists).toBe(true);
   });
 });

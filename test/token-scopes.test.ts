@@ -4,8 +4,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { parseAgentTokens } from "../src/http/agent-tokens";
 import { authLimiter } from "../src/http/rate-limit";
-import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import worker from "../src/index";
+import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import { call, enc, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "./helpers/http";
 
 /**
@@ -20,7 +20,14 @@ beforeEach(() => {
   authLimiter.reset();
   received = [];
   setConfigOverride({
-    agents: { defaults: { timeoutSeconds: 120 }, list: [{ id: "main", default: true }, { id: "research" }, { id: "hook", runtime: { type: "webhook", url: RUNTIME_URL } }] },
+    agents: {
+      defaults: { timeoutSeconds: 120 },
+      list: [
+        { id: "main", default: true },
+        { id: "research" },
+        { id: "hook", runtime: { type: "webhook", url: RUNTIME_URL } },
+      ],
+    },
   });
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -53,10 +60,25 @@ describe("run tokens: the tools as their session, and their own /complete — no
     const key = `agent:hook:${uniq("scoped")}`;
     const { runId, token } = await heldRun(key);
 
-    const invoked = await call("POST", "/tools/invoke", { tool: "sessions_history", args: { sessionKey: "current" } }, { token });
+    const invoked = await call(
+      "POST",
+      "/tools/invoke",
+      { tool: "sessions_history", args: { sessionKey: "current" } },
+      { token },
+    );
     expect(invoked.status).toBe(200);
     expect(invoked.json.result.details.sessionKey).toBe(key);
-    const mcp = await call("POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "sessions_history", arguments: { sessionKey: "current" } } }, { token, headers: { Accept: "application/json, text/event-stream" } });
+    const mcp = await call(
+      "POST",
+      "/mcp",
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "sessions_history", arguments: { sessionKey: "current" } },
+      },
+      { token, headers: { Accept: "application/json, text/event-stream" } },
+    );
     expect(mcp.status).toBe(200);
     expect(mcp.json.result.structuredContent.sessionKey).toBe(key);
     const catalog = await call("GET", "/v1/tools", undefined, { token });
@@ -79,7 +101,9 @@ describe("run tokens: the tools as their session, and their own /complete — no
       const r = await call(method, path, body, { token });
       expect(r.status, `${method} ${path}`).toBe(403);
       expect(r.json).toEqual(FORBIDDEN);
-      expect(r.json.error.message).toBe(`A run token may call the tools and POST /v1/runs/${runId}/complete; ${method} ${path.replace(/\/$/, "")} needs an agent or operator token`);
+      expect(r.json.error.message).toBe(
+        `A run token may call the tools and POST /v1/runs/${runId}/complete; ${method} ${path.replace(/\/$/, "")} needs an agent or operator token`,
+      );
     }
     const after = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
     expect(after).toEqual(before);
@@ -99,24 +123,46 @@ describe("send policy changes need the operator token", () => {
   it("PATCH sendPolicy with an agent token → 403, nothing changes; other fields stay the agent's to change; the operator may", async () => {
     const key = `agent:main:${uniq("patch-policy")}`;
     await sendAndWait(key, "hello", {}, { token: MAIN_TOKEN });
-    const refused = await call("PATCH", `/v1/sessions/${enc(key)}`, { sendPolicy: "deny", label: "with policy" }, { token: MAIN_TOKEN });
+    const refused = await call(
+      "PATCH",
+      `/v1/sessions/${enc(key)}`,
+      { sendPolicy: "deny", label: "with policy" },
+      { token: MAIN_TOKEN },
+    );
     expect(refused.status).toBe(403);
-    expect(refused.json).toEqual({ ok: false, error: { type: "forbidden", message: "Changing sendPolicy needs the operator token (GATEWAY_TOKEN)" } });
+    expect(refused.json).toEqual({
+      ok: false,
+      error: { type: "forbidden", message: "Changing sendPolicy needs the operator token (GATEWAY_TOKEN)" },
+    });
     const row = (await call("GET", `/v1/sessions/${enc(key)}`)).json;
     expect(row.sendPolicy).toBeUndefined();
     expect(row.label).toBeUndefined();
-    expect((await call("PATCH", `/v1/sessions/${enc(key)}`, { sendPolicy: null }, { token: MAIN_TOKEN })).status).toBe(403);
-    expect((await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "mine" }, { token: MAIN_TOKEN })).json.label).toBe("mine");
-    expect((await call("PATCH", `/v1/sessions/${enc(key)}`, { sendPolicy: "deny" }, { token: GATEWAY })).json.sendPolicy).toBe("deny");
+    expect((await call("PATCH", `/v1/sessions/${enc(key)}`, { sendPolicy: null }, { token: MAIN_TOKEN })).status).toBe(
+      403,
+    );
+    expect((await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "mine" }, { token: MAIN_TOKEN })).json.label).toBe(
+      "mine",
+    );
+    expect(
+      (await call("PATCH", `/v1/sessions/${enc(key)}`, { sendPolicy: "deny" }, { token: GATEWAY })).json.sendPolicy,
+    ).toBe("deny");
   });
 });
 
 describe("/send on|off|inherit is owner-only; senderIsOwner is the operator's to claim", () => {
   it("senderIsOwner: true from an agent token → 403 and nothing is stored", async () => {
     const key = `agent:main:${uniq("claim")}`;
-    const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "/send off", senderIsOwner: true }, { token: MAIN_TOKEN });
+    const r = await call(
+      "POST",
+      `/v1/sessions/${enc(key)}/messages`,
+      { message: "/send off", senderIsOwner: true },
+      { token: MAIN_TOKEN },
+    );
     expect(r.status).toBe(403);
-    expect(r.json).toEqual({ ok: false, error: { type: "forbidden", message: "senderIsOwner: true needs the operator token (GATEWAY_TOKEN)" } });
+    expect(r.json).toEqual({
+      ok: false,
+      error: { type: "forbidden", message: "senderIsOwner: true needs the operator token (GATEWAY_TOKEN)" },
+    });
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).status).toBe(404);
   });
 
@@ -134,7 +180,12 @@ describe("/send on|off|inherit is owner-only; senderIsOwner is the operator's to
       expect((await call("GET", `/v1/sessions/${enc(key)}`)).json.sendPolicy).toBeUndefined();
     }
     // Nor is a /send that arrives through sessions_send (another session's agent, never an owner).
-    const viaTool = await call("POST", "/tools/invoke", { tool: "sessions_send", args: { sessionKey: key, message: "/send off", timeoutSeconds: 0 }, sessionKey: key }, { token: MAIN_TOKEN });
+    const viaTool = await call(
+      "POST",
+      "/tools/invoke",
+      { tool: "sessions_send", args: { sessionKey: key, message: "/send off", timeoutSeconds: 0 }, sessionKey: key },
+      { token: MAIN_TOKEN },
+    );
     expect(viaTool.json.result.details.status).toBe("accepted");
     const sent = await call("GET", `/v1/runs/${viaTool.json.result.details.runId}/wait?timeoutMs=10000`);
     expect(sent.json).toMatchObject({ status: "ok", kind: "send" });
@@ -149,7 +200,10 @@ describe("/send on|off|inherit is owner-only; senderIsOwner is the operator's to
   });
 
   it("senderIsOwner must be a boolean", async () => {
-    const r = await call("POST", `/v1/sessions/${enc(`agent:main:${uniq("type")}`)}/messages`, { message: "/send off", senderIsOwner: "yes" });
+    const r = await call("POST", `/v1/sessions/${enc(`agent:main:${uniq("type")}`)}/messages`, {
+      message: "/send off",
+      senderIsOwner: "yes",
+    });
     expect(r.status).toBe(400);
     expect(r.json.error.message).toMatch(/^senderIsOwner: /);
   });
@@ -174,10 +228,16 @@ describe("a malformed AGENT_TOKENS fails closed", () => {
       ['"test-main-agent-token"', "not a JSON object"],
       [JSON.stringify({ main: "a" }), 'the token of "main" must be 16–4096 characters without whitespace'],
       [JSON.stringify({ main: "fifteen-chars!!" }), 'the token of "main" must be 16–4096 characters'],
-      [JSON.stringify({ main: "sixteen chars  x" }), 'the token of "main" must be 16–4096 characters without whitespace'],
-      [JSON.stringify({ main: 12345678901234567 }), 'the token of "main" is not a string'],
+      [
+        JSON.stringify({ main: "sixteen chars  x" }),
+        'the token of "main" must be 16–4096 characters without whitespace',
+      ],
+      [JSON.stringify({ main: 12345678901234 }), 'the token of "main" is not a string'],
       [JSON.stringify({ "bad id!": "a-long-enough-token" }), 'agent id "bad id!" must match'],
-      [JSON.stringify({ Main: "a-long-enough-token-1", main: "a-long-enough-token-2" }), 'agent id "main" appears twice'],
+      [
+        JSON.stringify({ Main: "a-long-enough-token-1", main: "a-long-enough-token-2" }),
+        'agent id "main" appears twice',
+      ],
     ] as const) {
       for (const token of ["a", "fifteen-chars!!", "a-long-enough-token", GATEWAY]) {
         const r = await fetchWith(raw, token);

@@ -1,12 +1,12 @@
-import { describe, it, expect } from "vitest";
 import { Webhook } from "standardwebhooks";
+import { describe, expect, it } from "vitest";
 import { signWebhookBody, verifyWebhookSignature } from "../src/channels/signed-webhook";
 import {
-  postWebhook,
-  nextRetryDelayMs,
   classifyHttpStatus,
   MAX_DELIVERY_ATTEMPTS,
+  nextRetryDelayMs,
   type OutboundPayload,
+  postWebhook,
 } from "../src/channels/webhook";
 
 const payload: OutboundPayload = {
@@ -23,7 +23,9 @@ const payload: OutboundPayload = {
 /** Independent HMAC so the test does not just re-run the code under test. */
 async function referenceHmacHex(secret: string, message: string): Promise<string> {
   const enc = new TextEncoder();
-  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey("raw", enc.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+  ]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(message)));
   return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
@@ -61,17 +63,27 @@ describe("signatures", () => {
   });
 
   it("verify accepts the right signature (any hex case) and refuses tampering", async () => {
-    const sig = await signWebhookBody("k", "1700000000000", "{\"a\":1}");
-    expect(await verifyWebhookSignature("k", "1700000000000", "{\"a\":1}", sig)).toBe(true);
-    expect(await verifyWebhookSignature("k", "1700000000000", "{\"a\":1}", "sha256=" + sig.slice(7).toUpperCase())).toBe(true);
-    expect(await verifyWebhookSignature("k", "1700000000000", "{\"a\":2}", sig)).toBe(false); // body changed
-    expect(await verifyWebhookSignature("k", "1700000000001", "{\"a\":1}", sig)).toBe(false); // timestamp changed
-    expect(await verifyWebhookSignature("other", "1700000000000", "{\"a\":1}", sig)).toBe(false); // wrong secret
+    const sig = await signWebhookBody("k", "1700000000000", '{"a":1}');
+    expect(await verifyWebhookSignature("k", "1700000000000", '{"a":1}', sig)).toBe(true);
+    expect(await verifyWebhookSignature("k", "1700000000000", '{"a":1}', `sha256=${sig.slice(7).toUpperCase()}`)).toBe(
+      true,
+    );
+    expect(await verifyWebhookSignature("k", "1700000000000", '{"a":2}', sig)).toBe(false); // body changed
+    expect(await verifyWebhookSignature("k", "1700000000001", '{"a":1}', sig)).toBe(false); // timestamp changed
+    expect(await verifyWebhookSignature("other", "1700000000000", '{"a":1}', sig)).toBe(false); // wrong secret
   });
 
   it("verify refuses malformed headers without throwing", async () => {
     const sig = await signWebhookBody("k", "1", "b");
-    for (const bad of [null, undefined, "", sig.slice(7), "sha1=" + sig.slice(7), sig + "00", "sha256=zz" + sig.slice(9)]) {
+    for (const bad of [
+      null,
+      undefined,
+      "",
+      sig.slice(7),
+      `sha1=${sig.slice(7)}`,
+      `${sig}00`,
+      `sha256=zz${sig.slice(9)}`,
+    ]) {
       expect(await verifyWebhookSignature("k", "1", "b", bad)).toBe(false);
     }
     expect(await verifyWebhookSignature("", "1", "b", sig)).toBe(false);
@@ -80,14 +92,22 @@ describe("signatures", () => {
   it("verify with toleranceMs refuses stale timestamps (replay window)", async () => {
     const sig = await signWebhookBody("k", "1000000", "b");
     expect(await verifyWebhookSignature("k", "1000000", "b", sig, { toleranceMs: 300_000, now: 1_200_000 })).toBe(true);
-    expect(await verifyWebhookSignature("k", "1000000", "b", sig, { toleranceMs: 300_000, now: 1_400_000 })).toBe(false);
+    expect(await verifyWebhookSignature("k", "1000000", "b", sig, { toleranceMs: 300_000, now: 1_400_000 })).toBe(
+      false,
+    );
   });
 });
 
 describe("postWebhook", () => {
   it("POSTs the JSON body with idempotency, timestamp and a verifiable signature", async () => {
     const f = fakeFetch(new Response("ok", { status: 200 }));
-    const r = await postWebhook({ url: "https://hooks.example/in", secret: "k", payload, now: () => 1_700_000_000_123, fetchImpl: f.impl });
+    const r = await postWebhook({
+      url: "https://hooks.example/in",
+      secret: "k",
+      payload,
+      now: () => 1_700_000_000_123,
+      fetchImpl: f.impl,
+    });
     expect(r).toEqual({ outcome: "delivered", status: 200 });
     expect(f.calls).toHaveLength(1);
     const c = f.calls[0];
@@ -98,8 +118,12 @@ describe("postWebhook", () => {
     expect(c.headers.get("x-switchboard-timestamp")).toBe("1700000000123");
     expect(JSON.parse(c.body)).toEqual(payload);
     // The receiver's view: signature over exactly the bytes it received.
-    expect(c.headers.get("x-switchboard-signature")).toBe(`sha256=${await referenceHmacHex("k", `1700000000123.${c.body}`)}`);
-    expect(await verifyWebhookSignature("k", "1700000000123", c.body, c.headers.get("x-switchboard-signature"))).toBe(true);
+    expect(c.headers.get("x-switchboard-signature")).toBe(
+      `sha256=${await referenceHmacHex("k", `1700000000123.${c.body}`)}`,
+    );
+    expect(await verifyWebhookSignature("k", "1700000000123", c.body, c.headers.get("x-switchboard-signature"))).toBe(
+      true,
+    );
   });
 
   it("omits the signature header without a secret", async () => {
@@ -134,7 +158,9 @@ describe("postWebhook", () => {
   });
 
   it.each([400, 401, 404, 410, 301])("HTTP %i → dead", async (status) => {
-    const f = fakeFetch(new Response("", { status, headers: status === 301 ? { location: "https://elsewhere/" } : {} }));
+    const f = fakeFetch(
+      new Response("", { status, headers: status === 301 ? { location: "https://elsewhere/" } : {} }),
+    );
     const r = await postWebhook({ url: "https://h.example/", payload, fetchImpl: f.impl });
     expect(r).toEqual({ outcome: "dead", status, error: `HTTP ${status}` });
   });
@@ -191,7 +217,18 @@ describe("postWebhook", () => {
 describe("classifyHttpStatus", () => {
   it("maps the edges of each range", () => {
     expect([199, 200, 299, 300, 399, 400, 428, 429, 430, 499, 500, 599].map(classifyHttpStatus)).toEqual([
-      "dead", "delivered", "delivered", "dead", "dead", "dead", "dead", "retry", "dead", "dead", "retry", "retry",
+      "dead",
+      "delivered",
+      "delivered",
+      "dead",
+      "dead",
+      "dead",
+      "dead",
+      "retry",
+      "dead",
+      "dead",
+      "retry",
+      "retry",
     ]);
   });
 });
@@ -211,14 +248,20 @@ describe("retry schedule", () => {
   });
   it("8 attempts in all (≈10.6 min of retrying before dead-letter)", () => {
     expect(MAX_DELIVERY_ATTEMPTS).toBe(8);
-    const waited = Array.from({ length: MAX_DELIVERY_ATTEMPTS - 1 }, (_, i) => nextRetryDelayMs(i + 1)).reduce((a, b) => a + b);
+    const waited = Array.from({ length: MAX_DELIVERY_ATTEMPTS - 1 }, (_, i) => nextRetryDelayMs(i + 1)).reduce(
+      (a, b) => a + b,
+    );
     expect(waited).toBe(635_000);
   });
 });
 
 /** What a receiver using the `standardwebhooks` library sees: verify() returns the payload or throws. */
 function standardHeaders(h: Headers): Record<string, string> {
-  return { "webhook-id": h.get("webhook-id") ?? "", "webhook-timestamp": h.get("webhook-timestamp") ?? "", "webhook-signature": h.get("webhook-signature") ?? "" };
+  return {
+    "webhook-id": h.get("webhook-id") ?? "",
+    "webhook-timestamp": h.get("webhook-timestamp") ?? "",
+    "webhook-signature": h.get("webhook-signature") ?? "",
+  };
 }
 
 describe("Standard Webhooks headers (verified with the standardwebhooks package)", () => {
@@ -233,11 +276,23 @@ describe("Standard Webhooks headers (verified with the standardwebhooks package)
     expect(c.headers.get("webhook-timestamp")).toMatch(/^\d{10}$/);
     expect(c.headers.get("webhook-signature")).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
     expect(new Webhook(utf8(secret), { format: "raw" }).verify(c.body, standardHeaders(c.headers))).toEqual(payload);
-    expect(() => new Webhook(utf8(secret), { format: "raw" }).verify(c.body.replace("hello", "hullo"), standardHeaders(c.headers))).toThrow();
+    expect(() =>
+      new Webhook(utf8(secret), { format: "raw" }).verify(c.body.replace("hello", "hullo"), standardHeaders(c.headers)),
+    ).toThrow();
     expect(() => new Webhook(utf8("other"), { format: "raw" }).verify(c.body, standardHeaders(c.headers))).toThrow();
     // The deprecated headers still travel alongside and still verify.
-    expect(await verifyWebhookSignature(secret, c.headers.get("x-switchboard-timestamp")!, c.body, c.headers.get("x-switchboard-signature"))).toBe(true);
-    expect(Number(c.headers.get("x-switchboard-timestamp")) / 1000).toBeCloseTo(Number(c.headers.get("webhook-timestamp")), -1);
+    expect(
+      await verifyWebhookSignature(
+        secret,
+        c.headers.get("x-switchboard-timestamp")!,
+        c.body,
+        c.headers.get("x-switchboard-signature"),
+      ),
+    ).toBe(true);
+    expect(Number(c.headers.get("x-switchboard-timestamp")) / 1000).toBeCloseTo(
+      Number(c.headers.get("webhook-timestamp")),
+      -1,
+    );
   });
 
   it("a whsec_<base64> secret signs with its decoded bytes, as the spec's secret format says", async () => {
@@ -273,7 +328,10 @@ describe("Standard Webhooks headers (verified with the standardwebhooks package)
   it("a whsec_ secret that is not base64 is a configuration error: the delivery is dead, nothing is sent", async () => {
     const f = fakeFetch(new Response("ok"));
     const r = await postWebhook({ url: "https://h.example/", secret: "whsec_not base64!", payload, fetchImpl: f.impl });
-    expect(r).toEqual({ outcome: "dead", error: "cannot build request: webhook secret starts with whsec_ but the rest is not base64" });
+    expect(r).toEqual({
+      outcome: "dead",
+      error: "cannot build request: webhook secret starts with whsec_ but the rest is not base64",
+    });
     expect(f.calls).toHaveLength(0);
   });
 });

@@ -1,11 +1,11 @@
 import { displayKey } from "../keys";
+import { log } from "../log";
 import { resolveSendPolicy } from "../policy/send-policy";
-import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { DELIVERY_LIST_BYTES, jsonBytes, takeWithinBudget } from "../session/byte-budget";
+import { type RunEndedEvent, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
-import { DELIVERY_LIST_BYTES, jsonBytes, takeWithinBudget } from "../session/byte-budget";
-import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, postWebhook, type OutboundPayload } from "./webhook";
-import { log } from "../log";
+import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, type OutboundPayload, postWebhook } from "./webhook";
 
 /**
  * The outbox: the one place where anything leaves the system for a channel (docs/contract.md, "Flows"; docs/webhooks.md).
@@ -94,7 +94,13 @@ export function noWebhookError(channel: string): string {
  */
 function deliveryDecision(host: SessionObject, channel: string): { status: DeliveryStatus; error: string | null } {
   const meta = host.meta;
-  const policy = resolveSendPolicy({ policy: host.cfg.session.sendPolicy, override: meta?.sendPolicy, sessionKey: host.key, channel, chatType: meta?.chatType });
+  const policy = resolveSendPolicy({
+    policy: host.cfg.session.sendPolicy,
+    override: meta?.sendPolicy,
+    sessionKey: host.key,
+    channel,
+    chatType: meta?.chatType,
+  });
   // Blocked is a decision, not a failure: recorded (visible over /v1), never attempted.
   if (policy === "deny") return { status: "blocked", error: BLOCKED_BY_POLICY };
   // A channel nobody configured is a dead letter the operator can see, not a silent drop.
@@ -108,7 +114,9 @@ function deliveryDecision(host: SessionObject, channel: string): { status: Deliv
  * The caller arms the alarm (`await host.timers.arm()`) after its transaction commits.
  */
 export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id: string; status: DeliveryStatus } {
-  const existing = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE idempotency_key = ?", d.idempotencyKey).toArray()[0];
+  const existing = host.sql
+    .exec<OutboxRow>("SELECT * FROM outbox WHERE idempotency_key = ?", d.idempotencyKey)
+    .toArray()[0];
   if (existing) return { id: existing.id, status: existing.status };
 
   const now = Date.now();
@@ -130,7 +138,16 @@ export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id:
   host.sql.exec(
     `INSERT INTO outbox (id, idempotency_key, kind, channel, payload_json, status, attempts, last_error, created_at, updated_at, bytes)
      VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
-    id, d.idempotencyKey, d.kind, channel, payloadJson, status, error, now, now, jsonBytes(payloadJson),
+    id,
+    d.idempotencyKey,
+    d.kind,
+    channel,
+    payloadJson,
+    status,
+    error,
+    now,
+    now,
+    jsonBytes(payloadJson),
   );
   if (status === "pending") host.timers.set(OUTBOX_TIMER, id, now);
   // Dead handlers may do I/O (tell a requester), so they run from a timer, never inside this transaction.
@@ -164,15 +181,32 @@ function deliveryById(host: SessionObject, id: string): DeliveryView | null {
  * the rows' sizes come from an index first and only the rows that fit are loaded (at least one).
  * `truncated`: the byte budget, not `limit`, ended the listing.
  */
-export function listDeliveries(host: SessionObject, opts: { status?: DeliveryStatus; limit: number }): { deliveries: DeliveryView[]; truncated: boolean } {
+export function listDeliveries(
+  host: SessionObject,
+  opts: { status?: DeliveryStatus; limit: number },
+): { deliveries: DeliveryView[]; truncated: boolean } {
   if (!host.hasStorage) return { deliveries: [], truncated: false };
   const where = opts.status ? "WHERE status = ?" : "";
   const index = opts.status ? "outbox_status_listing" : "outbox_listing";
   const args = opts.status ? [opts.status] : [];
-  const sizes = host.sql.exec<{ bytes: number }>(`SELECT bytes FROM outbox INDEXED BY ${index} ${where} ORDER BY created_at DESC, id LIMIT ?`, ...args, opts.limit).toArray();
-  const { count } = takeWithinBudget(sizes.map((r) => r.bytes + 300), DELIVERY_LIST_BYTES);
+  const sizes = host.sql
+    .exec<{ bytes: number }>(
+      `SELECT bytes FROM outbox INDEXED BY ${index} ${where} ORDER BY created_at DESC, id LIMIT ?`,
+      ...args,
+      opts.limit,
+    )
+    .toArray();
+  const { count } = takeWithinBudget(
+    sizes.map((r) => r.bytes + 300),
+    DELIVERY_LIST_BYTES,
+  );
   // The same order with LIMIT count: the rows just sized, in one synchronous pass (nothing can interleave).
-  const rows = count > 0 ? host.sql.exec<OutboxRow>(`SELECT * FROM outbox ${where} ORDER BY created_at DESC, id LIMIT ?`, ...args, count).toArray() : [];
+  const rows =
+    count > 0
+      ? host.sql
+          .exec<OutboxRow>(`SELECT * FROM outbox ${where} ORDER BY created_at DESC, id LIMIT ?`, ...args, count)
+          .toArray()
+      : [];
   return { deliveries: rows.map(view), truncated: count < sizes.length };
 }
 
@@ -194,7 +228,13 @@ export function retryDelivery(host: SessionObject, id: string): DeliveryView | n
         host.timers.set(OUTBOX_TIMER, id, now);
       } else {
         // Still refused (policy or channel): it stays where it is, with the reason as it stands now.
-        host.sql.exec("UPDATE outbox SET status = ?, last_error = ?, updated_at = ? WHERE id = ?", decision.status, decision.error, now, id);
+        host.sql.exec(
+          "UPDATE outbox SET status = ?, last_error = ?, updated_at = ? WHERE id = ?",
+          decision.status,
+          decision.error,
+          now,
+          id,
+        );
       }
     }
     return deliveryById(host, id);
@@ -218,7 +258,7 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
   const claimed = host.storage.transactionSync(() => {
     const t = host.timers.get(OUTBOX_TIMER, timer.ref);
     const row = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", timer.ref).toArray()[0];
-    if (!row || row.status !== "pending") {
+    if (row?.status !== "pending") {
       host.timers.clear(OUTBOX_TIMER, timer.ref);
       return null;
     }
@@ -249,13 +289,28 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
     host.storage.transactionSync(() => {
       const now = Date.now();
       if (result.outcome === "delivered") {
-        host.sql.exec("UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?", now, now, claimed.row.id);
+        host.sql.exec(
+          "UPDATE outbox SET status = 'delivered', last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?",
+          now,
+          now,
+          claimed.row.id,
+        );
         host.timers.clear(OUTBOX_TIMER, claimed.row.id);
       } else if (result.outcome === "retry" && claimed.attempts < MAX_DELIVERY_ATTEMPTS) {
-        host.sql.exec("UPDATE outbox SET last_error = ?, updated_at = ? WHERE id = ?", result.error ?? null, now, claimed.row.id);
+        host.sql.exec(
+          "UPDATE outbox SET last_error = ?, updated_at = ? WHERE id = ?",
+          result.error ?? null,
+          now,
+          claimed.row.id,
+        );
         host.timers.set(OUTBOX_TIMER, claimed.row.id, now + nextRetryDelayMs(claimed.attempts));
       } else {
-        host.sql.exec("UPDATE outbox SET status = 'dead', last_error = ?, updated_at = ? WHERE id = ?", result.error ?? "delivery failed", now, claimed.row.id);
+        host.sql.exec(
+          "UPDATE outbox SET status = 'dead', last_error = ?, updated_at = ? WHERE id = ?",
+          result.error ?? "delivery failed",
+          now,
+          claimed.row.id,
+        );
         host.timers.clear(OUTBOX_TIMER, claimed.row.id);
         host.timers.set(OUTBOX_DEAD_TIMER, claimed.row.id, now);
       }
@@ -271,7 +326,7 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
 /** Run the `onDeliveryDead` handlers of one dead delivery; the timer row stays until they succeed. */
 async function notifyDead(host: SessionObject, id: string): Promise<void> {
   const row = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
-  if (!row || row.status !== "dead") {
+  if (row?.status !== "dead") {
     host.timers.clear(OUTBOX_DEAD_TIMER, id);
     return;
   }
@@ -279,7 +334,12 @@ async function notifyDead(host: SessionObject, id: string): Promise<void> {
   const delivery: DeadDelivery = {
     id: row.id,
     idempotencyKey: row.idempotency_key,
-    route: { channel: payload.channel, to: payload.to, accountId: payload.accountId ?? null, threadId: payload.threadId ?? null },
+    route: {
+      channel: payload.channel,
+      to: payload.to,
+      accountId: payload.accountId ?? null,
+      threadId: payload.threadId ?? null,
+    },
     message: payload.message,
     error: row.last_error ?? "delivery failed",
   };
@@ -292,7 +352,12 @@ async function notifyDead(host: SessionObject, id: string): Promise<void> {
 async function attemptDueNow(host: SessionObject): Promise<void> {
   const now = Date.now();
   const due = host.sql
-    .exec<TimerRow>("SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20", OUTBOX_TIMER, OUTBOX_DEAD_TIMER, now)
+    .exec<TimerRow>(
+      "SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20",
+      OUTBOX_TIMER,
+      OUTBOX_DEAD_TIMER,
+      now,
+    )
     .toArray();
   for (const t of due) {
     if (t.kind === OUTBOX_TIMER) await attempt(host, t);
@@ -308,7 +373,12 @@ export function recordedRoute(host: SessionObject): DeliveryRoute | null {
 /** The delivery route a session's metadata records (its last inbound channel message), or null. */
 export function routeOf(m: SessionMeta | null | undefined): DeliveryRoute | null {
   if (!m?.lastChannel) return null;
-  return { channel: m.lastChannel, to: m.lastTo ?? null, accountId: m.lastAccountId ?? null, threadId: m.lastThreadId ?? null };
+  return {
+    channel: m.lastChannel,
+    to: m.lastTo ?? null,
+    accountId: m.lastAccountId ?? null,
+    threadId: m.lastThreadId ?? null,
+  };
 }
 
 /** Queue the reply of a run for its session's channel (inbound `deliver: true`), in the run-ending transaction. */
@@ -316,7 +386,16 @@ export function queueReply(host: SessionObject, { run, input }: RunEndedEvent): 
   if (!input.deliver || run.status !== "ok") return;
   const message = (run.reply ?? "").trim();
   if (!message) return;
-  const route = recordedRoute(host) ?? (input.route ? { channel: input.route.channel, to: input.route.to, accountId: input.route.accountId, threadId: input.route.threadId } : null);
+  const route =
+    recordedRoute(host) ??
+    (input.route
+      ? {
+          channel: input.route.channel,
+          to: input.route.to,
+          accountId: input.route.accountId,
+          threadId: input.route.threadId,
+        }
+      : null);
   queueDelivery(host, {
     kind: "reply",
     route: route ?? { channel: "unknown", to: null },
@@ -363,4 +442,3 @@ registerSessionExtension({
     return false;
   },
 });
-

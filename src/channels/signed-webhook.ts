@@ -51,7 +51,12 @@ export function standardWebhookKey(secret: string): Uint8Array {
 }
 
 /** `v1,<base64 HMAC-SHA256(key, id.timestampSeconds.body)>` — the Standard Webhooks signature. */
-export async function standardWebhookSignature(secret: string, id: string, timestampSeconds: string, rawBody: string): Promise<string> {
+export async function standardWebhookSignature(
+  secret: string,
+  id: string,
+  timestampSeconds: string,
+  rawBody: string,
+): Promise<string> {
   const key = await hmacKey(standardWebhookKey(secret), "sign");
   const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(`${id}.${timestampSeconds}.${rawBody}`));
   return `v1,${toBase64(mac)}`;
@@ -104,7 +109,12 @@ export async function verifyWebhookSignature(
  * retries); `nowMs` is the attempt's time. Without a secret (or with "") nothing is signed: the ids
  * and timestamps still go out so receivers can de-duplicate. Throws for an unusable secret.
  */
-export async function signedWebhookHeaders(input: { id: string; rawBody: string; secret?: string; nowMs: number }): Promise<Record<string, string>> {
+export async function signedWebhookHeaders(input: {
+  id: string;
+  rawBody: string;
+  secret?: string;
+  nowMs: number;
+}): Promise<Record<string, string>> {
   const ms = String(Math.floor(input.nowMs));
   const seconds = String(Math.floor(input.nowMs / 1000));
   const headers: Record<string, string> = {

@@ -120,7 +120,12 @@ export async function postWebhook(input: {
   let headers: Record<string, string>;
   try {
     rawBody = JSON.stringify(input.payload);
-    headers = await signedWebhookHeaders({ id: input.payload.idempotencyKey, rawBody, secret: input.secret, nowMs: (input.now ?? Date.now)() });
+    headers = await signedWebhookHeaders({
+      id: input.payload.idempotencyKey,
+      rawBody,
+      secret: input.secret,
+      nowMs: (input.now ?? Date.now)(),
+    });
   } catch (err) {
     // Unserialisable payload or unusable secret: retrying cannot fix either.
     return { outcome: "dead", error: `cannot build request: ${errorMessage(err)}` };

@@ -13,13 +13,13 @@ import type { inboundMessage, sessionPatch } from "../http/routes-v1";
 import type { SessionRow } from "../registry/row";
 import type { RunCompletion } from "../runners/webhook-runner";
 import type { RunSnapshot } from "../session/types";
-import type { agentsListSchema, AgentsListResult } from "../tools/agents-list";
+import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
 import type { Refusal } from "../tools/context";
 import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
-import type { sessionsHistorySchema, SessionsHistoryResult } from "../tools/sessions-history";
-import type { sessionsListSchema, SessionsListResult } from "../tools/sessions-list";
-import type { sessionsSendSchema, SessionsSendResult } from "../tools/sessions-send";
-import type { sessionsSpawnSchema, SessionsSpawnAccepted } from "../tools/sessions-spawn";
+import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sessions-history";
+import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
+import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
+import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn";
 
 export type { JsonSchema, Refusal, RunSnapshot, SessionRow, ToolDescriptor };
 
@@ -136,17 +136,24 @@ export class SwitchboardClient {
    */
   async toolDefinitions(format: "openai"): Promise<OpenAIFunctionTool[]>;
   async toolDefinitions(format: "ai-sdk"): Promise<Record<string, AiSdkToolDefinition>>;
-  async toolDefinitions(format: "openai" | "ai-sdk"): Promise<OpenAIFunctionTool[] | Record<string, AiSdkToolDefinition>> {
+  async toolDefinitions(
+    format: "openai" | "ai-sdk",
+  ): Promise<OpenAIFunctionTool[] | Record<string, AiSdkToolDefinition>> {
     const tools = await this.tools();
     return format === "openai" ? toOpenAITools(tools) : toAiSdkTools(tools, (name, args) => this.invoke(name, args));
   }
 
   // ------------------------------------------------------------ REST (/v1)
 
-  sendMessage(sessionKey: string, body: InboundMessage): Promise<{ runId: string; status: "accepted"; sessionKey: string }> {
+  sendMessage(
+    sessionKey: string,
+    body: InboundMessage,
+  ): Promise<{ runId: string; status: "accepted"; sessionKey: string }> {
     return this.request("POST", `/v1/sessions/${encodeURIComponent(sessionKey)}/messages`, body);
   }
-  listSessions(query: { agentId?: string; limit?: number; kinds?: string[]; activeMinutes?: number; cursor?: string } = {}): Promise<{ count: number; sessions: SessionRow[]; nextCursor: string | null }> {
+  listSessions(
+    query: { agentId?: string; limit?: number; kinds?: string[]; activeMinutes?: number; cursor?: string } = {},
+  ): Promise<{ count: number; sessions: SessionRow[]; nextCursor: string | null }> {
     return this.request("GET", `/v1/sessions${qs({ ...query, kinds: query.kinds?.join(",") })}`);
   }
   getSession(sessionKey: string): Promise<SessionRow> {
@@ -158,7 +165,10 @@ export class SwitchboardClient {
   deleteSession(sessionKey: string): Promise<{ ok: true; deleted: string }> {
     return this.request("DELETE", `/v1/sessions/${encodeURIComponent(sessionKey)}`);
   }
-  history(sessionKey: string, query: { limit?: number; before?: number; includeTools?: boolean } = {}): Promise<SessionsHistoryResult> {
+  history(
+    sessionKey: string,
+    query: { limit?: number; before?: number; includeTools?: boolean } = {},
+  ): Promise<SessionsHistoryResult> {
     return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/history${qs(query)}`);
   }
   getRun(runId: string): Promise<RunSnapshot> {
@@ -175,7 +185,10 @@ export class SwitchboardClient {
   completeRun(runId: string, completion: RunCompletion): Promise<RunSnapshot> {
     return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/complete`, completion);
   }
-  agents(): Promise<{ defaultAgentId: string; agents: { id: string; name?: string; default: boolean; model: string; sandboxed: boolean; runtime: string }[] }> {
+  agents(): Promise<{
+    defaultAgentId: string;
+    agents: { id: string; name?: string; default: boolean; model: string; sandboxed: boolean; runtime: string }[];
+  }> {
     return this.request("GET", "/v1/agents");
   }
 
@@ -185,7 +198,11 @@ export class SwitchboardClient {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.token}`, Accept: "application/json" };
     if (this.opts.sessionKey) headers["X-Session-Key"] = this.opts.sessionKey;
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    const res = await this.doFetch(`${this.baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await this.doFetch(`${this.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await res.text();
     let json: unknown;
     try {
@@ -211,17 +228,29 @@ function qs(query: Record<string, string | number | boolean | undefined>): strin
 /** A tool refusal (`{status: "forbidden" | "error", error}`): a result, not an exception. */
 export function isRefusal(v: unknown): v is Refusal {
   const s = (v as { status?: unknown } | null)?.status;
-  return typeof v === "object" && v !== null && typeof (v as { error?: unknown }).error === "string" && (s === "forbidden" || s === "error");
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    typeof (v as { error?: unknown }).error === "string" &&
+    (s === "forbidden" || s === "error")
+  );
 }
 
 /** Tool descriptors → OpenAI function tools. */
 export function toOpenAITools(tools: ToolDescriptor[]): OpenAIFunctionTool[] {
-  return tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } }));
+  return tools.map((t) => ({
+    type: "function",
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
 }
 
 /** Tool descriptors → AI SDK-style tool map (`{ [name]: { description, inputSchema, execute } }`). */
-export function toAiSdkTools(tools: ToolDescriptor[], invoke: (name: string, args: Record<string, unknown>) => Promise<unknown>): Record<string, AiSdkToolDefinition> {
+export function toAiSdkTools(
+  tools: ToolDescriptor[],
+  invoke: (name: string, args: Record<string, unknown>) => Promise<unknown>,
+): Record<string, AiSdkToolDefinition> {
   const out: Record<string, AiSdkToolDefinition> = {};
-  for (const t of tools) out[t.name] = { description: t.description, inputSchema: t.parameters, execute: (args) => invoke(t.name, args) };
+  for (const t of tools)
+    out[t.name] = { description: t.description, inputSchema: t.parameters, execute: (args) => invoke(t.name, args) };
   return out;
 }

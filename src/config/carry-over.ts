@@ -16,7 +16,12 @@ export interface CarriedOver {
 }
 
 /** Provider APIs we run (src/runners/models.ts); OpenClaw's legacy "openai" means openai-completions. */
-export const PROVIDER_APIS = ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"] as const;
+export const PROVIDER_APIS = [
+  "openai-completions",
+  "openai-responses",
+  "anthropic-messages",
+  "google-generative-ai",
+] as const;
 
 const isObject = (v: unknown): v is Doc => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -70,14 +75,16 @@ function mapLegacyRouting(doc: Doc, warnings: string[]): void {
     if (key === "agentToAgent") moveTo(doc, "routing.agentToAgent", ["tools", "agentToAgent"], value, warnings);
     else if (key === "sessions" && isObject(value) && value.mainKey !== undefined) {
       moveTo(doc, "routing.sessions.mainKey", ["session", "mainKey"], value.mainKey, warnings);
-      for (const k of Object.keys(value)) if (k !== "mainKey") warnings.push(`routing.sessions.${k}: ignored (not used by Switchboard)`);
+      for (const k of Object.keys(value))
+        if (k !== "mainKey") warnings.push(`routing.sessions.${k}: ignored (not used by Switchboard)`);
     } else if (key === "agents") {
       const list = legacyAgentList(value, routing.defaultAgentId);
       if (list) moveTo(doc, "routing.agents", ["agents", "list"], list, warnings);
       else warnings.push("routing.agents: ignored (expected an object keyed by agent id, or a list)");
     } else if (key !== "defaultAgentId") warnings.push(`routing.${key}: ignored (not used by Switchboard)`);
   }
-  if (routing.defaultAgentId !== undefined && routing.agents === undefined) warnings.push("routing.defaultAgentId: ignored (no routing.agents)");
+  if (routing.defaultAgentId !== undefined && routing.agents === undefined)
+    warnings.push("routing.defaultAgentId: ignored (no routing.agents)");
 }
 
 /** `routing.agents` was `{<id>: {...}}` (or a list) with `routing.defaultAgentId` naming the default. */
@@ -89,7 +96,9 @@ function legacyAgentList(value: unknown, defaultAgentId: unknown): Doc[] | null 
       : [];
   if (entries.length === 0) return null;
   if (typeof defaultAgentId === "string") {
-    for (const a of entries) if (typeof a.id === "string" && a.id.trim().toLowerCase() === defaultAgentId.trim().toLowerCase()) a.default = true;
+    for (const a of entries)
+      if (typeof a.id === "string" && a.id.trim().toLowerCase() === defaultAgentId.trim().toLowerCase())
+        a.default = true;
   }
   return entries;
 }
@@ -150,7 +159,9 @@ function mapSendPolicyProvider(doc: Doc, warnings: string[]): void {
       warnings.push(`${path}.provider: ignored (same as ${path}.channel)`);
     } else {
       // Both set and different: the current key wins, as for every other legacy key.
-      warnings.push(`${path}.provider: ignored ("${String(match.provider)}"; ${path}.channel "${String(match.channel)}" is set and wins)`);
+      warnings.push(
+        `${path}.provider: ignored ("${String(match.provider)}"; ${path}.channel "${String(match.channel)}" is set and wins)`,
+      );
     }
     delete match.provider;
   });
@@ -175,7 +186,8 @@ function normaliseSendPolicyValues(doc: Doc, warnings: string[]): void {
   policy.rules.forEach((rule, i) => {
     if (!isObject(rule)) return;
     lower(rule, "action", `session.sendPolicy.rules.${i}.action`);
-    if (isObject(rule.match)) lower(rule.match, "chatType", `session.sendPolicy.rules.${i}.match.chatType`, { dm: "direct" });
+    if (isObject(rule.match))
+      lower(rule.match, "chatType", `session.sendPolicy.rules.${i}.match.chatType`, { dm: "direct" });
   });
 }
 
@@ -184,9 +196,13 @@ function normaliseSendPolicyValues(doc: Doc, warnings: string[]): void {
  * agent, so it maps to the safe side, `all` (the main session is then sandboxed too).
  */
 function mapSandboxModes(doc: Doc, warnings: string[]): void {
-  const targets: [Doc | undefined, string][] = [[objectAt(doc, ["agents", "defaults", "sandbox"], false), "agents.defaults.sandbox.mode"]];
+  const targets: [Doc | undefined, string][] = [
+    [objectAt(doc, ["agents", "defaults", "sandbox"], false), "agents.defaults.sandbox.mode"],
+  ];
   const list = objectAt(doc, ["agents"], false)?.list;
-  if (Array.isArray(list)) list.forEach((a, i) => targets.push([isObject(a) && isObject(a.sandbox) ? a.sandbox : undefined, `agents.list.${i}.sandbox.mode`]));
+  if (Array.isArray(list))
+    for (const [i, a] of list.entries())
+      targets.push([isObject(a) && isObject(a.sandbox) ? a.sandbox : undefined, `agents.list.${i}.sandbox.mode`]);
   for (const [sandbox, path] of targets) {
     if (sandbox?.mode !== "non-main") continue;
     sandbox.mode = "all";
@@ -204,7 +220,9 @@ function mapThreadBindings(doc: Doc, warnings: string[]): void {
   const globalEnabled = isObject(sessionTb) ? sessionTb.enabled !== false : true;
   if (sessionTb !== undefined) {
     delete (doc.session as Doc).threadBindings;
-    warnings.push(`session.threadBindings: ${globalEnabled ? "ignored" : "enabled: false applied to every channel"} (idle and age limits are not enforced)`);
+    warnings.push(
+      `session.threadBindings: ${globalEnabled ? "ignored" : "enabled: false applied to every channel"} (idle and age limits are not enforced)`,
+    );
   }
   const channels = isObject(doc.channels) ? doc.channels : {};
   for (const [name, ch] of Object.entries(channels)) {
@@ -214,7 +232,9 @@ function mapThreadBindings(doc: Doc, warnings: string[]): void {
       const on = globalEnabled && tb.enabled !== false && tb.spawnSubagentSessions === true;
       ch.threadBindings = on;
       const ignored = Object.keys(tb).filter((k) => k !== "enabled" && k !== "spawnSubagentSessions");
-      warnings.push(`channels.${name}.threadBindings: object form mapped to ${on}${ignored.length ? ` (ignored: ${ignored.join(", ")})` : ""}`);
+      warnings.push(
+        `channels.${name}.threadBindings: object form mapped to ${on}${ignored.length ? ` (ignored: ${ignored.join(", ")})` : ""}`,
+      );
     } else if (tb === true && !globalEnabled) {
       ch.threadBindings = false;
     }
@@ -232,7 +252,9 @@ function mapProviderApis(doc: Doc, warnings: string[]): void {
     } else if (typeof p.api === "string" && !(PROVIDER_APIS as readonly string[]).includes(p.api)) {
       // The gateway stays up; a model of this provider is refused by name when an agent uses it.
       delete providers[id];
-      warnings.push(`models.providers.${id}: ignored (api "${p.api}" is not supported; use one of ${PROVIDER_APIS.join(", ")})`);
+      warnings.push(
+        `models.providers.${id}: ignored (api "${p.api}" is not supported; use one of ${PROVIDER_APIS.join(", ")})`,
+      );
     }
   }
 }

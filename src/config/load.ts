@@ -1,9 +1,9 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { SwitchboardError } from "../errors";
-import { carryOverOpenClaw } from "./carry-over";
-import { ConfigSchema, type AgentConfig, type Config } from "./schema";
-import { unusedKeys } from "./unused-keys";
 import { log, rememberSecrets } from "../log";
+import { carryOverOpenClaw } from "./carry-over";
+import { type AgentConfig, type Config, ConfigSchema } from "./schema";
+import { unusedKeys } from "./unused-keys";
 
 /**
  * Parse CONFIG once per isolate per raw value. An invalid config never crashes the Worker:
@@ -60,10 +60,12 @@ export function parseConfig(raw: unknown): Config | SwitchboardError {
   const cfg = parsed.data;
   const ids = new Set<string>();
   for (const [i, a] of cfg.agents.list.entries()) {
-    if (ids.has(a.id)) return new SwitchboardError("config_error", `Invalid CONFIG: agents.list.${i}.id: duplicate agent id "${a.id}"`);
+    if (ids.has(a.id))
+      return new SwitchboardError("config_error", `Invalid CONFIG: agents.list.${i}.id: duplicate agent id "${a.id}"`);
     ids.add(a.id);
   }
-  if (cfg.agents.list.length === 0) return new SwitchboardError("config_error", "Invalid CONFIG: agents.list: at least one agent is required");
+  if (cfg.agents.list.length === 0)
+    return new SwitchboardError("config_error", "Invalid CONFIG: agents.list: at least one agent is required");
   WARNINGS.set(cfg, [...carried.warnings, ...unusedKeys(carried.doc, ConfigSchema)]);
   return cfg;
 }

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
-import { PROVIDER_APIS } from "./carry-over";
 import { INDEX_SHARDS_DEFAULT, INDEX_SHARDS_MAX } from "../registry/shard-hash";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
+import { PROVIDER_APIS } from "./carry-over";
 
 /**
  * The CONFIG document (docs/contract.md, "Configuration"). Key names and defaults follow OpenClaw (docs/openclaw-carry-over.md)
@@ -60,12 +60,14 @@ const agentSubagents = z.object({
   thinking: z.string().optional(),
 });
 
-
 // The agent id grammar belongs to the session-key parser (src/keys.ts); CONFIG validates against the same rule.
 export { AGENT_ID_RE };
 
 const agentEntry = z.object({
-  id: z.string().transform((s) => s.trim().toLowerCase()).pipe(z.string().regex(AGENT_ID_RE, "agent id must match [a-z0-9][a-z0-9_-]{0,63}")),
+  id: z
+    .string()
+    .transform((s) => s.trim().toLowerCase())
+    .pipe(z.string().regex(AGENT_ID_RE, "agent id must match [a-z0-9][a-z0-9_-]{0,63}")),
   name: z.string().optional(),
   default: z.boolean().optional(),
   model: modelRef.optional(),
@@ -97,7 +99,8 @@ const provider = z
     models: z.array(providerModel).optional(),
   })
   .superRefine((p, ctx) => {
-    if (p.api === "openai-completions" && !p.baseUrl) ctx.addIssue({ code: "custom", path: ["baseUrl"], message: "required for api openai-completions" });
+    if (p.api === "openai-completions" && !p.baseUrl)
+      ctx.addIssue({ code: "custom", path: ["baseUrl"], message: "required for api openai-completions" });
   });
 
 const channel = z.object({
@@ -115,7 +118,10 @@ const toolPolicy = z.object({
 export const ConfigSchema = z.object({
   session: z
     .object({
-      mainKey: z.string().transform((s) => s.trim().toLowerCase() || "main").default("main"),
+      mainKey: z
+        .string()
+        .transform((s) => s.trim().toLowerCase() || "main")
+        .default("main"),
       scope: z.enum(["per-sender", "global"]).default("per-sender"),
       // Accepted for OpenClaw parity (docs/openclaw-carry-over.md): channel gateways choose the DM key they post to.
       dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
@@ -134,7 +140,9 @@ export const ConfigSchema = z.object({
           visibility: z.string().optional(),
         })
         .prefault({}),
-      agentToAgent: z.object({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) }).prefault({}),
+      agentToAgent: z
+        .object({ enabled: z.boolean().default(false), allow: z.array(z.string()).default([]) })
+        .prefault({}),
       subagents: z.object({ tools: toolPolicy.optional() }).prefault({}),
       sessions_spawn: z
         .object({
@@ -179,7 +187,12 @@ export const ConfigSchema = z.object({
       /** Largest inbound message / spawn task, and largest generated text kept (docs/limits.md). Only lower than 512 KiB. */
       maxMessageBytes: z.number().int().min(1024).max(MESSAGE_MAX_BYTES).default(MESSAGE_MAX_BYTES),
       /** Byte budget of a run's model context: the newest messages that fit (docs/limits.md). */
-      maxContextBytes: z.number().int().min(16 * 1024).max(16 * 1024 * 1024).default(CONTEXT_DEFAULT_BYTES),
+      maxContextBytes: z
+        .number()
+        .int()
+        .min(16 * 1024)
+        .max(16 * 1024 * 1024)
+        .default(CONTEXT_DEFAULT_BYTES),
     })
     .prefault({}),
 });

@@ -56,7 +56,7 @@ export function unusedKeys(doc: unknown, schema: z.ZodType): string[] {
     } else if (def.type === "record" && isObject(value)) {
       for (const [k, v] of Object.entries(value)) walk(v, def.valueType as z.ZodType, `${path}.${k}`);
     } else if (def.type === "array" && Array.isArray(value)) {
-      value.forEach((v, i) => walk(v, def.element as z.ZodType, `${path}.${i}`));
+      for (const [i, v] of value.entries()) walk(v, def.element as z.ZodType, `${path}.${i}`);
     } else if (def.type === "union" && isObject(value)) {
       const option = unionOption(def, value);
       if (option) walk(value, option, path);

@@ -1,13 +1,28 @@
 import { fromRpcError, SwitchboardError } from "../errors";
-import { callExtension, LEASE_MS, registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { log } from "../log";
+import {
+  callExtension,
+  LEASE_MS,
+  type RunEndedEvent,
+  registerSessionExtension,
+  type SessionObject,
+} from "../session/session-object";
 import { defineTimerKind } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
-import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 import { FINAL_STATUSES, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
-import { log } from "../log";
 import { announceStepPrompt, replyStepPrompt } from "./a2a-prompt";
-import { FLOW_TIMER, listFlows, loadFlow, NOTIFY_TIMER, saveFlow, type A2aStart, type FlowState, type StepResult } from "./a2a-state";
+import {
+  type A2aStart,
+  FLOW_TIMER,
+  type FlowState,
+  listFlows,
+  loadFlow,
+  NOTIFY_TIMER,
+  type StepResult,
+  saveFlow,
+} from "./a2a-state";
 import { startFlow, stepEnded, stepGaveUp } from "./a2a-steps";
+import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 
 /**
  * The agent-to-agent flow of `sessions_send` (docs/contract.md, "Flows"; test/a2a-flow.test.ts): after the primary run,
@@ -24,12 +39,20 @@ import { startFlow, stepEnded, stepGaveUp } from "./a2a-steps";
  * transition is keyed by the step number, so a late or duplicate report is ignored.
  */
 
+export { ANNOUNCE_STEP_MESSAGE, announceStepPrompt, messageContextPrompt, replyStepPrompt } from "./a2a-prompt";
+export { announceRoute, announceRouteOf } from "./a2a-route";
+export {
+  type A2aStart,
+  FLOW_QUOTE_BYTES,
+  FLOW_TIMER,
+  type FlowOutcome,
+  type FlowState,
+  NOTIFY_TIMER,
+  TURN_EXCERPT_BYTES,
+} from "./a2a-state";
 // The flow's parts, re-exported here because importing this module is what registers the extension:
 // its prompts (a2a-prompt.ts), announce route (a2a-route.ts), row (a2a-state.ts) and transitions (a2a-steps.ts).
 export { ANNOUNCE_SKIP, REPLY_SKIP };
-export { ANNOUNCE_STEP_MESSAGE, announceStepPrompt, messageContextPrompt, replyStepPrompt } from "./a2a-prompt";
-export { announceRoute, announceRouteOf } from "./a2a-route";
-export { FLOW_QUOTE_BYTES, FLOW_TIMER, NOTIFY_TIMER, TURN_EXCERPT_BYTES, type A2aStart, type FlowOutcome, type FlowState } from "./a2a-state";
 
 /** How long a step waits for its run before the flow moves on without it (60 s per step, as in OpenClaw). */
 export const STEP_WAIT_MS = 60_000;
@@ -54,8 +77,18 @@ function stepInput(host: SessionObject, f: FlowState): RunInput {
   // Provenance names the other side: the requester's turns come from the target and vice versa.
   const provenance: Provenance =
     f.step === "turn" && f.stepSession === f.requesterKey && f.requesterKey !== f.targetKey
-      ? { kind: "inter_session", sourceSessionKey: f.targetKey, sourceChannel: f.targetChannel, sourceTool: "sessions_send" }
-      : { kind: "inter_session", sourceSessionKey: f.requesterKey, sourceChannel: f.requesterChannel, sourceTool: "sessions_send" };
+      ? {
+          kind: "inter_session",
+          sourceSessionKey: f.targetKey,
+          sourceChannel: f.targetChannel,
+          sourceTool: "sessions_send",
+        }
+      : {
+          kind: "inter_session",
+          sourceSessionKey: f.requesterKey,
+          sourceChannel: f.requesterChannel,
+          sourceTool: "sessions_send",
+        };
   return {
     kind: f.step === "announce" ? "a2a_announce" : "a2a_turn",
     message: f.stepMessage ?? "",
@@ -91,7 +124,9 @@ async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
       // A requester deleted since it sent is not brought back as an empty session for a ping-pong turn
       // (one that never had a session — a tool caller without one — gets it created, as any turn would).
       const onlyIfExists = f.requesterExisted === true && f.stepSession === f.requesterKey;
-      snap = local ? await host.enqueue(req) : await stubFor(host, f.stepSession!).enqueue({ ...req, ...(onlyIfExists ? { onlyIfExists } : {}) });
+      snap = local
+        ? await host.enqueue(req)
+        : await stubFor(host, f.stepSession!).enqueue({ ...req, ...(onlyIfExists ? { onlyIfExists } : {}) });
     } catch (err) {
       const e = fromRpcError(err);
       if (!(e instanceof SwitchboardError && e.type === "not_found")) throw e;
@@ -141,7 +176,11 @@ async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
   const p = JSON.parse(t.payload ?? "{}") as { owner: string; flowId: string; stepNo: number; result?: StepResult };
   // The payload names the run (the timer's ref); its reply is read from the run row now, never copied into the timer.
   const run = host.runRow(t.ref);
-  const result: StepResult = p.result ?? (run ? { status: run.status, ...(run.reply !== null ? { reply: run.reply } : {}), runId: run.id } : { status: "error", runId: t.ref });
+  const result: StepResult =
+    p.result ??
+    (run
+      ? { status: run.status, ...(run.reply !== null ? { reply: run.reply } : {}), runId: run.id }
+      : { status: "error", runId: t.ref });
   await callExtension(stubFor(host, p.owner), EXT, "stepEnded", { flowId: p.flowId, stepNo: p.stepNo, result });
   host.timers.clear(NOTIFY_TIMER, t.ref);
   await host.timers.arm();
@@ -150,7 +189,12 @@ async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
 /** Work on due flow timers right away (after a run ended, after a callback) instead of at the next alarm. */
 async function runDueNow(host: SessionObject): Promise<void> {
   const due = host.sql
-    .exec<TimerRow>("SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20", FLOW_TIMER, NOTIFY_TIMER, Date.now())
+    .exec<TimerRow>(
+      "SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20",
+      FLOW_TIMER,
+      NOTIFY_TIMER,
+      Date.now(),
+    )
     .toArray();
   for (const t of due) {
     try {

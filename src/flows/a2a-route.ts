@@ -1,5 +1,5 @@
 import { routeOf } from "../channels/outbox";
-import { parseCanonical, type ParsedKey } from "../keys";
+import { type ParsedKey, parseCanonical } from "../keys";
 import type { SessionObject } from "../session/session-object";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
 
@@ -25,5 +25,10 @@ export function announceRouteOf(meta: SessionMeta | null | undefined, parsed: Pa
   let id = parts.slice(at + 1);
   const threadAt = id.findIndex((p, i) => i > 0 && (p === "thread" || p === "topic"));
   if (threadAt > 0) id = id.slice(0, threadAt);
-  return { channel: parsed.channel, to: `${parsed.chatType}:${id.join(":")}`, accountId: null, threadId: parsed.threadId ?? null };
+  return {
+    channel: parsed.channel,
+    to: `${parsed.chatType}:${id.join(":")}`,
+    accountId: null,
+    threadId: parsed.threadId ?? null,
+  };
 }

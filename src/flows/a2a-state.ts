@@ -76,7 +76,11 @@ export function saveFlow(host: SessionObject, f: FlowState): void {
   host.sql.exec(
     `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
-    f.id, f.step, JSON.stringify(f), now, now,
+    f.id,
+    f.step,
+    JSON.stringify(f),
+    now,
+    now,
   );
   if (f.step === "done") host.timers.clear(FLOW_TIMER, f.id);
 }
@@ -86,7 +90,9 @@ export function listFlows(host: SessionObject): FlowState[] {
   const out: FlowState[] = [];
   if (!host.hasStorage) return out;
   let bytes = 0;
-  for (const r of host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500")) {
+  for (const r of host.sql.exec<{ json: string }>(
+    "SELECT json FROM flows WHERE kind = 'a2a' ORDER BY created_at LIMIT 500",
+  )) {
     bytes += r.json.length;
     if (out.length > 0 && bytes > FLOW_LIST_BYTES) break;
     out.push(JSON.parse(r.json) as FlowState);

@@ -3,13 +3,20 @@ import { capText } from "../session/byte-budget";
 import type { SessionObject } from "../session/session-object";
 import type { DeadTimer } from "../session/timer-policy";
 import type { RunInput, RunSnapshot } from "../session/types";
-import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 import { ANNOUNCE_STEP_MESSAGE } from "./a2a-prompt";
 import { announceRoute } from "./a2a-route";
 import {
-  FLOW_QUOTE_BYTES, FLOW_TIMER, loadFlow, saveFlow, TURN_EXCERPT_BYTES,
-  type A2aStart, type FlowOutcome, type FlowState, type StepResult,
+  type A2aStart,
+  FLOW_QUOTE_BYTES,
+  FLOW_TIMER,
+  type FlowOutcome,
+  type FlowState,
+  loadFlow,
+  type StepResult,
+  saveFlow,
+  TURN_EXCERPT_BYTES,
 } from "./a2a-state";
+import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 
 /**
  * The transitions of an agent-to-agent flow (src/flows/a2a-flow.ts): each runs synchronously inside
@@ -20,7 +27,13 @@ import {
  * Move the flow to its next step and schedule its dispatch (due now), all in the caller's transaction.
  * `message`: the whole text a turn's run receives (the other side's last reply).
  */
-function enterStep(host: SessionObject, f: FlowState, step: "turn" | "announce", turn?: number, message?: string): void {
+function enterStep(
+  host: SessionObject,
+  f: FlowState,
+  step: "turn" | "announce",
+  turn?: number,
+  message?: string,
+): void {
   f.stepNo += 1;
   f.step = step;
   f.turn = turn;
@@ -69,7 +82,10 @@ export function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput
   };
   const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
   // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (OpenClaw's step 0; test/a2a-flow.test.ts).
-  if (!roundOne) return finish(host, f, "no_round_one_reply");
+  if (!roundOne) {
+    finish(host, f, "no_round_one_reply");
+    return;
+  }
   f.roundOneReply = capText(roundOne, FLOW_QUOTE_BYTES);
   const canPingPong = f.maxTurns > 0 && !!f.requesterKey && f.requesterKey !== f.targetKey && roundOne !== REPLY_SKIP;
   if (canPingPong) enterStep(host, f, "turn", 1, roundOne);
@@ -85,7 +101,13 @@ export function stepEnded(host: SessionObject, flowId: string, stepNo: number, r
   if (!f || f.step === "done" || f.stepNo !== stepNo) return false;
   const text = result.status === "ok" ? (result.reply ?? "").trim() : "";
   if (f.step === "turn") {
-    f.turns.push({ turn: f.turn!, sessionKey: f.stepSession!, runId: result.runId ?? f.stepRunId, reply: text ? capText(text, TURN_EXCERPT_BYTES) : undefined, status: result.status });
+    f.turns.push({
+      turn: f.turn!,
+      sessionKey: f.stepSession!,
+      runId: result.runId ?? f.stepRunId,
+      reply: text ? capText(text, TURN_EXCERPT_BYTES) : undefined,
+      status: result.status,
+    });
     // An empty or failed turn, or exactly REPLY_SKIP, ends the ping-pong; the announce still runs.
     if (!text || text === REPLY_SKIP) {
       enterStep(host, f, "announce");

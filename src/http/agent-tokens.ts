@@ -19,7 +19,10 @@ export function agentTokensOf(env: Pick<Env, "AGENT_TOKENS">): Record<string, st
 }
 
 const problem = (why: string) =>
-  new SwitchboardError("config_error", `Invalid AGENT_TOKENS: ${why} (expected a JSON object {"<agentId>": "<token of at least ${MIN_AGENT_TOKEN_CHARS} characters>"})`);
+  new SwitchboardError(
+    "config_error",
+    `Invalid AGENT_TOKENS: ${why} (expected a JSON object {"<agentId>": "<token of at least ${MIN_AGENT_TOKEN_CHARS} characters>"})`,
+  );
 
 export function parseAgentTokens(raw: unknown): Record<string, string> | SwitchboardError {
   if (raw === undefined || raw === null || raw === "") return {};
@@ -35,11 +38,14 @@ export function parseAgentTokens(raw: unknown): Record<string, string> | Switchb
   const out: Record<string, string> = {};
   for (const [rawId, token] of Object.entries(doc as Record<string, unknown>)) {
     const agentId = rawId.trim().toLowerCase();
-    if (!AGENT_ID_RE.test(agentId)) return problem(`agent id ${JSON.stringify(rawId.slice(0, 80))} must match [a-z0-9][a-z0-9_-]{0,63}`);
+    if (!AGENT_ID_RE.test(agentId))
+      return problem(`agent id ${JSON.stringify(rawId.slice(0, 80))} must match [a-z0-9][a-z0-9_-]{0,63}`);
     if (typeof token !== "string") return problem(`the token of "${agentId}" is not a string`);
     // Whitespace cannot travel in a bearer header; a token with it could never be presented.
     if (token.length < MIN_AGENT_TOKEN_CHARS || token.length > MAX_AGENT_TOKEN_CHARS || /\s/.test(token)) {
-      return problem(`the token of "${agentId}" must be ${MIN_AGENT_TOKEN_CHARS}–${MAX_AGENT_TOKEN_CHARS} characters without whitespace`);
+      return problem(
+        `the token of "${agentId}" must be ${MIN_AGENT_TOKEN_CHARS}–${MAX_AGENT_TOKEN_CHARS} characters without whitespace`,
+      );
     }
     if (Object.hasOwn(out, agentId)) return problem(`agent id "${agentId}" appears twice`);
     out[agentId] = token;

@@ -1,25 +1,24 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { configWarnings, loadConfig } from "../config/load";
-import { archiveStatus } from "../spawn/archive-read";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
-import { authenticate } from "./auth";
-import type { AppEnv } from "./app-env";
-import { requestLog } from "./request-log";
 import { log } from "../log";
-import { runTokenWriteScope } from "./scopes";
-import { toolsInvokeRoutes } from "./tools-invoke";
-import { v1Routes } from "./routes-v1";
-import { deliveriesRoutes } from "./routes-deliveries";
-import { deadTimersRoutes } from "./routes-dead-timers";
-import { attachmentsRoutes } from "./routes-attachments";
-import { mcpRoutes } from "./mcp";
-import { runCompleteRoutes } from "./run-complete";
-import { toolCatalogRoutes } from "./tool-catalog";
-import { openApiRoutes } from "./openapi";
+import { archiveStatus } from "../spawn/archive-read";
+import type { AppEnv } from "./app-env";
+import { authenticate } from "./auth";
 import { docsRoutes } from "./docs";
-
+import { mcpRoutes } from "./mcp";
+import { openApiRoutes } from "./openapi";
+import { requestLog } from "./request-log";
+import { attachmentsRoutes } from "./routes-attachments";
+import { deadTimersRoutes } from "./routes-dead-timers";
+import { deliveriesRoutes } from "./routes-deliveries";
+import { v1Routes } from "./routes-v1";
+import { runCompleteRoutes } from "./run-complete";
+import { runTokenWriteScope } from "./scopes";
+import { toolCatalogRoutes } from "./tool-catalog";
+import { toolsInvokeRoutes } from "./tools-invoke";
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
@@ -40,7 +39,13 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
 
   app.onError((err, c) => {
     const e = err instanceof SwitchboardError ? err : new SwitchboardError("internal_error", "Internal error");
-    if (!(err instanceof SwitchboardError)) log.error("unhandled_error", { requestId: c.get("requestId"), method: c.req.method, path: new URL(c.req.url).pathname, error: err });
+    if (!(err instanceof SwitchboardError))
+      log.error("unhandled_error", {
+        requestId: c.get("requestId"),
+        method: c.req.method,
+        path: new URL(c.req.url).pathname,
+        error: err,
+      });
     for (const [k, v] of Object.entries(e.headers)) c.header(k, v);
     return c.json(e.toEnvelope(), e.status);
   });
@@ -50,7 +55,13 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     const allowed = methodsFor(app, path);
     if (allowed.length > 0) {
       c.header("Allow", allowed.join(", "));
-      return c.json(new SwitchboardError("method_not_allowed", `Method ${c.req.method} not allowed on ${path}; use ${allowed.join(", ")}`).toEnvelope(), 405);
+      return c.json(
+        new SwitchboardError(
+          "method_not_allowed",
+          `Method ${c.req.method} not allowed on ${path}; use ${allowed.join(", ")}`,
+        ).toEnvelope(),
+        405,
+      );
     }
     return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${path}`).toEnvelope(), 404);
   });
@@ -67,7 +78,11 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     const cfg = c.get("cfg");
     // Public liveness; the operator token also sees what of CONFIG was mapped or ignored (src/config/carry-over.ts).
     const operator = c.req.header("Authorization") ? (await authenticate(c, cfg)).role === "operator" : false;
-    return c.json({ ok: true, agents: cfg.agents.list.map((a) => a.id), ...(operator ? { warnings: configWarnings(cfg), archive: archiveStatus(c.env) } : {}) });
+    return c.json({
+      ok: true,
+      agents: cfg.agents.list.map((a) => a.id),
+      ...(operator ? { warnings: configWarnings(cfg), archive: archiveStatus(c.env) } : {}),
+    });
   });
 
   app.use("*", (c, next) => {

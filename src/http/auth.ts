@@ -2,22 +2,19 @@ import type { Context } from "hono";
 import { isAgentSandboxed } from "../config/load";
 import type { Config } from "../config/schema";
 import { forbidden, SwitchboardError } from "../errors";
-import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
-import type { Caller } from "../tools/context";
+import { keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
 import { verifyRunToken } from "../runners/run-token";
+import type { Caller } from "../tools/context";
+import { agentTokensOf } from "./agent-tokens";
 import type { AppEnv } from "./app-env";
 import type { Principal } from "./principal";
-import { agentTokensOf } from "./agent-tokens";
 import { authLimiter } from "./rate-limit";
-
-
 
 export function clientId(c: Context): string {
   return c.req.header("CF-Connecting-IP") ?? c.req.header("X-Forwarded-For")?.split(",")[0].trim() ?? "local";
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export async function authenticate(c: Context<any>, cfg: Config): Promise<Principal> {
+export async function authenticate(c: Context<AppEnv>, cfg: Config): Promise<Principal> {
   const client = clientId(c);
   authLimiter.assertAllowed(client);
   // Validated before any token is looked at: a malformed AGENT_TOKENS fails every request closed (agent-tokens.ts).
@@ -32,7 +29,8 @@ export async function authenticate(c: Context<any>, cfg: Config): Promise<Princi
   if (!m) throw await fail("Missing bearer token: send Authorization: Bearer <token>");
   const token = m[1];
   const env = c.env;
-  if (typeof env.GATEWAY_TOKEN === "string" && env.GATEWAY_TOKEN && (await safeEqual(token, env.GATEWAY_TOKEN))) return { role: "operator" };
+  if (typeof env.GATEWAY_TOKEN === "string" && env.GATEWAY_TOKEN && (await safeEqual(token, env.GATEWAY_TOKEN)))
+    return { role: "operator" };
   // Compare against every agent token (no early exit on a match position) so timing reveals nothing.
   let agentMatch: string | null = null;
   for (const [agentId, t] of Object.entries(agentTokens)) {
@@ -47,7 +45,10 @@ export async function authenticate(c: Context<any>, cfg: Config): Promise<Princi
 /** Constant-time comparison: compare fixed-length digests so neither length nor prefix leaks. */
 export async function safeEqual(a: string, b: string): Promise<boolean> {
   const enc = new TextEncoder();
-  const [da, db] = await Promise.all([crypto.subtle.digest("SHA-256", enc.encode(a)), crypto.subtle.digest("SHA-256", enc.encode(b))]);
+  const [da, db] = await Promise.all([
+    crypto.subtle.digest("SHA-256", enc.encode(a)),
+    crypto.subtle.digest("SHA-256", enc.encode(b)),
+  ]);
   return crypto.subtle.timingSafeEqual(da, db);
 }
 
@@ -60,7 +61,8 @@ export function callerFor(principal: Principal, cfg: Config, requestedKey?: stri
   if (principal.role === "run") {
     if (requestedKey) {
       const p = parseSessionKey(requestedKey, keyContextOf(cfg, principal.agentId, principal.sessionKey));
-      if (p.canonicalKey !== principal.sessionKey) throw forbidden(`This run token may only act as session ${principal.sessionKey}`);
+      if (p.canonicalKey !== principal.sessionKey)
+        throw forbidden(`This run token may only act as session ${principal.sessionKey}`);
     }
     return {
       agentId: principal.agentId,
@@ -97,7 +99,8 @@ export function requesterOf(c: Context<AppEnv>, requestedKey?: string | null): P
  * read — one call to the caller's own object — when nested spawning is configured at all.
  */
 export async function withSpawnDepth(env: Env, cfg: Config, caller: Caller): Promise<Caller> {
-  if (!caller.isSubagent || caller.spawnDepth !== undefined || cfg.agents.defaults.subagents.maxSpawnDepth <= 1) return caller;
+  if (!caller.isSubagent || caller.spawnDepth !== undefined || cfg.agents.defaults.subagents.maxSpawnDepth <= 1)
+    return caller;
   const meta = await env.SESSIONS.getByName(caller.sessionKey).getMeta();
   return { ...caller, spawnDepth: meta?.spawnDepth ?? 1 };
 }
@@ -106,7 +109,9 @@ export async function withSpawnDepth(env: Env, cfg: Config, caller: Caller): Pro
 export function authorizeKey(principal: Principal, parsed: ParsedKey): void {
   if (principal.role === "operator") return;
   if (principal.role === "agent" && parsed.agentId !== principal.agentId) {
-    throw forbidden(`The token of agent "${principal.agentId}" cannot act on session ${parsed.canonicalKey} (agent "${parsed.agentId}")`);
+    throw forbidden(
+      `The token of agent "${principal.agentId}" cannot act on session ${parsed.canonicalKey} (agent "${parsed.agentId}")`,
+    );
   }
   if (principal.role === "run" && parsed.canonicalKey !== principal.sessionKey) {
     throw forbidden(`This run token may only act as session ${principal.sessionKey}`);

@@ -1,12 +1,12 @@
 import type { Context, Hono } from "hono";
 import { fromRpcError, SwitchboardError } from "../errors";
+import { log } from "../log";
 import type { ToolContext } from "../tools/context";
 import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
-import { findTool, invokeTool, toolsFor, type ToolDefinition } from "../tools/registry";
+import { findTool, invokeTool, type ToolDefinition, toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
-import { log } from "../log";
 
 /**
  * `/mcp` (docs/contract.md, "Endpoints"): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
@@ -38,7 +38,10 @@ interface JsonRpcMessage {
   method?: unknown;
   params?: unknown;
 }
-type JsonRpcResponse = { jsonrpc: "2.0"; id: JsonRpcId } & ({ result: unknown } | { error: { code: number; message: string } });
+type JsonRpcResponse = { jsonrpc: "2.0"; id: JsonRpcId } & (
+  | { result: unknown }
+  | { error: { code: number; message: string } }
+);
 
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
@@ -76,7 +79,8 @@ export function capMcpWait(toolName: string, rawArgs: unknown): unknown {
 
 /** A tool result in MCP form: the payload as text (as `/tools/invoke` renders it) and as structured content. */
 function toolCallResult(payload: unknown, isError: boolean) {
-  const structured = typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload : { result: payload };
+  const structured =
+    typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload : { result: payload };
   return {
     content: [{ type: "text", text: JSON.stringify(payload) }],
     structuredContent: structured,
@@ -100,7 +104,8 @@ async function callTool(ctx: ToolContext, params: Record<string, unknown>, reque
   } catch (err) {
     const e = fromRpcError(err);
     // Bad arguments and scope refusals are reported to the model as tool errors it can correct.
-    if (e instanceof SwitchboardError && e.status < 500) return { content: [{ type: "text", text: e.message }], isError: true };
+    if (e instanceof SwitchboardError && e.status < 500)
+      return { content: [{ type: "text", text: e.message }], isError: true };
     log.error("mcp_tool_call_failed", { requestId, tool: name, error: err });
     return { content: [{ type: "text", text: "Internal error" }], isError: true };
   }
@@ -111,7 +116,9 @@ async function dispatch(c: Context<AppEnv>, msg: JsonRpcMessage): Promise<unknow
   switch (msg.method) {
     case "initialize": {
       const asked = params.protocolVersion;
-      const protocolVersion = (MCP_PROTOCOL_VERSIONS as readonly unknown[]).includes(asked) ? asked : LATEST_PROTOCOL_VERSION;
+      const protocolVersion = (MCP_PROTOCOL_VERSIONS as readonly unknown[]).includes(asked)
+        ? asked
+        : LATEST_PROTOCOL_VERSION;
       return {
         protocolVersion,
         capabilities: { tools: { listChanged: false } },
@@ -148,9 +155,13 @@ async function answer(c: Context<AppEnv>, msg: unknown): Promise<JsonRpcResponse
   const m = (typeof msg === "object" && msg !== null && !Array.isArray(msg) ? msg : {}) as JsonRpcMessage;
   const hasId = typeof m.id === "string" || typeof m.id === "number";
   // Notifications (no id) and responses to server requests get no answer.
-  if (!hasId) return m.jsonrpc === "2.0" && (typeof m.method === "string" || "result" in m || "error" in m) ? null : rpcError(null, INVALID_REQUEST, "Invalid JSON-RPC message");
+  if (!hasId)
+    return m.jsonrpc === "2.0" && (typeof m.method === "string" || "result" in m || "error" in m)
+      ? null
+      : rpcError(null, INVALID_REQUEST, "Invalid JSON-RPC message");
   const id = m.id as JsonRpcId;
-  if (m.jsonrpc !== "2.0" || typeof m.method !== "string") return rpcError(id, INVALID_REQUEST, "Invalid JSON-RPC request");
+  if (m.jsonrpc !== "2.0" || typeof m.method !== "string")
+    return rpcError(id, INVALID_REQUEST, "Invalid JSON-RPC request");
   try {
     return { jsonrpc: "2.0", id, result: await dispatch(c, m) };
   } catch (err) {
@@ -178,7 +189,11 @@ export function mcpRoutes(app: Hono<AppEnv>): void {
     const batch = Array.isArray(body);
     const messages = batch ? (body as unknown[]) : [body];
     if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
-    if (messages.length > MCP_MAX_BATCH) return c.json(rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`), 400);
+    if (messages.length > MCP_MAX_BATCH)
+      return c.json(
+        rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`),
+        400,
+      );
     const responses: JsonRpcResponse[] = [];
     for (const msg of messages) {
       const r = await answer(c, msg);
@@ -191,6 +206,9 @@ export function mcpRoutes(app: Hono<AppEnv>): void {
   // Stateless: no server-initiated stream (GET) and no session to end (DELETE). Clients treat 405 as "not offered".
   app.on(["GET", "DELETE"], "/mcp", (c) => {
     c.header("Allow", "POST");
-    return c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST (stateless MCP endpoint)").toEnvelope(), 405);
+    return c.json(
+      new SwitchboardError("method_not_allowed", "Method not allowed; use POST (stateless MCP endpoint)").toEnvelope(),
+      405,
+    );
   });
 }

@@ -2,7 +2,7 @@ import type { Hono } from "hono";
 import type { z } from "zod";
 import { runCompletionSchema } from "../runners/webhook-runner";
 import { MAX_WAIT_MS } from "../session/session-object";
-import { jsonSchemaOf, type JsonSchema } from "../tools/json-schema";
+import { type JsonSchema, jsonSchemaOf } from "../tools/json-schema";
 import { TOOLS } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { inboundMessage, sessionPatch } from "./routes-v1";
@@ -30,8 +30,17 @@ interface OperationDoc {
 }
 
 const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
-const int = (min: number, max?: number): JsonSchema => ({ type: "integer", minimum: min, ...(max !== undefined ? { maximum: max } : {}) });
-const q = (name: string, description: string, schema: JsonSchema): ParamDoc => ({ name, in: "query", description, schema });
+const int = (min: number, max?: number): JsonSchema => ({
+  type: "integer",
+  minimum: min,
+  ...(max !== undefined ? { maximum: max } : {}),
+});
+const q = (name: string, description: string, schema: JsonSchema): ParamDoc => ({
+  name,
+  in: "query",
+  description,
+  schema,
+});
 
 const SESSION_HEADER: ParamDoc = {
   name: "X-Session-Key",
@@ -44,19 +53,45 @@ const SESSION_HEADER: ParamDoc = {
 const ROUTES: Record<string, OperationDoc> = {
   "GET /healthz": {
     tag: "meta",
-    summary: "Liveness and configured agent ids; with the operator token also `warnings`: what of CONFIG was mapped, clamped or ignored",
+    summary:
+      "Liveness and configured agent ids; with the operator token also `warnings`: what of CONFIG was mapped, clamped or ignored",
     public: true,
-    responses: { 200: ["Healthy", { type: "object", properties: { ok: { const: true }, agents: { type: "array", items: { type: "string" } }, warnings: { type: "array", items: { type: "string" } } } }] },
+    responses: {
+      200: [
+        "Healthy",
+        {
+          type: "object",
+          properties: {
+            ok: { const: true },
+            agents: { type: "array", items: { type: "string" } },
+            warnings: { type: "array", items: { type: "string" } },
+          },
+        },
+      ],
+    },
   },
-  "GET /openapi.json": { tag: "meta", summary: "This document", public: true, responses: { 200: ["OpenAPI 3.1 document", { type: "object" }] } },
-  "GET /docs": { tag: "meta", summary: "Human-readable API reference (self-contained HTML)", public: true, responses: { 200: ["HTML page", { type: "string" }, "text/html"] } },
+  "GET /openapi.json": {
+    tag: "meta",
+    summary: "This document",
+    public: true,
+    responses: { 200: ["OpenAPI 3.1 document", { type: "object" }] },
+  },
+  "GET /docs": {
+    tag: "meta",
+    summary: "Human-readable API reference (self-contained HTML)",
+    public: true,
+    responses: { 200: ["HTML page", { type: "string" }, "text/html"] },
+  },
   "POST /tools/invoke": {
     tag: "tools",
     summary: "Invoke a tool (OpenClaw-compatible)",
     description:
-      "Body `{tool, args, sessionKey?, dryRun?}`. Tool refusals defined by the spec (`{status: \"forbidden\"|\"error\", error}`) are 200 results. The arguments of each tool are in `components.schemas.<tool>.args`.",
+      'Body `{tool, args, sessionKey?, dryRun?}`. Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. The arguments of each tool are in `components.schemas.<tool>.args`.',
     body: () => ({ oneOf: toolVariants() }),
-    responses: { 200: ["Tool result: payload as text and as `details`", ref("ToolResult")], 404: ["Unknown tool, or not available for this session", ref("Error")] },
+    responses: {
+      200: ["Tool result: payload as text and as `details`", ref("ToolResult")],
+      404: ["Unknown tool, or not available for this session", ref("Error")],
+    },
   },
   "GET /v1/tools": {
     tag: "tools",
@@ -67,7 +102,8 @@ const ROUTES: Record<string, OperationDoc> = {
   "POST /mcp": {
     tag: "tools",
     summary: "MCP endpoint (stateless Streamable HTTP, JSON responses)",
-    description: "JSON-RPC 2.0: initialize, ping, tools/list, tools/call. Same tools, schemas and handlers as /tools/invoke.",
+    description:
+      "JSON-RPC 2.0: initialize, ping, tools/list, tools/call. Same tools, schemas and handlers as /tools/invoke.",
     sessionHeader: true,
     body: { type: "object", description: "A JSON-RPC 2.0 message or batch" },
     responses: { 200: ["JSON-RPC response", { type: "object" }], 202: ["Notification accepted"] },
@@ -84,28 +120,70 @@ const ROUTES: Record<string, OperationDoc> = {
     tag: "sessions",
     summary: "List sessions of one agent (newest first, cursor-paged)",
     query: [
-      q("agentId", "Agent whose sessions to list (default: the token's agent, or the default agent)", { type: "string" }),
+      q("agentId", "Agent whose sessions to list (default: the token's agent, or the default agent)", {
+        type: "string",
+      }),
       q("limit", "Rows per page (default 50)", int(1, 1000)),
       q("kinds", "Comma-separated kinds: main, group, cron, hook, node, other", { type: "string" }),
       q("activeMinutes", "Only sessions updated within N minutes", int(1)),
       q("cursor", "nextCursor of the previous page", { type: "string" }),
     ],
-    responses: { 200: ["A page of sessions", { type: "object", properties: { count: { type: "integer" }, sessions: { type: "array", items: ref("Session") }, nextCursor: { type: ["string", "null"] } } }] },
+    responses: {
+      200: [
+        "A page of sessions",
+        {
+          type: "object",
+          properties: {
+            count: { type: "integer" },
+            sessions: { type: "array", items: ref("Session") },
+            nextCursor: { type: ["string", "null"] },
+          },
+        },
+      ],
+    },
   },
-  "GET /v1/sessions/:key": { tag: "sessions", summary: "One session's row", responses: { 200: ["The session", ref("Session")] } },
-  "PATCH /v1/sessions/:key": { tag: "sessions", summary: "Change label, model, thinking/verbose level or send policy", body: sessionPatch, responses: { 200: ["The updated session", ref("Session")] } },
-  "DELETE /v1/sessions/:key": { tag: "sessions", summary: "Delete a session (never `main`)", responses: { 200: ["Deleted", { type: "object", properties: { ok: { const: true }, deleted: { type: "string" } } }] } },
+  "GET /v1/sessions/:key": {
+    tag: "sessions",
+    summary: "One session's row",
+    responses: { 200: ["The session", ref("Session")] },
+  },
+  "PATCH /v1/sessions/:key": {
+    tag: "sessions",
+    summary: "Change label, model, thinking/verbose level or send policy",
+    body: sessionPatch,
+    responses: { 200: ["The updated session", ref("Session")] },
+  },
+  "DELETE /v1/sessions/:key": {
+    tag: "sessions",
+    summary: "Delete a session (never `main`)",
+    responses: {
+      200: ["Deleted", { type: "object", properties: { ok: { const: true }, deleted: { type: "string" } } }],
+    },
+  },
   "GET /v1/sessions/:key/history": {
     tag: "sessions",
     summary: "A sanitized page of the transcript (same shape as sessions_history)",
-    query: [q("limit", "Messages (default 50)", int(1, 1000)), q("before", "Only messages older than this seq (nextBefore)", int(1)), q("includeTools", "Include toolResult messages", { type: "boolean" })],
+    query: [
+      q("limit", "Messages (default 50)", int(1, 1000)),
+      q("before", "Only messages older than this seq (nextBefore)", int(1)),
+      q("includeTools", "Include toolResult messages", { type: "boolean" }),
+    ],
     responses: { 200: ["History page", { type: "object" }] },
   },
-  "GET /v1/sessions/:key/transcript.jsonl": { tag: "sessions", summary: "The whole transcript as JSON lines (streamed)", responses: { 200: ["One session header line, then one line per message", { type: "string" }, "application/x-ndjson"] } },
+  "GET /v1/sessions/:key/transcript.jsonl": {
+    tag: "sessions",
+    summary: "The whole transcript as JSON lines (streamed)",
+    responses: {
+      200: ["One session header line, then one line per message", { type: "string" }, "application/x-ndjson"],
+    },
+  },
   "GET /v1/sessions/:key/deliveries": {
     tag: "deliveries",
     summary: "Outbound deliveries of a session (outbox), including dead letters",
-    query: [q("status", "Only this status", { enum: ["pending", "delivered", "blocked", "dead"] }), q("limit", "Rows (default 100)", int(1, 500))],
+    query: [
+      q("status", "Only this status", { enum: ["pending", "delivered", "blocked", "dead"] }),
+      q("limit", "Rows (default 100)", int(1, 500)),
+    ],
     responses: {
       200: [
         "Deliveries",
@@ -115,18 +193,39 @@ const ROUTES: Record<string, OperationDoc> = {
             sessionKey: { type: "string" },
             count: { type: "integer" },
             deliveries: { type: "array", items: { type: "object" } },
-            truncated: { const: true, description: "Present when the listing reached its byte budget (2 MiB, docs/limits.md) before `limit` rows" },
+            truncated: {
+              const: true,
+              description:
+                "Present when the listing reached its byte budget (2 MiB, docs/limits.md) before `limit` rows",
+            },
           },
         },
       ],
     },
   },
-  "POST /v1/sessions/:key/deliveries/:id/retry": { tag: "deliveries", summary: "Re-queue a dead or blocked delivery", responses: { 200: ["The delivery", { type: "object" }] } },
+  "POST /v1/sessions/:key/deliveries/:id/retry": {
+    tag: "deliveries",
+    summary: "Re-queue a dead or blocked delivery",
+    responses: { 200: ["The delivery", { type: "object" }] },
+  },
   "GET /v1/sessions/:key/timers/dead": {
     tag: "deliveries",
-    summary: "Timers that gave up after their attempts (kind, ref, attempts, lastError, firstFailedAt, diedAt, retryable), newest first",
+    summary:
+      "Timers that gave up after their attempts (kind, ref, attempts, lastError, firstFailedAt, diedAt, retryable), newest first",
     query: [q("limit", "Rows (default 100)", int(1, 100))],
-    responses: { 200: ["Dead timers", { type: "object", properties: { sessionKey: { type: "string" }, count: { type: "integer" }, timers: { type: "array", items: { type: "object" } } } }] },
+    responses: {
+      200: [
+        "Dead timers",
+        {
+          type: "object",
+          properties: {
+            sessionKey: { type: "string" },
+            count: { type: "integer" },
+            timers: { type: "array", items: { type: "object" } },
+          },
+        },
+      ],
+    },
   },
   "POST /v1/sessions/:key/timers/dead/:kind/:ref/retry": {
     tag: "deliveries",
@@ -136,24 +235,54 @@ const ROUTES: Record<string, OperationDoc> = {
   "GET /v1/sessions/:key/attachments": {
     tag: "sessions",
     summary: "Files attached to a sub-agent by sessions_spawn (name, mimeType, bytes, sha256)",
-    responses: { 200: ["Attachments", { type: "object", properties: { sessionKey: { type: "string" }, count: { type: "integer" }, attachments: { type: "array", items: { type: "object" } } } }] },
+    responses: {
+      200: [
+        "Attachments",
+        {
+          type: "object",
+          properties: {
+            sessionKey: { type: "string" },
+            count: { type: "integer" },
+            attachments: { type: "array", items: { type: "object" } },
+          },
+        },
+      ],
+    },
   },
-  "GET /v1/sessions/:key/attachments/:name": { tag: "sessions", summary: "One attachment's bytes (readable by the sub-agent's runs)", responses: { 200: ["The file", { type: "string" }, "application/octet-stream"] } },
-  "GET /v1/runs/:id": { tag: "runs", summary: "A run's status and outcome", responses: { 200: ["The run", ref("Run")] } },
+  "GET /v1/sessions/:key/attachments/:name": {
+    tag: "sessions",
+    summary: "One attachment's bytes (readable by the sub-agent's runs)",
+    responses: { 200: ["The file", { type: "string" }, "application/octet-stream"] },
+  },
+  "GET /v1/runs/:id": {
+    tag: "runs",
+    summary: "A run's status and outcome",
+    responses: { 200: ["The run", ref("Run")] },
+  },
   "GET /v1/runs/:id/wait": {
     tag: "runs",
     summary: "Wait server-side for a run to end",
-    description: "Returns when the run ends or after timeoutMs with the run as it is (non-final status). Re-callable after a reconnect.",
+    description:
+      "Returns when the run ends or after timeoutMs with the run as it is (non-final status). Re-callable after a reconnect.",
     query: [q("timeoutMs", "Longest wait (default 30000)", int(0, MAX_WAIT_MS))],
     responses: { 200: ["The run", ref("Run")] },
   },
-  "POST /v1/runs/:id/abort": { tag: "runs", summary: "Abort a queued or running run", responses: { 200: ["The run", ref("Run")] } },
+  "POST /v1/runs/:id/abort": {
+    tag: "runs",
+    summary: "Abort a queued or running run",
+    responses: { 200: ["The run", ref("Run")] },
+  },
   "POST /v1/runs/:id/complete": {
     tag: "runs",
     summary: "Complete a webhook run (run token only)",
-    description: "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.",
+    description:
+      "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.",
     body: runCompletionSchema,
-    responses: { 200: ["The ended run", ref("Run")], 403: ["Not this run's token", ref("Error")], 409: ["The run already ended another way", ref("Error")] },
+    responses: {
+      200: ["The ended run", ref("Run")],
+      403: ["Not this run's token", ref("Error")],
+      409: ["The run already ended another way", ref("Error")],
+    },
   },
   "GET /v1/agents": { tag: "agents", summary: "Configured agents", responses: { 200: ["Agents", { type: "object" }] } },
 };
@@ -180,7 +309,14 @@ function components(): Record<string, JsonSchema> {
     Error: {
       type: "object",
       description: "The one error envelope of every endpoint.",
-      properties: { ok: { const: false }, error: { type: "object", properties: { type: { type: "string" }, message: { type: "string" } }, required: ["type", "message"] } },
+      properties: {
+        ok: { const: false },
+        error: {
+          type: "object",
+          properties: { type: { type: "string" }, message: { type: "string" } },
+          required: ["type", "message"],
+        },
+      },
       required: ["ok", "error"],
     },
     ToolInvokeRequest: jsonSchemaOf(invokeBody),
@@ -190,7 +326,13 @@ function components(): Record<string, JsonSchema> {
         ok: { const: true },
         result: {
           type: "object",
-          properties: { content: { type: "array", items: { type: "object", properties: { type: { const: "text" }, text: { type: "string" } } } }, details: { description: "The tool's payload" } },
+          properties: {
+            content: {
+              type: "array",
+              items: { type: "object", properties: { type: { const: "text" }, text: { type: "string" } } },
+            },
+            details: { description: "The tool's payload" },
+          },
         },
       },
     },
@@ -198,10 +340,21 @@ function components(): Record<string, JsonSchema> {
       type: "object",
       properties: {
         sessionKey: { type: "string" },
-        tools: { type: "array", items: { type: "object", properties: { name: { type: "string" }, description: { type: "string" }, parameters: { type: "object" } }, required: ["name", "description", "parameters"] } },
+        tools: {
+          type: "array",
+          items: {
+            type: "object",
+            properties: { name: { type: "string" }, description: { type: "string" }, parameters: { type: "object" } },
+            required: ["name", "description", "parameters"],
+          },
+        },
       },
     },
-    Accepted: { type: "object", properties: { runId: { type: "string" }, status: { const: "accepted" }, sessionKey: { type: "string" } }, required: ["runId", "status"] },
+    Accepted: {
+      type: "object",
+      properties: { runId: { type: "string" }, status: { const: "accepted" }, sessionKey: { type: "string" } },
+      required: ["runId", "status"],
+    },
     Run: {
       type: "object",
       properties: {
@@ -214,12 +367,20 @@ function components(): Record<string, JsonSchema> {
         createdAt: { type: "integer" },
         startedAt: { type: "integer" },
         endedAt: { type: "integer" },
-        usage: { type: "object", properties: { input: { type: "integer" }, output: { type: "integer" }, totalTokens: { type: "integer" } } },
+        usage: {
+          type: "object",
+          properties: { input: { type: "integer" }, output: { type: "integer" }, totalTokens: { type: "integer" } },
+        },
         model: { type: "string" },
       },
       required: ["runId", "sessionKey", "status", "createdAt"],
     },
-    Session: { type: "object", description: "A session row, as listed by sessions_list (canonical key, kind, channel, label, updatedAt, tokens, …).", properties: { key: { type: "string" }, kind: { type: "string" }, sessionId: { type: "string" } } },
+    Session: {
+      type: "object",
+      description:
+        "A session row, as listed by sessions_list (canonical key, kind, channel, label, updatedAt, tokens, …).",
+      properties: { key: { type: "string" }, kind: { type: "string" }, sessionId: { type: "string" } },
+    },
   };
   for (const t of TOOLS) schemas[`${t.name}.args`] = { description: t.description, ...jsonSchemaOf(t.schema) };
   return schemas;
@@ -248,7 +409,12 @@ export function openApiDocument(routes: readonly { method: string; path: string 
       name: m[1],
       in: "path",
       required: true,
-      description: m[1] === "key" ? "Session key (`agent:<id>:<rest>`, `main` or `current`), URL-encoded" : m[1] === "id" && r.path.startsWith("/v1/runs") ? "Run id" : m[1],
+      description:
+        m[1] === "key"
+          ? "Session key (`agent:<id>:<rest>`, `main` or `current`), URL-encoded"
+          : m[1] === "id" && r.path.startsWith("/v1/runs")
+            ? "Run id"
+            : m[1],
       schema: { type: "string" },
     }));
     const parameters = [...pathParams, ...(doc.query ?? []), ...(doc.sessionHeader ? [SESSION_HEADER] : [])];
@@ -257,12 +423,29 @@ export function openApiDocument(routes: readonly { method: string; path: string 
       responses[status] = { description, ...(schema ? { content: { [type ?? "application/json"]: { schema } } } : {}) };
     }
     if (!doc.public) {
-      responses["400"] ??= { description: "Invalid input (the message names the field)", content: { "application/json": { schema: ref("Error") } } };
-      responses["401"] ??= { description: "Missing or invalid bearer token", content: { "application/json": { schema: ref("Error") } } };
-      responses["403"] ??= { description: "The token may not act on this session", content: { "application/json": { schema: ref("Error") } } };
+      responses["400"] ??= {
+        description: "Invalid input (the message names the field)",
+        content: { "application/json": { schema: ref("Error") } },
+      };
+      responses["401"] ??= {
+        description: "Missing or invalid bearer token",
+        content: { "application/json": { schema: ref("Error") } },
+      };
+      responses["403"] ??= {
+        description: "The token may not act on this session",
+        content: { "application/json": { schema: ref("Error") } },
+      };
     }
-    const body = doc.body === undefined ? undefined : typeof doc.body === "function" ? doc.body() : isZod(doc.body) ? jsonSchemaOf(doc.body) : doc.body;
-    (paths[oaPath] ??= {})[r.method.toLowerCase()] = {
+    const body =
+      doc.body === undefined
+        ? undefined
+        : typeof doc.body === "function"
+          ? doc.body()
+          : isZod(doc.body)
+            ? jsonSchemaOf(doc.body)
+            : doc.body;
+    paths[oaPath] ??= {};
+    paths[oaPath][r.method.toLowerCase()] = {
       operationId: operationId(r.method, r.path),
       summary: doc.summary,
       ...(doc.description ? { description: doc.description } : {}),
@@ -278,13 +461,20 @@ export function openApiDocument(routes: readonly { method: string; path: string 
     info: {
       title: "Switchboard",
       version: "0.1.0",
-      description: "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}`.",
+      description:
+        "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}`.",
     },
     security: [{ bearerAuth: [] }],
     tags: ["tools", "sessions", "runs", "deliveries", "agents", "meta"].map((name) => ({ name })),
     paths,
     components: {
-      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", description: "GATEWAY_TOKEN, an AGENT_TOKENS token, or a webhook run token" } },
+      securitySchemes: {
+        bearerAuth: {
+          type: "http",
+          scheme: "bearer",
+          description: "GATEWAY_TOKEN, an AGENT_TOKENS token, or a webhook run token",
+        },
+      },
       schemas: components(),
     },
   };

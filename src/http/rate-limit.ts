@@ -16,9 +16,13 @@ const WINDOW_MS = 60_000;
 const MAX_TRACKED = 10_000;
 
 function rateLimited(retryAfterSeconds: number): SwitchboardError {
-  return new SwitchboardError("rate_limited", `Too many failed authentication attempts; retry after ${retryAfterSeconds}s`, {
-    headers: { "Retry-After": String(retryAfterSeconds) },
-  });
+  return new SwitchboardError(
+    "rate_limited",
+    `Too many failed authentication attempts; retry after ${retryAfterSeconds}s`,
+    {
+      headers: { "Retry-After": String(retryAfterSeconds) },
+    },
+  );
 }
 
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
@@ -47,8 +51,15 @@ export class AuthFailureLimiter {
    * Count one failed authentication of `client`. Throws 429 (and blocks the client for a period) when
    * it goes over the limit; returns when the caller should answer its usual 401.
    */
-  async recordFailure(client: string, limiter: RateLimit | undefined, fallbackLimit: number, now = Date.now()): Promise<void> {
-    const over = limiter ? !(await limiter.limit({ key: client })).success : this.countInIsolate(client, fallbackLimit, now);
+  async recordFailure(
+    client: string,
+    limiter: RateLimit | undefined,
+    fallbackLimit: number,
+    now = Date.now(),
+  ): Promise<void> {
+    const over = limiter
+      ? !(await limiter.limit({ key: client })).success
+      : this.countInIsolate(client, fallbackLimit, now);
     if (!over) return;
     remember(this.blockedUntil, client, now + WINDOW_MS);
     throw rateLimited(WINDOW_MS / 1000);

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { fromRpcError, invalid, SwitchboardError } from "../errors";
-import { keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
+import { keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
 import type { AppEnv } from "./app-env";
 import { authorizeKey } from "./auth";
 
@@ -19,12 +19,19 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
 export function targetOf(c: Context<AppEnv>): ParsedKey {
   const principal = c.get("principal");
   const agent = principal.role === "operator" ? undefined : principal.agentId;
-  const parsed = parseSessionKey(c.req.param("key") ?? "", keyContextOf(c.get("cfg"), agent, principal.role === "run" ? principal.sessionKey : undefined));
+  const parsed = parseSessionKey(
+    c.req.param("key") ?? "",
+    keyContextOf(c.get("cfg"), agent, principal.role === "run" ? principal.sessionKey : undefined),
+  );
   authorizeKey(principal, parsed);
   return parsed;
 }
 
-export function intParam(c: Context, name: string, opts: { min: number; max: number; def?: number }): number | undefined {
+export function intParam(
+  c: Context,
+  name: string,
+  opts: { min: number; max: number; def?: number },
+): number | undefined {
   const v = c.req.query(name);
   if (v === undefined || v === "") return opts.def;
   if (!/^-?\d+$/.test(v)) throw invalid(`${name}: expected an integer`);
@@ -50,7 +57,8 @@ export async function jsonBody(c: Context): Promise<Record<string, unknown>> {
   } catch {
     throw new SwitchboardError("invalid_request", "Request body must be valid JSON");
   }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new SwitchboardError("invalid_request", "Request body must be a JSON object");
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new SwitchboardError("invalid_request", "Request body must be a JSON object");
   return body as Record<string, unknown>;
 }
 

@@ -25,7 +25,11 @@ export function attachmentsRoutes(app: Hono<AppEnv>): void {
     const file = await rpc(callExtension(c.env.SESSIONS.getByName(key), "subagent-lifecycle", "attachment", name));
     if (!file) throw notFound(`Attachment not found: ${name}`);
     return new Response(file.data, {
-      headers: { "Content-Type": file.mimeType ?? "application/octet-stream", "Content-Length": String(file.bytes), "X-Attachment-Sha256": file.sha256 },
+      headers: {
+        "Content-Type": file.mimeType ?? "application/octet-stream",
+        "Content-Length": String(file.bytes),
+        "X-Attachment-Sha256": file.sha256,
+      },
     });
   });
 }

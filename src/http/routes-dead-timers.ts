@@ -25,7 +25,11 @@ export function deadTimersRoutes(app: Hono<AppEnv>): void {
     if (ref.length > 512) throw invalid("ref: at most 512 characters");
     const r = await rpc(callExtension(c.env.SESSIONS.getByName(key), "dead-timers", "retry", { kind, ref }));
     if (!r) throw notFound(`Dead timer not found: ${kind}/${ref}`);
-    if (!r.retried) throw new SwitchboardError("conflict", `Timer ${kind}/${ref} ended its flow when it died and cannot be retried; start the work again instead.`);
+    if (!r.retried)
+      throw new SwitchboardError(
+        "conflict",
+        `Timer ${kind}/${ref} ended its flow when it died and cannot be retried; start the work again instead.`,
+      );
     return c.json({ ...r.timer, retried: true });
   });
 }

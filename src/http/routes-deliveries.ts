@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
-import { invalid, notFound } from "../errors";
 import type { DeliveryStatus } from "../channels/outbox";
+import { invalid, notFound } from "../errors";
 import { callExtension } from "../session/session-object";
 import type { AppEnv } from "./app-env";
 import { intParam, rpc, targetOf } from "./route-helpers";
@@ -17,9 +17,15 @@ export function deliveriesRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/sessions/:key/deliveries", async (c) => {
     const key = targetOf(c).canonicalKey;
     const status = c.req.query("status");
-    if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) throw invalid(`status: expected one of ${STATUSES.join(", ")}`);
+    if (status !== undefined && !(STATUSES as readonly string[]).includes(status))
+      throw invalid(`status: expected one of ${STATUSES.join(", ")}`);
     const limit = intParam(c, "limit", { min: 1, max: 500, def: 100 })!;
-    const { deliveries, truncated } = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit }));
+    const { deliveries, truncated } = await rpc(
+      callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", {
+        status: status as DeliveryStatus | undefined,
+        limit,
+      }),
+    );
     // `truncated`: the listing reached its byte budget (docs/limits.md) before `limit` rows.
     return c.json({ sessionKey: key, count: deliveries.length, deliveries, ...(truncated ? { truncated: true } : {}) });
   });

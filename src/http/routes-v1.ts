@@ -2,30 +2,37 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { defaultAgentId, findAgent, isAgentSandboxed } from "../config/load";
 import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
+import { displayKey, keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
 import { dmSessionTarget } from "../policy/dm-scope";
-import { displayKey, keyContextOf, parseSessionKey, type ParsedKey } from "../keys";
 import { parseSendPolicyPatch } from "../policy/send-policy";
-import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
-import { checkModelRef } from "../runners/models";
-import { sessionKeyOfRun } from "../session/run-id";
-import { checkTextSize } from "../session/byte-budget";
-import { MAX_WAIT_MS } from "../session/session-object";
 import { sessionIndex } from "../registry/session-index";
+import { checkModelRef } from "../runners/models";
+import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
+import { checkTextSize } from "../session/byte-budget";
+import { sessionKeyOfRun } from "../session/run-id";
+import { MAX_WAIT_MS } from "../session/session-object";
 import { archivedRow, archivedTranscript } from "../spawn/archive-read";
 import { readHistory } from "../tools/sessions-history";
 import { decodeCursor, encodeCursor, normalizeKinds } from "../tools/sessions-list";
 import type { AppEnv } from "./app-env";
-import { intParam, jsonBody, parseBody, rpc, targetOf } from "./route-helpers";
 import { authorizeKey } from "./auth";
+import { intParam, jsonBody, parseBody, rpc, targetOf } from "./route-helpers";
 import { assertOperator } from "./scopes";
 
 export const inboundMessage = z.object({
   // Its size cap (limits.maxMessageBytes, a 413) is checked after parsing; the 2 MB body limit bounds the parse.
   message: z.string().min(1, "message required"),
-  channel: z.string().min(1).max(64).regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+").optional(),
+  channel: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+")
+    .optional(),
   to: z.string().max(512).optional(),
   accountId: z.string().max(256).optional(),
-  threadId: z.union([z.string().max(256), z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)]).optional(),
+  threadId: z
+    .union([z.string().max(256), z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)])
+    .optional(),
   chatType: z.enum(["direct", "group", "channel"]).optional(),
   displayName: z.string().max(512).optional(),
   deliver: z.boolean().optional(),
@@ -91,7 +98,13 @@ export function v1Routes(app: Hono<AppEnv>): void {
       : undefined;
     const run = await rpc(
       stub.enqueue({
-        input: { kind: "inbound", message: body.message, provenance: { kind: "external_user" }, route, deliver: body.deliver === true },
+        input: {
+          kind: "inbound",
+          message: body.message,
+          provenance: { kind: "external_user" },
+          route,
+          deliver: body.deliver === true,
+        },
         idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
         senderIsOwner: body.senderIsOwner === true,
       }),
@@ -103,12 +116,18 @@ export function v1Routes(app: Hono<AppEnv>): void {
   app.get("/v1/sessions", async (c) => {
     const cfg = c.get("cfg");
     const principal = c.get("principal");
-    const agentId = (c.req.query("agentId") ?? (principal.role === "operator" ? defaultAgentId(cfg) : principal.agentId)).toLowerCase();
+    const agentId = (
+      c.req.query("agentId") ?? (principal.role === "operator" ? defaultAgentId(cfg) : principal.agentId)
+    ).toLowerCase();
     if (principal.role !== "operator" && agentId !== principal.agentId) {
-      throw new SwitchboardError("forbidden", `The token of agent "${principal.agentId}" cannot list sessions of agent "${agentId}"`);
+      throw new SwitchboardError(
+        "forbidden",
+        `The token of agent "${principal.agentId}" cannot list sessions of agent "${agentId}"`,
+      );
     }
     // Only configured agents have shards; an arbitrary id must not address (and create) a registry object.
-    if (!findAgent(cfg, agentId)) throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
+    if (!findAgent(cfg, agentId))
+      throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
     const limit = intParam(c, "limit", { min: 1, max: 1000, def: 50 })!;
     const kinds = normalizeKinds((c.req.query("kinds") ?? "").split(","));
     const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
@@ -161,7 +180,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
     }
     if (body.verboseLevel !== undefined) patch.verboseLevel = body.verboseLevel;
     if (body.sendPolicy !== undefined) patch.sendPolicy = parseSendPolicyPatch(body.sendPolicy);
-    if (Object.keys(patch).length === 0) throw invalid("body: nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)");
+    if (Object.keys(patch).length === 0)
+      throw invalid("body: nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)");
     const row = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).patch(patch));
     return c.json(row);
   });
@@ -192,7 +212,9 @@ export function v1Routes(app: Hono<AppEnv>): void {
       const row = await archivedRow(c.env, target.canonicalKey);
       const archived = row ? await archivedTranscript(c.env, row) : null;
       if (!archived) throw notFound(`Session not found: ${target.canonicalKey}`);
-      return new Response(archived, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "X-Switchboard-Archived": "true" } });
+      return new Response(archived, {
+        headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "X-Switchboard-Archived": "true" },
+      });
     }
     const enc = new TextEncoder();
     let after = 0;
@@ -203,7 +225,17 @@ export function v1Routes(app: Hono<AppEnv>): void {
       async pull(ctrl) {
         if (!headerSent) {
           headerSent = true;
-          ctrl.enqueue(enc.encode(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: displayKey(meta.key), timestamp: new Date(meta.createdAt).toISOString() }) + "\n"));
+          ctrl.enqueue(
+            enc.encode(
+              `${JSON.stringify({
+                type: "session",
+                version: 1,
+                id: meta.sessionId,
+                key: displayKey(meta.key),
+                timestamp: new Date(meta.createdAt).toISOString(),
+              })}\n`,
+            ),
+          );
           return;
         }
         const next = await stub.transcriptChunk(after);
@@ -265,6 +297,8 @@ export function v1Routes(app: Hono<AppEnv>): void {
     });
   });
 
-  for (const path of ["/v1/sessions/:key/messages", "/v1/runs/:id/abort"]) app.all(path, (c) => c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST").toEnvelope(), 405));
+  for (const path of ["/v1/sessions/:key/messages", "/v1/runs/:id/abort"])
+    app.all(path, (c) =>
+      c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST").toEnvelope(), 405),
+    );
 }
-

@@ -14,7 +14,8 @@ export function runCompleteRoutes(app: Hono<AppEnv>): void {
   app.post("/v1/runs/:id/complete", async (c) => {
     const runId = c.req.param("id");
     const principal = c.get("principal");
-    if (principal.role !== "run" || principal.runId !== runId) throw forbidden(`Only the run token of run ${runId} may complete it`);
+    if (principal.role !== "run" || principal.runId !== runId)
+      throw forbidden(`Only the run token of run ${runId} may complete it`);
     const completion = parseRunCompletion(await jsonBody(c));
     const run = await completeRun(c.env, principal.sessionKey, runId, completion, principal.agentId);
     if (!run) throw notFound(`Run not found: ${runId}`);

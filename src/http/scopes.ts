@@ -16,8 +16,14 @@ const RUN_COMPLETE_PATH = /^\/v1\/runs\/[^/]+\/complete\/?$/;
 
 export async function runTokenWriteScope(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
   const principal = c.get("principal");
-  if (principal.role === "run" && !READ_METHODS.has(c.req.method) && !RUN_COMPLETE_PATH.test(new URL(c.req.url).pathname)) {
-    throw forbidden(`A run token may call the tools and POST /v1/runs/${principal.runId}/complete; ${c.req.method} ${new URL(c.req.url).pathname} needs an agent or operator token`);
+  if (
+    principal.role === "run" &&
+    !READ_METHODS.has(c.req.method) &&
+    !RUN_COMPLETE_PATH.test(new URL(c.req.url).pathname)
+  ) {
+    throw forbidden(
+      `A run token may call the tools and POST /v1/runs/${principal.runId}/complete; ${c.req.method} ${new URL(c.req.url).pathname} needs an agent or operator token`,
+    );
   }
   await next();
 }

@@ -13,6 +13,9 @@ import { requesterOf } from "./auth";
 export function toolCatalogRoutes(app: Hono<AppEnv>): void {
   app.get("/v1/tools", async (c) => {
     const caller = await requesterOf(c, c.req.header("X-Session-Key"));
-    return c.json({ sessionKey: caller.sessionKey, tools: toolsFor(caller, c.get("cfg")).map((def) => describeTool(def)) });
+    return c.json({
+      sessionKey: caller.sessionKey,
+      tools: toolsFor(caller, c.get("cfg")).map((def) => describeTool(def)),
+    });
   });
 }

@@ -1,9 +1,9 @@
 import type { Hono } from "hono";
 import { z } from "zod";
-import { invokeTool, findTool, parseToolArgs } from "../tools/registry";
+import { findTool, invokeTool, parseToolArgs } from "../tools/registry";
 import type { AppEnv } from "./app-env";
-import { jsonBody, methodNotAllowed, parseBody } from "./route-helpers";
 import { requesterOf } from "./auth";
+import { jsonBody, methodNotAllowed, parseBody } from "./route-helpers";
 
 export const invokeBody = z.object({
   tool: z.string().min(1).max(128),
@@ -28,7 +28,10 @@ export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
     if (body.dryRun) {
       const tool = findTool(caller, cfg, body.tool);
       const args = parseToolArgs(tool, body.args);
-      return c.json({ ok: true, result: toolResult({ dryRun: true, tool: tool.name, args, sessionKey: caller.sessionKey }) });
+      return c.json({
+        ok: true,
+        result: toolResult({ dryRun: true, tool: tool.name, args, sessionKey: caller.sessionKey }),
+      });
     }
     const payload = await invokeTool(ctx, body.tool, body.args);
     return c.json({ ok: true, result: toolResult(payload) });

@@ -1,6 +1,6 @@
 import type { Config } from "../config/schema";
 import { invalid, SwitchboardError } from "../errors";
-import { parseCanonical, type ParsedKey } from "../keys";
+import { type ParsedKey, parseCanonical } from "../keys";
 
 /**
  * `session.dmScope` (OpenClaw's key, default "main"): which session a direct message posted to an

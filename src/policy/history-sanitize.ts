@@ -23,7 +23,7 @@ export interface SanitizedHistory {
 type Obj = Record<string, unknown>;
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
-const has = (o: Obj, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+const has = (o: Obj, k: string) => Object.hasOwn(o, k);
 
 export function isToolMessage(m: unknown): boolean {
   return isObj(m) && (m.role === "toolResult" || m.role === "tool");
@@ -146,7 +146,11 @@ function jsonBytes(v: unknown): number {
 }
 
 /** One message as history shows it (redacted, texts capped, bulky fields removed), with what that removed. */
-export function sanitizeOneMessage(raw: unknown): { message: unknown; contentTruncated: boolean; contentRedacted: boolean } {
+export function sanitizeOneMessage(raw: unknown): {
+  message: unknown;
+  contentTruncated: boolean;
+  contentRedacted: boolean;
+} {
   const flags: Flags = { contentTruncated: false, contentRedacted: false };
   const m = copyJson(raw);
   if (isObj(m)) {

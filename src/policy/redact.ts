@@ -65,8 +65,7 @@ function applyRule(text: string, re: RegExp): string {
   re.lastIndex = 0;
   let out = "";
   let last = 0;
-  let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) {
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
     const indices = m.indices!;
     let span: [number, number] = indices[0];
     for (let g = 1; g < indices.length; g++) {
@@ -99,8 +98,7 @@ function redactPem(text: string): string {
   let last = 0;
   // A footer missing after one header is missing after every later one: search for it only once.
   const missing = new Set<string>();
-  let m: RegExpExecArray | null;
-  while ((m = PEM_BEGIN.exec(text)) !== null) {
+  for (let m = PEM_BEGIN.exec(text); m !== null; m = PEM_BEGIN.exec(text)) {
     const footer = `-----END ${m[1]}PRIVATE KEY-----`;
     if (missing.has(footer)) continue;
     const end = text.indexOf(footer, PEM_BEGIN.lastIndex);

@@ -92,7 +92,7 @@ export function resolveSendPolicy(input: SendPolicyInput): SendPolicyAction {
     // Every matcher present must hold; an unknown fact never satisfies a matcher.
     const wantChannel = norm(m.channel);
     if (wantChannel && wantChannel !== channel) continue;
-    const wantChatType = m.chatType === undefined ? undefined : normalizeChatType(m.chatType) ?? norm(m.chatType);
+    const wantChatType = m.chatType === undefined ? undefined : (normalizeChatType(m.chatType) ?? norm(m.chatType));
     if (wantChatType && wantChatType !== chatType) continue;
     const keyPrefix = norm(m.keyPrefix);
     // keyPrefix also sees the agent-less key, so `cron:` covers `agent:<id>:cron:…` too.

@@ -24,7 +24,11 @@ function matchesAllowPattern(pattern: unknown, agentId: string): boolean {
 }
 
 /** `tools.agentToAgent`: same agent always; otherwise enabled must be exactly `true` and both ids allowed. */
-export function isAgentToAgentAllowed(policy: AgentToAgentPolicy | undefined, fromAgent: string, toAgent: string): boolean {
+export function isAgentToAgentAllowed(
+  policy: AgentToAgentPolicy | undefined,
+  fromAgent: string,
+  toAgent: string,
+): boolean {
   const from = fromAgent.trim().toLowerCase();
   const to = toAgent.trim().toLowerCase();
   if (from === to) return true;
@@ -42,7 +46,9 @@ export function resolveEffectiveVisibility(input: {
   requesterIsSubagent: boolean;
 }): { visibility: Visibility; restrictToSpawned: boolean } {
   const configured = typeof input.configured === "string" ? input.configured.trim().toLowerCase() : "";
-  let visibility: Visibility = (VISIBILITIES as readonly string[]).includes(configured) ? (configured as Visibility) : "tree";
+  let visibility: Visibility = (VISIBILITIES as readonly string[]).includes(configured)
+    ? (configured as Visibility)
+    : "tree";
   const clampSpawned = (input.sandboxClamp ?? "spawned") === "spawned";
   // OpenClaw clamps *every* mode to tree, which widens `self`; we keep that for parity.
   if (input.sandboxed && clampSpawned) visibility = "tree";

@@ -31,8 +31,15 @@ type StoredRow = {
 function entryOf(r: StoredRow): IndexEntry {
   const row = JSON.parse(r.row_json) as SessionRow;
   return {
-    key: r.key, agentId: row.agentId, sessionId: r.session_id, kind: r.kind as IndexEntry["kind"], label: r.label,
-    spawnedBy: r.spawned_by, updatedAt: r.updated_at, listed: r.listed === 1, row,
+    key: r.key,
+    agentId: row.agentId,
+    sessionId: r.session_id,
+    kind: r.kind as IndexEntry["kind"],
+    label: r.label,
+    spawnedBy: r.spawned_by,
+    updatedAt: r.updated_at,
+    listed: r.listed === 1,
+    row,
   };
 }
 
@@ -52,10 +59,22 @@ export async function moveBatch(ctx: DurableObjectState, env: Env): Promise<void
 
 async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
   const sql = ctx.storage.sql;
-  const state = sql.exec<{ agent_id: string; shards: number; attempts: number }>("SELECT agent_id, shards, attempts FROM move_state").toArray()[0];
+  const state = sql
+    .exec<{ agent_id: string; shards: number; attempts: number }>("SELECT agent_id, shards, attempts FROM move_state")
+    .toArray()[0];
   if (!state) return;
-  const rows = sql.exec<StoredRow>("SELECT key, session_id, kind, label, spawned_by, updated_at, listed, row_json FROM sessions ORDER BY key LIMIT ?", MOVE_BATCH_ROWS).toArray();
-  const removed = sql.exec<{ key: string; session_id: string; removed_at: number }>("SELECT key, session_id, removed_at FROM move_removed LIMIT ?", MOVE_BATCH_ROWS).toArray();
+  const rows = sql
+    .exec<StoredRow>(
+      "SELECT key, session_id, kind, label, spawned_by, updated_at, listed, row_json FROM sessions ORDER BY key LIMIT ?",
+      MOVE_BATCH_ROWS,
+    )
+    .toArray();
+  const removed = sql
+    .exec<{ key: string; session_id: string; removed_at: number }>(
+      "SELECT key, session_id, removed_at FROM move_removed LIMIT ?",
+      MOVE_BATCH_ROWS,
+    )
+    .toArray();
   if (rows.length === 0 && removed.length === 0) {
     sql.exec("DELETE FROM move_state");
     return;
@@ -66,14 +85,23 @@ async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
     // newer than the deletion is a recreated session and stays.
     for (const r of removed) {
       const agentId = state.agent_id;
-      await env.REGISTRY.getByName(shardName(agentId, shardOf(r.key, state.shards))).removeIfNotNewer(r.key, r.removed_at);
-      await env.REGISTRY.getByName(shardName(agentId, shardOf(r.session_id, state.shards))).forgetSessionId(r.session_id);
+      await env.REGISTRY.getByName(shardName(agentId, shardOf(r.key, state.shards))).removeIfNotNewer(
+        r.key,
+        r.removed_at,
+      );
+      await env.REGISTRY.getByName(shardName(agentId, shardOf(r.session_id, state.shards))).forgetSessionId(
+        r.session_id,
+      );
     }
   } catch (err) {
     const attempts = state.attempts + 1;
     if (attempts >= MOVE_MAX_ATTEMPTS) {
       sql.exec("DELETE FROM move_state");
-      log.error("registry_move_abandoned", { attempts, error: err, left: "rows stay in the pre-sharding object and are still read; the next read restarts the move" });
+      log.error("registry_move_abandoned", {
+        attempts,
+        error: err,
+        left: "rows stay in the pre-sharding object and are still read; the next read restarts the move",
+      });
       return;
     }
     sql.exec("UPDATE move_state SET attempts = ?", attempts);

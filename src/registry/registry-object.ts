@@ -1,7 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
-import { STALE_CHECKS, SubagentLane, type LaneAnswer } from "../spawn/subagent-lane";
+import { type LaneAnswer, STALE_CHECKS, SubagentLane } from "../spawn/subagent-lane";
+import { MOVE_SCHEMA, moveBatch } from "./legacy-move";
 import type { IndexEntry, SessionRow } from "./row";
-import { moveBatch, MOVE_SCHEMA } from "./legacy-move";
 import { WritePacer } from "./write-pacing";
 
 /**
@@ -93,7 +93,14 @@ export class RegistryObject extends DurableObject<Env> {
        ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, kind = excluded.kind, label = excluded.label,
          spawned_by = excluded.spawned_by, updated_at = excluded.updated_at, listed = excluded.listed, row_json = excluded.row_json
        WHERE excluded.updated_at >= sessions.updated_at`,
-      e.key, e.sessionId, e.kind, e.label, e.spawnedBy, e.updatedAt, e.listed ? 1 : 0, JSON.stringify(e.row),
+      e.key,
+      e.sessionId,
+      e.kind,
+      e.label,
+      e.spawnedBy,
+      e.updatedAt,
+      e.listed ? 1 : 0,
+      JSON.stringify(e.row),
     );
   }
 
@@ -106,12 +113,16 @@ export class RegistryObject extends DurableObject<Env> {
 
   /** A deleted session. While rows move out of this object, the deletion is remembered so a copy in flight is removed too. */
   async remove(key: string): Promise<void> {
-    const had = this.sql.exec<{ session_id: string }>("SELECT session_id FROM sessions WHERE key = ?", key).toArray()[0];
+    const had = this.sql
+      .exec<{ session_id: string }>("SELECT session_id FROM sessions WHERE key = ?", key)
+      .toArray()[0];
     this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
     if (had && this.sql.exec("SELECT 1 FROM move_state").toArray().length > 0) {
       this.sql.exec(
         "INSERT INTO move_removed (key, session_id, removed_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, removed_at = excluded.removed_at",
-        key, had.session_id, Date.now(),
+        key,
+        had.session_id,
+        Date.now(),
       );
     }
   }
@@ -131,7 +142,9 @@ export class RegistryObject extends DurableObject<Env> {
   async indexSessionId(sessionId: string, key: string, spawnedBy: string | null): Promise<void> {
     this.sql.exec(
       "INSERT INTO session_ids (session_id, key, spawned_by) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET key = excluded.key, spawned_by = excluded.spawned_by",
-      sessionId, key, spawnedBy,
+      sessionId,
+      key,
+      spawnedBy,
     );
   }
 
@@ -148,7 +161,9 @@ export class RegistryObject extends DurableObject<Env> {
   /** The key of a sessionId from the locator table (at most one: sessionIds are random UUIDs). */
   async lookupSessionId(id: string, spawnedBy?: string): Promise<string[]> {
     const rows = spawnedBy
-      ? this.sql.exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ? AND spawned_by = ?", id, spawnedBy).toArray()
+      ? this.sql
+          .exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ? AND spawned_by = ?", id, spawnedBy)
+          .toArray()
       : this.sql.exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ?", id).toArray();
     return rows.map((r) => r.key);
   }
@@ -175,7 +190,12 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   async get(key: string): Promise<{ key: string; spawnedBy: string | null; row: SessionRow } | null> {
-    const r = this.sql.exec<{ key: string; spawned_by: string | null; row_json: string }>("SELECT key, spawned_by, row_json FROM sessions WHERE key = ?", key).toArray()[0];
+    const r = this.sql
+      .exec<{ key: string; spawned_by: string | null; row_json: string }>(
+        "SELECT key, spawned_by, row_json FROM sessions WHERE key = ?",
+        key,
+      )
+      .toArray()[0];
     return r ? { key: r.key, spawnedBy: r.spawned_by, row: JSON.parse(r.row_json) } : null;
   }
 
@@ -205,21 +225,37 @@ export class RegistryObject extends DurableObject<Env> {
     // the agent: O(sessions) per call, 6× slower at 100,000 sessions (npm run bench).
     const [query, queryArgs] =
       q.scope.type === "tree"
-        ? [`${select(["key = ?", ...where])} UNION ALL ${select(["spawned_by = ?", "key <> ?", ...where])}`, [q.scope.key, ...args, q.scope.key, q.scope.key, ...args]]
+        ? [
+            `${select(["key = ?", ...where])} UNION ALL ${select(["spawned_by = ?", "key <> ?", ...where])}`,
+            [q.scope.key, ...args, q.scope.key, q.scope.key, ...args],
+          ]
         : [select(where), args];
     const rows = this.sql
-      .exec<{ key: string; updated_at: number; row_json: string }>(`${query} ORDER BY updated_at DESC, key DESC LIMIT ?`, ...queryArgs, limit + 1)
+      .exec<{ key: string; updated_at: number; row_json: string }>(
+        `${query} ORDER BY updated_at DESC, key DESC LIMIT ?`,
+        ...queryArgs,
+        limit + 1,
+      )
       .toArray();
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    return { rows: page.map((r) => JSON.parse(r.row_json) as SessionRow), next: more && last ? { updatedAt: last.updated_at, key: last.key } : null };
+    return {
+      rows: page.map((r) => JSON.parse(r.row_json) as SessionRow),
+      next: more && last ? { updatedAt: last.updated_at, key: last.key } : null,
+    };
   }
 
   /** Keys whose sessionId is `id` (at most 2: enough to tell "none", "one" and "ambiguous"). */
   async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
     const rows = spawnedBy
-      ? this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE session_id = ? AND spawned_by = ? LIMIT 2", id, spawnedBy).toArray()
+      ? this.sql
+          .exec<{ key: string }>(
+            "SELECT key FROM sessions WHERE session_id = ? AND spawned_by = ? LIMIT 2",
+            id,
+            spawnedBy,
+          )
+          .toArray()
       : this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE session_id = ? LIMIT 2", id).toArray();
     return rows.map((r) => r.key);
   }
@@ -227,8 +263,19 @@ export class RegistryObject extends DurableObject<Env> {
   /** Newest rows (at most 5) with this label, for a merge over shards. */
   async resolveLabelRows(label: string, spawnedBy?: string): Promise<{ key: string; updatedAt: number }[]> {
     const rows = spawnedBy
-      ? this.sql.exec<{ key: string; updated_at: number }>("SELECT key, updated_at FROM sessions WHERE label = ? AND spawned_by = ? ORDER BY updated_at DESC LIMIT 5", label, spawnedBy).toArray()
-      : this.sql.exec<{ key: string; updated_at: number }>("SELECT key, updated_at FROM sessions WHERE label = ? ORDER BY updated_at DESC LIMIT 5", label).toArray();
+      ? this.sql
+          .exec<{ key: string; updated_at: number }>(
+            "SELECT key, updated_at FROM sessions WHERE label = ? AND spawned_by = ? ORDER BY updated_at DESC LIMIT 5",
+            label,
+            spawnedBy,
+          )
+          .toArray()
+      : this.sql
+          .exec<{ key: string; updated_at: number }>(
+            "SELECT key, updated_at FROM sessions WHERE label = ? ORDER BY updated_at DESC LIMIT 5",
+            label,
+          )
+          .toArray();
     return rows.map((r) => ({ key: r.key, updatedAt: r.updated_at }));
   }
 
@@ -239,7 +286,8 @@ export class RegistryObject extends DurableObject<Env> {
   // The sub-agent lane lives in the one instance named LANE_OBJECT (src/spawn/subagent-lane.ts).
   private laneState?: SubagentLane;
   private get lane(): SubagentLane {
-    return (this.laneState ??= new SubagentLane(this.sql, this.ctx.storage));
+    this.laneState ??= new SubagentLane(this.sql, this.ctx.storage);
+    return this.laneState;
   }
 
   async laneAcquire(childKey: string, max: number): Promise<LaneAnswer> {
@@ -247,7 +295,9 @@ export class RegistryObject extends DurableObject<Env> {
     if (answer.granted || answer.running < max) return answer;
     // Full: a slot may belong to a child that was deleted mid-task. Ask the oldest holders; drop the gone.
     for (const held of this.lane.oldRunning(STALE_CHECKS)) {
-      const meta = await this.env.SESSIONS.getByName(held).getMeta().catch(() => undefined);
+      const meta = await this.env.SESSIONS.getByName(held)
+        .getMeta()
+        .catch(() => undefined);
       if (meta === null || (meta && meta.subagent?.lane !== "running")) this.lane.reap(held, max);
     }
     return this.lane.acquire(childKey, max);

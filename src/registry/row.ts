@@ -34,7 +34,7 @@ export interface SessionRow {
   runtimeMs?: number;
   /** The session was archived: its storage is freed and it is read from the archive bucket (src/spawn/archive-read.ts). */
   archived?: boolean;
-  messages?: Record<string, any>[];
+  messages?: Record<string, unknown>[];
 }
 
 /** What the registry indexes: the row plus the columns its queries filter on. */

@@ -1,7 +1,7 @@
 import type { Config } from "../config/schema";
+import { copyToShards } from "./legacy-move";
 import type { ListPage, ListQuery, RegistryObject } from "./registry-object";
 import type { IndexEntry, SessionRow } from "./row";
-import { copyToShards } from "./legacy-move";
 import { legacyName, shardName, shardOf } from "./shard-hash";
 
 type RegistryStub = DurableObjectStub<RegistryObject>;
@@ -155,7 +155,9 @@ export class SessionIndex {
    */
   async resolveLabel(label: string, spawnedBy?: string): Promise<string[]> {
     const legacy = await this.legacy();
-    const found = await Promise.all([...this.allShards(), ...(legacy ? [legacy] : [])].map((s) => s.resolveLabelRows(label, spawnedBy)));
+    const found = await Promise.all(
+      [...this.allShards(), ...(legacy ? [legacy] : [])].map((s) => s.resolveLabelRows(label, spawnedBy)),
+    );
     const rows = found.flat().sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? 1 : -1));
     return [...new Set(rows.map((r) => r.key))].slice(0, 5);
   }
@@ -165,7 +167,8 @@ export class SessionIndex {
    * object has not written it yet: a row is never resolvable by key but not by sessionId.
    */
   async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<{ nextWriteInMs: number }> {
-    if (!opts.locatorWritten) await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
+    if (!opts.locatorWritten)
+      await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
     const paced = await this.rowShard(entry.key).upsert(entry);
     // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
     if (!drainedLegacy.has(this.agentId)) {

@@ -29,6 +29,9 @@ export class WritePacer {
     }
     this.inWindow++;
     const rate = Math.max(this.inWindow, this.lastWindow);
-    return Math.min(INDEX_INTERVAL_MAX_MS, Math.max(INDEX_INTERVAL_MIN_MS, Math.ceil((1_000 * rate) / SHARD_WRITE_TARGET_PER_S)));
+    return Math.min(
+      INDEX_INTERVAL_MAX_MS,
+      Math.max(INDEX_INTERVAL_MIN_MS, Math.ceil((1_000 * rate) / SHARD_WRITE_TARGET_PER_S)),
+    );
   }
 }

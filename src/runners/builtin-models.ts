@@ -1,5 +1,16 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3GenerateResult, LanguageModelV3Prompt } from "@ai-sdk/provider";
-import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../flows/control-tokens";
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3Prompt,
+} from "@ai-sdk/provider";
+import {
+  A2A_ANNOUNCE_STEP_HEADER,
+  A2A_REPLY_STEP_HEADER,
+  ANNOUNCE_SKIP,
+  REPLY_SKIP,
+  SUBAGENT_ANNOUNCE_STEP_HEADER,
+} from "../flows/control-tokens";
 
 /**
  * Offline models that plug into the AI SDK like any provider's model.
@@ -44,17 +55,23 @@ export function workersAiModel(ai: Ai, modelId: string): LanguageModelV3 {
         role: m.role === "tool" ? "user" : m.role,
         content: typeof m.content === "string" ? m.content : m.content.map((p) => ("text" in p ? p.text : "")).join(""),
       }));
-      const out = (await (ai as unknown as { run(model: string, input: unknown, opts?: unknown): Promise<unknown> }).run(
-        modelId,
-        { messages },
-        { signal: options.abortSignal },
-      )) as { response?: string; usage?: { prompt_tokens?: number; completion_tokens?: number } };
+      const out = (await (
+        ai as unknown as { run(model: string, input: unknown, opts?: unknown): Promise<unknown> }
+      ).run(modelId, { messages }, { signal: options.abortSignal })) as {
+        response?: string;
+        usage?: { prompt_tokens?: number; completion_tokens?: number };
+      };
       const text = out.response ?? "";
       return {
         content: [{ type: "text", text }],
         finishReason: { unified: "stop", raw: "stop" },
         usage: {
-          inputTokens: { total: out.usage?.prompt_tokens, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+          inputTokens: {
+            total: out.usage?.prompt_tokens,
+            noCache: undefined,
+            cacheRead: undefined,
+            cacheWrite: undefined,
+          },
           outputTokens: { total: out.usage?.completion_tokens, text: undefined, reasoning: undefined },
         },
         warnings: [],

@@ -4,7 +4,7 @@ import type { SessionHost } from "../session/host";
 import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
 import { buildRunTools } from "../tools/run-tools";
-import { runModel, type RunnerResult } from "./model-runner";
+import { type RunnerResult, runModel } from "./model-runner";
 import { resolveModel } from "./models";
 import { parseThinkingLevel } from "./thinking";
 
@@ -16,7 +16,12 @@ const CONTEXT_MESSAGES = 40;
  * level (session → agent → defaults), the recent transcript, the session tools it may use, and — for a
  * sub-agent — its spawn attachments as parts of the task message.
  */
-export function runBuiltinModel(host: SessionHost, input: RunInput, signal: AbortSignal, onStep: (messages: TranscriptMessage[]) => void): Promise<RunnerResult> {
+export function runBuiltinModel(
+  host: SessionHost,
+  input: RunInput,
+  signal: AbortSignal,
+  onStep: (messages: TranscriptMessage[]) => void,
+): Promise<RunnerResult> {
   const cfg = host.cfg;
   const meta = host.meta!;
   const model = resolveModel(cfg, host.bindings, meta.modelOverride ?? agentModel(cfg, meta.agentId));

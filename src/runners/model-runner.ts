@@ -1,9 +1,9 @@
 import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
-import { generateText, stepCountIs, type ModelMessage, type StepResult, type ToolSet } from "ai";
-import type { AttachmentPart } from "../spawn/attachment-parts";
-import type { ResolvedModel } from "./models";
+import { generateText, type ModelMessage, type StepResult, stepCountIs, type ToolSet } from "ai";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
+import type { AttachmentPart } from "../spawn/attachment-parts";
 import { redactAttachmentArgs } from "../spawn/attachments";
+import type { ResolvedModel } from "./models";
 
 /**
  * The built-in runner: one run = one `generateText` call (with up to 8 tool steps when the session may
@@ -87,7 +87,10 @@ function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): Transcri
   return messages;
 }
 
-export function toUsage(u: { inputTokens?: number; outputTokens?: number; totalTokens?: number }, cost?: { input?: number; output?: number }): Usage {
+export function toUsage(
+  u: { inputTokens?: number; outputTokens?: number; totalTokens?: number },
+  cost?: { input?: number; output?: number },
+): Usage {
   const input = u.inputTokens ?? 0;
   const output = u.outputTokens ?? 0;
   const usage: Usage = { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: u.totalTokens ?? input + output };

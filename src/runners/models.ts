@@ -5,9 +5,9 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV3, SharedV3ProviderOptions } from "@ai-sdk/provider";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
-import { echoModel, workersAiModel } from "./builtin-models";
-import { thinkingProviderOptions, type ThinkingLevel } from "./thinking";
 import { rememberSecrets } from "../log";
+import { echoModel, workersAiModel } from "./builtin-models";
+import { type ThinkingLevel, thinkingProviderOptions } from "./thinking";
 
 /**
  * Model references are `<provider>/<model>`: `builtin/echo` (offline), `workers-ai/<model>` (the AI
@@ -36,10 +36,13 @@ export function splitModelRef(ref: string): { provider: string; modelId: string 
 export function checkModelRef(cfg: Config, env: Env, ref: string): string | null {
   const parts = splitModelRef(ref.trim());
   if (!parts) return `invalid model: ${ref} (use <provider>/<model>)`;
-  if (parts.provider === "builtin") return parts.modelId === "echo" ? null : `invalid model: ${ref} (builtin models: builtin/echo)`;
-  if (parts.provider === "workers-ai") return env.AI ? null : `invalid model: ${ref} (no Workers AI binding "AI" is bound)`;
+  if (parts.provider === "builtin")
+    return parts.modelId === "echo" ? null : `invalid model: ${ref} (builtin models: builtin/echo)`;
+  if (parts.provider === "workers-ai")
+    return env.AI ? null : `invalid model: ${ref} (no Workers AI binding "AI" is bound)`;
   const provider = cfg.models.providers[parts.provider];
-  if (!provider) return `invalid model: ${ref} (unknown provider "${parts.provider}"; configure models.providers.${parts.provider})`;
+  if (!provider)
+    return `invalid model: ${ref} (unknown provider "${parts.provider}"; configure models.providers.${parts.provider})`;
   if (provider.models && provider.models.length > 0 && !provider.models.some((m) => m.id === parts.modelId)) {
     return `invalid model: ${ref} (model "${parts.modelId}" is not listed in models.providers.${parts.provider}.models)`;
   }
@@ -51,8 +54,17 @@ export function resolveModel(cfg: Config, env: Env, ref: string): ResolvedModel 
   if (problem) throw new SwitchboardError("invalid_request", problem);
   const { provider, modelId } = splitModelRef(ref.trim())!;
   const noThinking = () => undefined;
-  if (provider === "builtin") return { ref, provider, modelId, api: "builtin", model: echoModel(), thinkingOptions: noThinking };
-  if (provider === "workers-ai") return { ref, provider, modelId, api: "workers-ai", model: workersAiModel(env.AI!, modelId), thinkingOptions: noThinking };
+  if (provider === "builtin")
+    return { ref, provider, modelId, api: "builtin", model: echoModel(), thinkingOptions: noThinking };
+  if (provider === "workers-ai")
+    return {
+      ref,
+      provider,
+      modelId,
+      api: "workers-ai",
+      model: workersAiModel(env.AI!, modelId),
+      thinkingOptions: noThinking,
+    };
   const p = cfg.models.providers[provider];
   return {
     ref,
@@ -77,7 +89,9 @@ function providerModel(name: string, p: ProviderConfig, apiKey: string | undefin
       return createGoogleGenerativeAI({ baseURL: p.baseUrl, apiKey }).chat(modelId);
     case "openai-completions":
       // baseUrl is required for this API (src/config/schema.ts).
-      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey }).chatModel(modelId) as unknown as LanguageModelV3;
+      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey }).chatModel(
+        modelId,
+      ) as unknown as LanguageModelV3;
   }
 }
 

@@ -52,18 +52,39 @@ async function readRunToken(secret: string, token: string): Promise<RunTokenClai
   try {
     const mac = fromB64url(parts[2]);
     // crypto.subtle.verify compares in constant time.
-    const ok = await crypto.subtle.verify("HMAC", await hmacKey(secret, "verify"), mac, encoder.encode(`${parts[0]}.${parts[1]}`));
+    const ok = await crypto.subtle.verify(
+      "HMAC",
+      await hmacKey(secret, "verify"),
+      mac,
+      encoder.encode(`${parts[0]}.${parts[1]}`),
+    );
     if (!ok) return null;
     const c = JSON.parse(new TextDecoder().decode(fromB64url(parts[1]))) as Partial<RunTokenClaims> & { v?: number };
-    if (c.v !== 1 || typeof c.runId !== "string" || typeof c.sessionKey !== "string" || typeof c.agentId !== "string" || typeof c.isSubagent !== "boolean" || typeof c.expiresAt !== "number") return null;
-    return { runId: c.runId, sessionKey: c.sessionKey, agentId: c.agentId, isSubagent: c.isSubagent, expiresAt: c.expiresAt };
+    if (
+      c.v !== 1 ||
+      typeof c.runId !== "string" ||
+      typeof c.sessionKey !== "string" ||
+      typeof c.agentId !== "string" ||
+      typeof c.isSubagent !== "boolean" ||
+      typeof c.expiresAt !== "number"
+    )
+      return null;
+    return {
+      runId: c.runId,
+      sessionKey: c.sessionKey,
+      agentId: c.agentId,
+      isSubagent: c.isSubagent,
+      expiresAt: c.expiresAt,
+    };
   } catch {
     return null;
   }
 }
 
 function expired(message: string): SwitchboardError {
-  return new SwitchboardError("unauthorized", message, { headers: { "WWW-Authenticate": 'Bearer realm="switchboard", error="invalid_token"' } });
+  return new SwitchboardError("unauthorized", message, {
+    headers: { "WWW-Authenticate": 'Bearer realm="switchboard", error="invalid_token"' },
+  });
 }
 
 /**
@@ -76,7 +97,13 @@ export async function verifyRunToken(token: string, env: Env, now = Date.now()):
   if (!claims) return null;
   if (now >= claims.expiresAt) throw expired(`Run token expired: run ${claims.runId} passed its deadline`);
   const run = await env.SESSIONS.getByName(claims.sessionKey).getRun(claims.runId);
-  if (!run || FINAL_STATUSES.has(run.status)) throw expired(`Run token no longer valid: run ${claims.runId} has ended${run ? ` (${run.status})` : ""}`);
-  return { role: "run", agentId: claims.agentId, sessionKey: claims.sessionKey, runId: claims.runId, isSubagent: claims.isSubagent };
+  if (!run || FINAL_STATUSES.has(run.status))
+    throw expired(`Run token no longer valid: run ${claims.runId} has ended${run ? ` (${run.status})` : ""}`);
+  return {
+    role: "run",
+    agentId: claims.agentId,
+    sessionKey: claims.sessionKey,
+    runId: claims.runId,
+    isSubagent: claims.isSubagent,
+  };
 }
-

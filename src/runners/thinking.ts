@@ -14,18 +14,35 @@ export function parseThinkingLevel(v: string | undefined | null): ThinkingLevel 
   return (THINKING_LEVELS as readonly string[]).includes(s ?? "") ? (s as ThinkingLevel) : undefined;
 }
 
-export const INVALID_THINKING = (raw: string) => `Invalid thinking level "${raw}". Use one of: ${THINKING_LEVELS.join(", ")}.`;
+export const INVALID_THINKING = (raw: string) =>
+  `Invalid thinking level "${raw}". Use one of: ${THINKING_LEVELS.join(", ")}.`;
 
-const OPENAI_EFFORT: Record<Exclude<ThinkingLevel, "off">, string> = { minimal: "minimal", low: "low", medium: "medium", high: "high", xhigh: "high" };
+const OPENAI_EFFORT: Record<Exclude<ThinkingLevel, "off">, string> = {
+  minimal: "minimal",
+  low: "low",
+  medium: "medium",
+  high: "high",
+  xhigh: "high",
+};
 /** Thinking budgets in tokens (Anthropic's minimum is 1,024). */
-const BUDGET: Record<Exclude<ThinkingLevel, "off">, number> = { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768 };
+const BUDGET: Record<Exclude<ThinkingLevel, "off">, number> = {
+  minimal: 1024,
+  low: 2048,
+  medium: 8192,
+  high: 16384,
+  xhigh: 32768,
+};
 
 /**
  * Provider options carrying `level` for a model of `api`, or undefined when the API has no thinking
  * control (builtin/echo, Workers AI, webhook runtimes — those receive the level in their run request).
  * `optionsKey` is the AI SDK provider-options key of an OpenAI-compatible provider (its configured name).
  */
-export function thinkingProviderOptions(api: string, optionsKey: string, level: ThinkingLevel | undefined): SharedV3ProviderOptions | undefined {
+export function thinkingProviderOptions(
+  api: string,
+  optionsKey: string,
+  level: ThinkingLevel | undefined,
+): SharedV3ProviderOptions | undefined {
   if (!level || level === "off") return undefined;
   switch (api) {
     case "openai-completions":

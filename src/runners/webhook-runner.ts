@@ -1,13 +1,13 @@
 import { z } from "zod";
-import { findAgent } from "../config/load";
 import { signedWebhookHeaders } from "../channels/signed-webhook";
+import { findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
-import { registerSessionExtension, type RunOutcome, type RunRow, type SessionObject } from "../session/session-object";
+import { type RunOutcome, type RunRow, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { RunInput, RunSnapshot } from "../session/types";
+import { readBoundedText } from "./bounded-response";
 import type { RunnerResult } from "./model-runner";
 import { toUsage } from "./model-runner";
-import { readBoundedText } from "./bounded-response";
 import { mintRunToken } from "./run-token";
 import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
 
@@ -38,7 +38,12 @@ const awaitingId = (runId: string) => `${AWAITING_KIND}:${runId}`;
 /** Body of a synchronous reply and of `POST /v1/runs/{id}/complete`. */
 export const runCompletionSchema = z.object({
   // Never refused for its size once the work is done: a reply over limits.maxMessageBytes is stored truncated with a marker.
-  reply: z.string().optional().describe("The assistant's reply (may be empty; over limits.maxMessageBytes it is kept truncated with a marker). Send either reply or error."),
+  reply: z
+    .string()
+    .optional()
+    .describe(
+      "The assistant's reply (may be empty; over limits.maxMessageBytes it is kept truncated with a marker). Send either reply or error.",
+    ),
   error: z.string().min(1).max(10_000).optional().describe("Why the run failed. Send either reply or error."),
   usage: z
     .object({ input: z.number().int().min(0).optional(), output: z.number().int().min(0).optional() })
@@ -92,7 +97,18 @@ export function outcomeOf(c: RunCompletion, agentId: string): RunOutcome {
   const usage = toUsage({ inputTokens: c.usage?.input, outputTokens: c.usage?.output });
   const model = c.model ?? agentId;
   const result: RunnerResult = {
-    messages: [{ role: "assistant", content: reply ? [{ type: "text", text: reply }] : [], api: "webhook", provider: "webhook", model, usage, stopReason: "stop", timestamp: Date.now() }],
+    messages: [
+      {
+        role: "assistant",
+        content: reply ? [{ type: "text", text: reply }] : [],
+        api: "webhook",
+        provider: "webhook",
+        model,
+        usage,
+        stopReason: "stop",
+        timestamp: Date.now(),
+      },
+    ],
     reply,
     usage,
     model,
@@ -111,7 +127,10 @@ const runEnded = new WeakMap<SessionObject, Map<string, (run: RunSnapshot) => vo
 /** Keyed by object instance: an evicted instance's waiter must never be woken by its successor. */
 function waitersOf(host: SessionObject): Map<string, (run: RunSnapshot) => void> {
   let m = runEnded.get(host);
-  if (!m) runEnded.set(host, (m = new Map()));
+  if (!m) {
+    m = new Map();
+    runEnded.set(host, m);
+  }
   return m;
 }
 
@@ -132,17 +151,31 @@ function waitForRunEnd(host: SessionObject, runId: string, signal: AbortSignal):
   });
 }
 
-async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, signal: AbortSignal, runtime: WebhookRuntime): Promise<RunnerResult> {
+async function runOnWebhook(
+  host: SessionObject,
+  run: RunRow,
+  input: RunInput,
+  signal: AbortSignal,
+  runtime: WebhookRuntime,
+): Promise<RunnerResult> {
   const secret = host.bindings.SIGNING_SECRET;
-  if (typeof secret !== "string" || !secret) throw new Error("SIGNING_SECRET is not set: webhook runtimes need it to mint run tokens");
+  if (typeof secret !== "string" || !secret)
+    throw new Error("SIGNING_SECRET is not set: webhook runtimes need it to mint run tokens");
   const meta = host.meta!;
   const cfg = host.cfg;
-  const deadline = host.timers.get("deadline", run.id)?.due_at ?? Date.now() + cfg.agents.defaults.timeoutSeconds * 1000;
+  const deadline =
+    host.timers.get("deadline", run.id)?.due_at ?? Date.now() + cfg.agents.defaults.timeoutSeconds * 1000;
   const isSubagent = parseCanonical(meta.key, cfg).isSubagent;
   const agent = findAgent(cfg, meta.agentId);
   const model = meta.modelOverride ?? agent?.model;
   const thinking = parseThinkingLevel(meta.thinkingLevel ?? agent?.thinking ?? cfg.agents.defaults.thinking);
-  const runToken = await mintRunToken(secret, { runId: run.id, sessionKey: meta.key, agentId: meta.agentId, isSubagent, expiresAt: deadline });
+  const runToken = await mintRunToken(secret, {
+    runId: run.id,
+    sessionKey: meta.key,
+    agentId: meta.agentId,
+    isSubagent,
+    expiresAt: deadline,
+  });
   const request: WebhookRunRequest = {
     type: "switchboard.run",
     runId: run.id,
@@ -175,10 +208,19 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
     const waitMs = Math.max(1, Math.min(deadline - Date.now(), MAX_SYNC_REPLY_MS));
     try {
       // A 3xx is a failure, never followed: the signed run (and its run token) must not go where a redirect points.
-      res = await fetch(runtime.url, { method: "POST", headers, body, signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs)]), redirect: "manual" });
+      res = await fetch(runtime.url, {
+        method: "POST",
+        headers,
+        body,
+        signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs)]),
+        redirect: "manual",
+      });
     } catch (err) {
       if (signal.aborted) throw err;
-      if (err instanceof Error && err.name === "TimeoutError") throw new Error(`webhook runtime did not answer within ${waitMs}ms (answer 202 and complete later for long runs)`);
+      if (err instanceof Error && err.name === "TimeoutError")
+        throw new Error(
+          `webhook runtime did not answer within ${waitMs}ms (answer 202 and complete later for long runs)`,
+        );
       throw new Error(`webhook runtime unreachable: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (res.status === 202) {
@@ -191,7 +233,9 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
     }
     if (!res.ok) {
       void res.body?.cancel();
-      throw new Error(`webhook runtime answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? " (redirects are not followed)" : ""}`);
+      throw new Error(
+        `webhook runtime answered HTTP ${res.status}${res.status >= 300 && res.status < 400 ? " (redirects are not followed)" : ""}`,
+      );
     }
     const text = await readBoundedText(res, MAX_RUNTIME_RESPONSE_BYTES);
     if (text === null) throw new Error(`webhook runtime answered more than ${MAX_RUNTIME_RESPONSE_BYTES} bytes`);
@@ -199,7 +243,9 @@ async function runOnWebhook(host: SessionObject, run: RunRow, input: RunInput, s
     try {
       json = JSON.parse(text);
     } catch {
-      throw new Error("webhook runtime answered 200 without a JSON body: expected {reply} or {error}, or 202 to complete later");
+      throw new Error(
+        "webhook runtime answered 200 without a JSON body: expected {reply} or {error}, or 202 to complete later",
+      );
     }
     let completion: RunCompletion;
     try {
@@ -222,13 +268,22 @@ function markAwaiting(host: SessionObject, runId: string): void {
     const now = Date.now();
     host.sql.exec(
       "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'awaiting', '{}', ?, ?) ON CONFLICT (id) DO NOTHING",
-      awaitingId(runId), AWAITING_KIND, now, now,
+      awaitingId(runId),
+      AWAITING_KIND,
+      now,
+      now,
     );
   });
 }
 
 /** Complete a run from its runtime (`POST /v1/runs/{id}/complete`); the caller has verified the run token. */
-export async function completeRun(env: Env, sessionKey: string, runId: string, completion: RunCompletion, agentId: string): Promise<RunSnapshot | null> {
+export async function completeRun(
+  env: Env,
+  sessionKey: string,
+  runId: string,
+  completion: RunCompletion,
+  agentId: string,
+): Promise<RunSnapshot | null> {
   const stub = env.SESSIONS.getByName(sessionKey);
   await stub.finishRun(runId, outcomeOf(completion, agentId));
   return stub.getRun(runId);

@@ -26,5 +26,10 @@ export function assertOpen(host: object, key: string): void {
   const reason = closing.get(host);
   if (!reason) return;
   const what = reason === "deleted" ? "deleted" : "archived";
-  throw toRpcError(new SwitchboardError("conflict", `Session ${key} is being ${what}; nothing was accepted. Send again once it is gone.`));
+  throw toRpcError(
+    new SwitchboardError(
+      "conflict",
+      `Session ${key} is being ${what}; nothing was accepted. Send again once it is gone.`,
+    ),
+  );
 }

@@ -17,7 +17,12 @@ const INTERNAL_PROMPT_RUNS: ReadonlySet<RunKind> = new Set(["subagent_announce",
 export function isControlTokenReply(msg: TranscriptMessage): boolean {
   if (msg.role !== "assistant" || msg.content.length === 0) return false;
   if (msg.content.some((b) => b.type !== "text")) return false;
-  return CONTROL_TOKENS.has(msg.content.map((b) => (b.type === "text" ? b.text : "")).join("").trim());
+  return CONTROL_TOKENS.has(
+    msg.content
+      .map((b) => (b.type === "text" ? b.text : ""))
+      .join("")
+      .trim(),
+  );
 }
 
 /** True when the row is shown only with `includeTools`. `runKind` is the kind of the run that wrote a user message. */

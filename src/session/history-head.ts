@@ -1,4 +1,9 @@
-import { HEAD_FLAGS_FIELD, HISTORY_BYTE_CAP, OVERSIZED_PLACEHOLDER, sanitizeOneMessage } from "../policy/history-sanitize";
+import {
+  HEAD_FLAGS_FIELD,
+  HISTORY_BYTE_CAP,
+  OVERSIZED_PLACEHOLDER,
+  sanitizeOneMessage,
+} from "../policy/history-sanitize";
 import { jsonBytes } from "./byte-budget";
 import type { TranscriptMessage } from "./types";
 
@@ -26,7 +31,11 @@ export function historyHeadOf(msg: TranscriptMessage): HistoryHead {
   let json = JSON.stringify(s.message);
   let bytes = jsonBytes(json);
   if (bytes > HEAD_MAX_BYTES) {
-    json = JSON.stringify({ role: msg.role === "toolResult" ? "toolResult" : "assistant", content: OVERSIZED_PLACEHOLDER, timestamp: msg.timestamp });
+    json = JSON.stringify({
+      role: msg.role === "toolResult" ? "toolResult" : "assistant",
+      content: OVERSIZED_PLACEHOLDER,
+      timestamp: msg.timestamp,
+    });
     bytes = jsonBytes(json);
     flags = 4;
   }
@@ -39,6 +48,11 @@ export function historyHeadOf(msg: TranscriptMessage): HistoryHead {
  */
 export function parseHead(json: string, flags: number): Record<string, unknown> {
   const m = JSON.parse(json) as Record<string, unknown>;
-  m[HEAD_FLAGS_FIELD] = { head: true, ...(flags & 1 ? { truncated: true } : {}), ...(flags & 2 ? { redacted: true } : {}), ...(flags & 4 ? { oversized: true } : {}) };
+  m[HEAD_FLAGS_FIELD] = {
+    head: true,
+    ...(flags & 1 ? { truncated: true } : {}),
+    ...(flags & 2 ? { redacted: true } : {}),
+    ...(flags & 4 ? { oversized: true } : {}),
+  };
   return m;
 }

@@ -6,7 +6,8 @@ import type { EnqueueRequest, SessionMeta } from "./types";
  */
 export function recordInboundRoute(m: SessionMeta, input: EnqueueRequest["input"]): void {
   const route = input.route;
-  if (!route || (input.kind !== "inbound" && input.kind !== "command") || input.provenance?.kind === "inter_session") return;
+  if (!route || (input.kind !== "inbound" && input.kind !== "command") || input.provenance?.kind === "inter_session")
+    return;
   m.lastChannel = route.channel;
   if (route.to != null) m.lastTo = route.to;
   if (route.accountId != null) m.lastAccountId = route.accountId;

@@ -43,7 +43,11 @@ export class IndexSync {
         await this.sync();
         return;
       } catch (err) {
-        log.warn("registry_write_failed", { sessionKey: this.host.key, error: err, next: "the index timer retries it" });
+        log.warn("registry_write_failed", {
+          sessionKey: this.host.key,
+          error: err,
+          next: "the index timer retries it",
+        });
       }
     }
     await this.host.timers.arm();
@@ -51,7 +55,9 @@ export class IndexSync {
 
   /** The coalesced index timer (inside the caller's transaction): due when the interval since the last write has passed, never later than a due one. */
   schedule(now: number): void {
-    this.host.timers.set("index", "sync", Math.max(now, this.lastSync + this.intervalMs), undefined, { keepEarlier: true });
+    this.host.timers.set("index", "sync", Math.max(now, this.lastSync + this.intervalMs), undefined, {
+      keepEarlier: true,
+    });
   }
 
   /** Write the row; clears the pending index timer once written. */
@@ -61,7 +67,9 @@ export class IndexSync {
     this.lastSync = Date.now();
     const written = JSON.stringify(meta);
     const entry = indexEntryOf(meta, parseCanonical(meta.key, this.host.cfg));
-    const paced = await sessionIndex(this.host.bindings, this.host.cfg, meta.agentId).upsert(entry, { locatorWritten: this.locatorWritten });
+    const paced = await sessionIndex(this.host.bindings, this.host.cfg, meta.agentId).upsert(entry, {
+      locatorWritten: this.locatorWritten,
+    });
     this.locatorWritten = true;
     this.intervalMs = paced.nextWriteInMs;
     // Only if nothing changed during the write: a change made meanwhile keeps its timer (and gets written).

@@ -28,12 +28,26 @@ export function pruneFinished(sql: SqlStorage, finished: FinishedFlowStates, now
   let fullBatch = false;
   for (const [kind, states] of Object.entries(finished)) {
     for (const state of states) {
-      const n = sql.exec("DELETE FROM flows WHERE rowid IN (SELECT rowid FROM flows WHERE kind = ? AND state = ? AND updated_at < ? LIMIT ?) RETURNING 1", kind, state, cutoff, BATCH).toArray().length;
+      const n = sql
+        .exec(
+          "DELETE FROM flows WHERE rowid IN (SELECT rowid FROM flows WHERE kind = ? AND state = ? AND updated_at < ? LIMIT ?) RETURNING 1",
+          kind,
+          state,
+          cutoff,
+          BATCH,
+        )
+        .toArray().length;
       fullBatch ||= n === BATCH;
     }
   }
   // Aged from delivery, not creation: a dead letter retried after a week is still kept a week once delivered.
-  const n = sql.exec("DELETE FROM outbox WHERE rowid IN (SELECT rowid FROM outbox WHERE status = 'delivered' AND delivered_at < ? LIMIT ?) RETURNING 1", cutoff, BATCH).toArray().length;
+  const n = sql
+    .exec(
+      "DELETE FROM outbox WHERE rowid IN (SELECT rowid FROM outbox WHERE status = 'delivered' AND delivered_at < ? LIMIT ?) RETURNING 1",
+      cutoff,
+      BATCH,
+    )
+    .toArray().length;
   if (fullBatch || n === BATCH) return now + BACKLOG_DELAY_MS;
   const next = nextPruneDue(sql, finished);
   return next === null ? null : Math.max(now + BACKLOG_DELAY_MS, next);
@@ -46,8 +60,19 @@ export function nextPruneDue(sql: SqlStorage, finished: FinishedFlowStates): num
     if (t !== null && (oldest === null || t < oldest)) oldest = t;
   };
   for (const [kind, states] of Object.entries(finished)) {
-    for (const state of states) consider(sql.exec<{ t: number | null }>("SELECT MIN(updated_at) AS t FROM flows WHERE kind = ? AND state = ?", kind, state).one().t);
+    for (const state of states)
+      consider(
+        sql
+          .exec<{ t: number | null }>(
+            "SELECT MIN(updated_at) AS t FROM flows WHERE kind = ? AND state = ?",
+            kind,
+            state,
+          )
+          .one().t,
+      );
   }
-  consider(sql.exec<{ t: number | null }>("SELECT MIN(delivered_at) AS t FROM outbox WHERE status = 'delivered'").one().t);
+  consider(
+    sql.exec<{ t: number | null }>("SELECT MIN(delivered_at) AS t FROM outbox WHERE status = 'delivered'").one().t,
+  );
   return oldest === null ? null : (oldest as number) + RETENTION_MS;
 }

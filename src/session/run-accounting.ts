@@ -15,7 +15,9 @@ export interface RunUsage {
 
 /** The steps a run finished, as recorded in the transcript (their assistant messages carry each call's usage). */
 export function recordedStepUsage(sql: SqlStorage, runId: string): { usage: RunUsage; model: string | null } | null {
-  const rows = sql.exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant'", runId).toArray();
+  const rows = sql
+    .exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant'", runId)
+    .toArray();
   const usage: RunUsage = { input: 0, output: 0, totalTokens: 0 };
   let model: string | null = null;
   let counted = false;
@@ -40,8 +42,17 @@ export function contextWindowOf(cfg: Config, provider: string, modelId: string):
  * The usage a run ends with: a successful run's own total; a failed, timed-out or aborted run's
  * finished steps, so a run cut short reports the tokens it really spent (not 0).
  */
-export function endedRunUsage(sql: SqlStorage, runId: string, result: RunnerResult | undefined, ok: boolean): { usage: RunUsage; model: string | null } | null {
-  if (result && ok) return { usage: { input: result.usage.input, output: result.usage.output, totalTokens: result.usage.totalTokens }, model: `${result.provider}/${result.model}` };
+export function endedRunUsage(
+  sql: SqlStorage,
+  runId: string,
+  result: RunnerResult | undefined,
+  ok: boolean,
+): { usage: RunUsage; model: string | null } | null {
+  if (result && ok)
+    return {
+      usage: { input: result.usage.input, output: result.usage.output, totalTokens: result.usage.totalTokens },
+      model: `${result.provider}/${result.model}`,
+    };
   return recordedStepUsage(sql, runId);
 }
 

@@ -27,5 +27,7 @@ function b64urlEncode(s: string): string {
 function b64urlDecode(s: string): string {
   if (!/^[A-Za-z0-9_-]+$/.test(s)) throw new Error("bad run id");
   const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
-  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+  return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(
+    Uint8Array.from(bin, (c) => c.charCodeAt(0)),
+  );
 }

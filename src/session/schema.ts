@@ -163,12 +163,21 @@ export function migrate(sql: SqlStorage): void {
 export function backfillHistoryHeads(sql: SqlStorage): void {
   for (let after = 0; ; ) {
     const rows = sql
-      .exec<{ seq: number; is_tool: number; json: string }>("SELECT seq, is_tool, json FROM messages WHERE seq > ? AND seq NOT IN (SELECT seq FROM message_heads) ORDER BY seq LIMIT 200", after)
+      .exec<{ seq: number; is_tool: number; json: string }>(
+        "SELECT seq, is_tool, json FROM messages WHERE seq > ? AND seq NOT IN (SELECT seq FROM message_heads) ORDER BY seq LIMIT 200",
+        after,
+      )
       .toArray();
     if (rows.length === 0) return;
     for (const r of rows) {
       const head = historyHeadOf(JSON.parse(r.json) as TranscriptMessage);
-      sql.exec("INSERT INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)", r.seq, r.is_tool, head.flags, head.json);
+      sql.exec(
+        "INSERT INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)",
+        r.seq,
+        r.is_tool,
+        head.flags,
+        head.json,
+      );
       sql.exec("UPDATE messages SET bytes = ?, head_bytes = ? WHERE seq = ?", jsonBytes(r.json), head.bytes, r.seq);
     }
     after = rows[rows.length - 1].seq;

@@ -1,36 +1,36 @@
-import { nextPruneDue, PRUNE_REF, PRUNE_TIMER, pruneFinished, type FinishedFlowStates } from "./retention";
 import { DurableObject } from "cloudflare:workers";
 import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
+import { log } from "../log";
 import { parseSendCommand } from "../policy/send-policy";
-import { indexEntryOf, type IndexEntry, type SessionRow } from "../registry/row";
+import { type IndexEntry, indexEntryOf, type SessionRow } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
-import { IndexSync } from "./index-sync";
 import { runBuiltinModel } from "../runners/builtin-run";
 import type { RunnerResult } from "../runners/model-runner";
-import { spawnChildInObject, type SpawnChildRequest } from "../spawn/child-spawn";
-import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
-import { newRunId } from "./run-id";
-import { migrate } from "./schema";
-import { runDueTimers } from "./timer-policy";
+import { type SpawnChildRequest, spawnChildInObject } from "../spawn/child-spawn";
+import { capReplyAndError, TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
 import { assertOpen, beginClosing } from "./closing";
 import { recordInboundRoute } from "./inbound-route";
-import { Timers, type TimerRow } from "./timers";
+import { IndexSync } from "./index-sync";
+import { type FinishedFlowStates, nextPruneDue, PRUNE_REF, PRUNE_TIMER, pruneFinished } from "./retention";
+import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
+import { newRunId } from "./run-id";
 import { RunWaiters } from "./run-waiters";
-import { capReplyAndError, TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
-import { runEndedWithoutReply, Transcript, userMessageOf, type BudgetedPage } from "./transcript";
+import { migrate } from "./schema";
+import { runDueTimers } from "./timer-policy";
+import { type TimerRow, Timers } from "./timers";
+import { type BudgetedPage, runEndedWithoutReply, Transcript, userMessageOf } from "./transcript";
 import {
-  FINAL_STATUSES,
   type EnqueueRequest,
+  FINAL_STATUSES,
   type RunInput,
   type RunSnapshot,
   type RunStatus,
   type SessionMeta,
   type TranscriptMessage,
 } from "./types";
-import { log } from "../log";
 
 /** A run whose executor is not seen alive for this long is considered lost to an eviction (docs/architecture.md, "Inside a session object"). */
 export const LEASE_MS = 60_000;
@@ -81,7 +81,12 @@ export interface SessionExtension {
   /** A due timer of a kind this extension owns; return true when handled. */
   onTimer?(host: SessionObject, timer: TimerRow): Promise<boolean> | boolean;
   /** Produce the reply of a run instead of the built-in model runner (webhook agents); undefined = not mine. */
-  produceReply?(host: SessionObject, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> | undefined;
+  produceReply?(
+    host: SessionObject,
+    run: RunRow,
+    input: RunInput,
+    signal: AbortSignal,
+  ): Promise<RunnerResult> | undefined;
   /**
    * An inbound message this object may not run itself (a thread bound to a sub-agent): a promise of the
    * run it became elsewhere (null: run it here), or null synchronously when the hook has nothing to check.
@@ -100,6 +105,7 @@ export interface SessionExtension {
   /** The flow kinds this extension writes and their finished states: pruned after the retention period (retention.ts). */
   finishedFlows?: FinishedFlowStates;
   /** Methods other objects and routes call through `callExtension` (flow callbacks, delivery listing). */
+  // biome-ignore lint/suspicious/noExplicitAny: each extension narrows its own argument type; ExtensionRpc re-types every call
   rpc?: Record<string, (host: SessionObject, arg: any) => unknown>;
 }
 
@@ -109,12 +115,16 @@ export interface SessionExtension {
  * so every `callExtension` is checked against the method's real argument and result types while this
  * module still imports none of them.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+// biome-ignore lint/suspicious/noEmptyInterface: an empty table that extension modules fill by declaration merging
 export interface ExtensionRpc {}
 
-type RpcMethod<N extends keyof ExtensionRpc, M extends keyof ExtensionRpc[N]> = ExtensionRpc[N][M] extends (...args: any[]) => unknown ? ExtensionRpc[N][M] : never;
+type RpcMethod<N extends keyof ExtensionRpc, M extends keyof ExtensionRpc[N]> = ExtensionRpc[N][M] extends (
+  ...args: never[]
+) => unknown
+  ? ExtensionRpc[N][M]
+  : never;
 /** The call's argument list: the method's second parameter, or nothing for a method that takes only its host. */
-type RpcArgs<F extends (...args: any[]) => unknown> = Parameters<F> extends [unknown, infer A] ? [arg: A] : [];
+type RpcArgs<F extends (...args: never[]) => unknown> = Parameters<F> extends [unknown, infer A] ? [arg: A] : [];
 
 /** Call an extension's method in the object behind `stub`, typed by that extension's RPC table. */
 export async function callExtension<N extends keyof ExtensionRpc, M extends keyof ExtensionRpc[N] & string>(
@@ -161,7 +171,9 @@ export class SessionObject extends DurableObject<Env> {
     // Reads of a session that was never written must not create storage, so the schema is only
     // created by the first write; an existing schema is migrated before any call is served.
     ctx.blockConcurrencyWhile(async () => {
-      const exists = this.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray().length > 0;
+      const exists =
+        this.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray()
+          .length > 0;
       if (exists) this.ensureSchema();
     });
   }
@@ -200,7 +212,10 @@ export class SessionObject extends DurableObject<Env> {
 
   saveMeta(): void {
     if (!this.meta) return;
-    this.sql.exec("INSERT INTO meta (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json", JSON.stringify(this.meta));
+    this.sql.exec(
+      "INSERT INTO meta (id, json) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET json = excluded.json",
+      JSON.stringify(this.meta),
+    );
   }
 
   /** Create the session's metadata on first use (inside the caller's transaction). */
@@ -250,7 +265,13 @@ export class SessionObject extends DurableObject<Env> {
     return this.meta!;
   }
 
-  async patch(p: { label?: string | null; modelOverride?: string | null; thinkingLevel?: string | null; verboseLevel?: string | null; sendPolicy?: "allow" | "deny" | null }): Promise<SessionRow> {
+  async patch(p: {
+    label?: string | null;
+    modelOverride?: string | null;
+    thinkingLevel?: string | null;
+    verboseLevel?: string | null;
+    sendPolicy?: "allow" | "deny" | null;
+  }): Promise<SessionRow> {
     assertOpen(this, this.key);
     await this.ensureSession();
     const m = this.meta!;
@@ -316,16 +337,20 @@ export class SessionObject extends DurableObject<Env> {
     // No await from here to the transaction: a delete or archive that began is seen (closing.ts).
     assertOpen(this, this.key);
     // Checked before the schema is created: a refused step leaves no storage behind.
-    if (req.onlyIfExists && (!this.schemaReady || !this.meta)) throw toRpcError(new SwitchboardError("not_found", `Session not found: ${this.key}`));
+    if (req.onlyIfExists && (!this.schemaReady || !this.meta))
+      throw toRpcError(new SwitchboardError("not_found", `Session not found: ${this.key}`));
     this.ensureSchema();
     // An owner's standalone `/send on|off|inherit` is a command run (test/token-scopes.test.ts): it takes its turn in
     // the queue like any message, but is answered by the send-policy extension, never by the model.
-    if (req.senderIsOwner && req.input.kind === "inbound" && parseSendCommand(req.input.message)) req = { ...req, input: { ...req.input, kind: "command" } };
+    if (req.senderIsOwner && req.input.kind === "inbound" && parseSendCommand(req.input.message))
+      req = { ...req, input: { ...req.input, kind: "command" } };
     const now = Date.now();
     let created = false;
     const snap = this.ctx.storage.transactionSync((): RunSnapshot => {
       if (req.idempotencyKey) {
-        const existing = this.sql.exec<RunRow>("SELECT * FROM runs WHERE idempotency_key = ?", req.idempotencyKey).toArray()[0];
+        const existing = this.sql
+          .exec<RunRow>("SELECT * FROM runs WHERE idempotency_key = ?", req.idempotencyKey)
+          .toArray()[0];
         if (existing) return this.snapshot(existing);
       }
       if (!this.meta) {
@@ -340,7 +365,12 @@ export class SessionObject extends DurableObject<Env> {
       const qseq = this.sql.exec<{ q: number }>("SELECT COALESCE(MAX(qseq), 0) + 1 AS q FROM runs").one().q;
       this.sql.exec(
         `INSERT INTO runs (id, qseq, kind, status, input_json, created_at, idempotency_key) VALUES (?, ?, ?, 'queued', ?, ?, ?)`,
-        id, qseq, req.input.kind, JSON.stringify(req.input), now, req.idempotencyKey ?? null,
+        id,
+        qseq,
+        req.input.kind,
+        JSON.stringify(req.input),
+        now,
+        req.idempotencyKey ?? null,
       );
       // Safety net: if this instance dies before the queue starts the run, the alarm starts it.
       this.timers.set("pump", "queue", now + LEASE_MS, undefined, { keepEarlier: true });
@@ -355,7 +385,10 @@ export class SessionObject extends DurableObject<Env> {
     // timer row written above, so it stays off the caller's path (test/index-shards.test.ts).
     const indexed = this.markIndexDirty({ immediate: created });
     if (created) await indexed;
-    else indexed.catch((err) => log.warn("registry_write_failed", { sessionKey: this.key, error: err, next: "the index timer retries it" }));
+    else
+      indexed.catch((err) =>
+        log.warn("registry_write_failed", { sessionKey: this.key, error: err, next: "the index timer retries it" }),
+      );
     this.kick();
     return snap;
   }
@@ -395,7 +428,13 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   snapshot(r: RunRow): RunSnapshot {
-    const s: RunSnapshot = { runId: r.id, sessionKey: displayKey(this.key), status: r.status, kind: r.kind as RunSnapshot["kind"], createdAt: r.created_at };
+    const s: RunSnapshot = {
+      runId: r.id,
+      sessionKey: displayKey(this.key),
+      status: r.status,
+      kind: r.kind as RunSnapshot["kind"],
+      createdAt: r.created_at,
+    };
     if (r.reply !== null) s.reply = r.reply;
     if (r.error !== null) s.error = r.error;
     if (r.started_at !== null) s.startedAt = r.started_at;
@@ -445,7 +484,9 @@ export class SessionObject extends DurableObject<Env> {
     return this.ctx.storage.transactionSync(() => {
       const running = this.sql.exec("SELECT id FROM runs WHERE status = 'running' LIMIT 1").toArray();
       if (running.length > 0) return null;
-      const next = this.sql.exec<RunRow>("SELECT * FROM runs WHERE status = 'queued' ORDER BY qseq LIMIT 1").toArray()[0];
+      const next = this.sql
+        .exec<RunRow>("SELECT * FROM runs WHERE status = 'queued' ORDER BY qseq LIMIT 1")
+        .toArray()[0];
       // Nothing queued, or the head is held (its holder kicks the queue and owns the timer that will).
       if (!next || EXTENSIONS.some((e) => e.holdsQueuedRun?.(this, next))) {
         this.timers.clear("pump", "queue");
@@ -453,11 +494,16 @@ export class SessionObject extends DurableObject<Env> {
       }
       const now = Date.now();
       const input = JSON.parse(next.input_json) as RunInput;
-      this.sql.exec("UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1 WHERE id = ?", now, next.id);
+      this.sql.exec(
+        "UPDATE runs SET status = 'running', started_at = COALESCE(started_at, ?), attempts = attempts + 1 WHERE id = ?",
+        now,
+        next.id,
+      );
       this.timers.set("lease", next.id, now + LEASE_MS);
       const timeoutSeconds = runDeadlineSeconds(input, this.cfg);
       // The deadline is set once, at the first start, so a retried run keeps its original deadline.
-      if (next.started_at === null && timeoutSeconds !== null) this.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
+      if (next.started_at === null && timeoutSeconds !== null)
+        this.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       return this.runRow(next.id)!;
     });
   }
@@ -542,7 +588,13 @@ export class SessionObject extends DurableObject<Env> {
       this.saveMeta();
       this.sql.exec(
         "UPDATE runs SET status = ?, reply = ?, error = ?, usage_json = ?, model = ?, ended_at = ? WHERE id = ?",
-        outcome.status, outcome.reply ?? null, outcome.error ?? null, spent ? JSON.stringify(spent.usage) : null, spent?.model ?? null, now, runId,
+        outcome.status,
+        outcome.reply ?? null,
+        outcome.error ?? null,
+        spent ? JSON.stringify(spent.usage) : null,
+        spent?.model ?? null,
+        now,
+        runId,
       );
       this.timers.clear("lease", runId);
       this.timers.clear("deadline", runId);
@@ -571,14 +623,23 @@ export class SessionObject extends DurableObject<Env> {
   private afterRunEnded(event: RunEndedEvent): void {
     for (const ext of EXTENSIONS) {
       if (!ext.afterRunEnded) continue;
-      void Promise.resolve(ext.afterRunEnded(this, event)).catch((err) => log.error("after_run_ended_failed", { sessionKey: this.key, runId: event.run.runId, extension: ext.name, error: err }));
+      void Promise.resolve(ext.afterRunEnded(this, event)).catch((err) =>
+        log.error("after_run_ended_failed", {
+          sessionKey: this.key,
+          runId: event.run.runId,
+          extension: ext.name,
+          error: err,
+        }),
+      );
     }
   }
 
   private releaseAllWaiters(status: RunStatus, error: string): void {
     this.waiters.releaseAll((runId) => {
       const row = this.runRow(runId);
-      return row ? { ...this.snapshot(row), status, error } : ({ runId, sessionKey: displayKey(this.key), status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
+      return row
+        ? { ...this.snapshot(row), status, error }
+        : ({ runId, sessionKey: displayKey(this.key), status, error, kind: "inbound", createdAt: 0 } as RunSnapshot);
     });
   }
 
@@ -589,9 +650,16 @@ export class SessionObject extends DurableObject<Env> {
    * `onlyIfSpawnedBy`: the caller may read this session only as its parent — checked before anything
    * of the transcript is read; otherwise the answer is `denied` and carries nothing of the session.
    */
-  async history(opts: { limit: number; before?: number; includeTools: boolean; maxBytes: number; onlyIfSpawnedBy?: string }): Promise<BudgetedPage & { sessionId?: string; spawnedBy?: string; denied?: true }> {
+  async history(opts: {
+    limit: number;
+    before?: number;
+    includeTools: boolean;
+    maxBytes: number;
+    onlyIfSpawnedBy?: string;
+  }): Promise<BudgetedPage & { sessionId?: string; spawnedBy?: string; denied?: true }> {
     const empty: BudgetedPage = { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
-    if (opts.onlyIfSpawnedBy !== undefined && this.meta?.spawnedBy !== opts.onlyIfSpawnedBy) return { ...empty, denied: true };
+    if (opts.onlyIfSpawnedBy !== undefined && this.meta?.spawnedBy !== opts.onlyIfSpawnedBy)
+      return { ...empty, denied: true };
     if (!this.schemaReady || !this.meta) return empty;
     return { ...this.transcript.page(opts), sessionId: this.meta.sessionId, spawnedBy: this.meta.spawnedBy };
   }
@@ -680,7 +748,7 @@ export class SessionObject extends DurableObject<Env> {
    */
   private async onLeaseExpired(runId: string): Promise<void> {
     const row = this.runRow(runId);
-    if (!row || row.status !== "running") {
+    if (row?.status !== "running") {
       this.timers.clear("lease", runId);
       return;
     }
@@ -701,7 +769,10 @@ export class SessionObject extends DurableObject<Env> {
       this.kick();
       return;
     }
-    await this.finishRun(runId, { status: "error", error: "Run was interrupted by a restart and could not be resumed" });
+    await this.finishRun(runId, {
+      status: "error",
+      error: "Run was interrupted by a restart and could not be resumed",
+    });
   }
 
   // ---------------------------------------------------------------- registry sync (src/session/index-sync.ts)

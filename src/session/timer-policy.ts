@@ -1,5 +1,5 @@
-import type { TimerRow, Timers } from "./timers";
 import { log } from "../log";
+import type { TimerRow, Timers } from "./timers";
 
 /**
  * Every timer gives up (docs/timers.md). A due timer whose handler throws is retried with exponential
@@ -61,7 +61,11 @@ const REVIVERS = new Map<string, DeadTimerReviver>();
  */
 export function defineTimerKind<H extends TimerHost = TimerHost>(
   kind: string,
-  opts: { policy?: Partial<TimerPolicy>; onDead?: (host: H, dead: DeadTimer) => void; revive?: (host: H, dead: DeadTimer) => boolean } = {},
+  opts: {
+    policy?: Partial<TimerPolicy>;
+    onDead?: (host: H, dead: DeadTimer) => void;
+    revive?: (host: H, dead: DeadTimer) => boolean;
+  } = {},
 ): void {
   if (opts.policy) POLICIES.set(kind, { ...DEFAULT_TIMER_POLICY, ...opts.policy });
   // Only the object that defines the kind's timers runs them, so its handlers always get that object.
@@ -122,27 +126,65 @@ export function recordTimerFailure(host: TimerHost, t: TimerRow, err: unknown): 
     const firstFailedAt = cur.failing_since ?? now;
     if (attempts < policy.maxAttempts) {
       const due = now + retryDelayMs(policy, attempts);
-      host.sql.exec("UPDATE timers SET attempts = ?, due_at = ?, last_error = ?, failing_since = ? WHERE kind = ? AND ref = ?", attempts, due, error, firstFailedAt, t.kind, t.ref);
-      log.warn("timer_retry", { sessionKey: host.key, kind: t.kind, ref: t.ref, attempt: attempts, maxAttempts: policy.maxAttempts, nextAt: due, error });
+      host.sql.exec(
+        "UPDATE timers SET attempts = ?, due_at = ?, last_error = ?, failing_since = ? WHERE kind = ? AND ref = ?",
+        attempts,
+        due,
+        error,
+        firstFailedAt,
+        t.kind,
+        t.ref,
+      );
+      log.warn("timer_retry", {
+        sessionKey: host.key,
+        kind: t.kind,
+        ref: t.ref,
+        attempt: attempts,
+        maxAttempts: policy.maxAttempts,
+        nextAt: due,
+        error,
+      });
       return "retry";
     }
-    const dead: DeadTimer = { kind: t.kind, ref: t.ref, payload: cur.payload, attempts, lastError: error, firstFailedAt, diedAt: now };
+    const dead: DeadTimer = {
+      kind: t.kind,
+      ref: t.ref,
+      payload: cur.payload,
+      attempts,
+      lastError: error,
+      firstFailedAt,
+      diedAt: now,
+    };
     died.timer = dead;
     host.sql.exec(
       `INSERT INTO dead_timers (kind, ref, payload, attempts, last_error, first_failed_at, died_at) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (kind, ref) DO UPDATE SET payload = excluded.payload, attempts = excluded.attempts, last_error = excluded.last_error,
          first_failed_at = excluded.first_failed_at, died_at = excluded.died_at`,
-      t.kind, t.ref, cur.payload, attempts, error, firstFailedAt, now,
+      t.kind,
+      t.ref,
+      cur.payload,
+      attempts,
+      error,
+      firstFailedAt,
+      now,
     );
     host.timers.clear(t.kind, t.ref);
-    host.sql.exec("DELETE FROM dead_timers WHERE rowid IN (SELECT rowid FROM dead_timers ORDER BY died_at DESC, rowid DESC LIMIT -1 OFFSET ?)", MAX_DEAD_TIMERS);
+    host.sql.exec(
+      "DELETE FROM dead_timers WHERE rowid IN (SELECT rowid FROM dead_timers ORDER BY died_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
+      MAX_DEAD_TIMERS,
+    );
     const onDead = DEAD_HANDLERS.get(t.kind);
     if (onDead) {
       // A throwing handler must not roll the death back (the timer would then retry forever): log it, keep the death.
       try {
         onDead(host, dead);
       } catch (handlerErr) {
-        log.error("timer_dead_handler_failed", { sessionKey: host.key, kind: t.kind, ref: t.ref, error: errorText(handlerErr) });
+        log.error("timer_dead_handler_failed", {
+          sessionKey: host.key,
+          kind: t.kind,
+          ref: t.ref,
+          error: errorText(handlerErr),
+        });
       }
     }
     return "dead";
@@ -165,22 +207,53 @@ export interface DeadTimerView {
   retryable: boolean;
 }
 
-type DeadRow = { kind: string; ref: string; payload: string | null; attempts: number; last_error: string; first_failed_at: number; died_at: number };
+type DeadRow = {
+  kind: string;
+  ref: string;
+  payload: string | null;
+  attempts: number;
+  last_error: string;
+  first_failed_at: number;
+  died_at: number;
+};
 
-const deadOf = (r: DeadRow): DeadTimer => ({ kind: r.kind, ref: r.ref, payload: r.payload, attempts: r.attempts, lastError: r.last_error, firstFailedAt: r.first_failed_at, diedAt: r.died_at });
-const viewOf = (d: DeadTimer): DeadTimerView => ({ kind: d.kind, ref: d.ref, attempts: d.attempts, lastError: d.lastError, firstFailedAt: d.firstFailedAt, diedAt: d.diedAt, retryable: isRetryable(d.kind) });
+const deadOf = (r: DeadRow): DeadTimer => ({
+  kind: r.kind,
+  ref: r.ref,
+  payload: r.payload,
+  attempts: r.attempts,
+  lastError: r.last_error,
+  firstFailedAt: r.first_failed_at,
+  diedAt: r.died_at,
+});
+const viewOf = (d: DeadTimer): DeadTimerView => ({
+  kind: d.kind,
+  ref: d.ref,
+  attempts: d.attempts,
+  lastError: d.lastError,
+  firstFailedAt: d.firstFailedAt,
+  diedAt: d.diedAt,
+  retryable: isRetryable(d.kind),
+});
 
 /** Dead timers of a session, newest first. */
 export function listDeadTimers(host: TimerHost, limit: number): DeadTimerView[] {
   if (!host.hasStorage) return [];
-  return host.sql.exec<DeadRow>("SELECT * FROM dead_timers ORDER BY died_at DESC, rowid DESC LIMIT ?", limit).toArray().map((r) => viewOf(deadOf(r)));
+  return host.sql
+    .exec<DeadRow>("SELECT * FROM dead_timers ORDER BY died_at DESC, rowid DESC LIMIT ?", limit)
+    .toArray()
+    .map((r) => viewOf(deadOf(r)));
 }
 
 /**
  * Re-queue a dead timer (due now, a fresh attempt budget), after its kind's reviver put back what the
  * death ended. Null when there is no such dead timer; `retried: false` when its kind cannot be revived.
  */
-export function retryDeadTimer(host: TimerHost, kind: string, ref: string): { timer: DeadTimerView; retried: boolean } | null {
+export function retryDeadTimer(
+  host: TimerHost,
+  kind: string,
+  ref: string,
+): { timer: DeadTimerView; retried: boolean } | null {
   if (!host.hasStorage) return null;
   return host.storage.transactionSync(() => {
     const row = host.sql.exec<DeadRow>("SELECT * FROM dead_timers WHERE kind = ? AND ref = ?", kind, ref).toArray()[0];

@@ -28,13 +28,19 @@ export class Timers {
       this.sql.exec(
         `INSERT INTO timers (kind, ref, due_at, payload) VALUES (?, ?, ?, ?)
          ON CONFLICT (kind, ref) DO UPDATE SET due_at = MIN(due_at, excluded.due_at), payload = excluded.payload`,
-        kind, ref, dueAt, p,
+        kind,
+        ref,
+        dueAt,
+        p,
       );
     } else {
       this.sql.exec(
         `INSERT INTO timers (kind, ref, due_at, payload) VALUES (?, ?, ?, ?)
          ON CONFLICT (kind, ref) DO UPDATE SET due_at = excluded.due_at, payload = excluded.payload, attempts = 0, last_error = NULL, failing_since = NULL`,
-        kind, ref, dueAt, p,
+        kind,
+        ref,
+        dueAt,
+        p,
       );
     }
   }
@@ -49,7 +55,9 @@ export class Timers {
 
   /** Rows due at or before `now` (`<=`, so a row due exactly now is never missed). */
   due(now: number, limit = 100): TimerRow[] {
-    return this.sql.exec<TimerRow>("SELECT * FROM timers WHERE due_at <= ? ORDER BY due_at LIMIT ?", now, limit).toArray();
+    return this.sql
+      .exec<TimerRow>("SELECT * FROM timers WHERE due_at <= ? ORDER BY due_at LIMIT ?", now, limit)
+      .toArray();
   }
 
   count(): number {

@@ -1,6 +1,6 @@
 import { capMessage, jsonBytes, STORED_MESSAGE_MAX_BYTES, takeWithinBudget } from "./byte-budget";
-import { historyHeadOf, parseHead } from "./history-head";
 import { shownOnlyWithTools } from "./conversation-rows";
+import { historyHeadOf, parseHead } from "./history-head";
 import type { HistoryPage, RunInput, RunKind, RunStatus, TranscriptMessage } from "./types";
 
 /** A history page, and whether its byte budget (not its `limit`) ended it. */
@@ -27,7 +27,10 @@ export class Transcript {
   append(msg: TranscriptMessage, runId: string | null, runKind?: RunKind): number {
     // Generated text over the cap is kept truncated with a marker; everything else is only held under the row guard.
     const generated = msg.role === "assistant" || msg.role === "toolResult";
-    const stored = capMessage(msg, generated ? Math.min(this.generatedMaxBytes(), STORED_MESSAGE_MAX_BYTES) : STORED_MESSAGE_MAX_BYTES);
+    const stored = capMessage(
+      msg,
+      generated ? Math.min(this.generatedMaxBytes(), STORED_MESSAGE_MAX_BYTES) : STORED_MESSAGE_MAX_BYTES,
+    );
     const json = JSON.stringify(stored);
     const head = historyHeadOf(stored);
     // `is_tool` = shown only with includeTools: tool results, control-token replies, internal prompts (conversation-rows.ts).
@@ -35,10 +38,22 @@ export class Transcript {
     const seq = this.sql
       .exec<{ seq: number }>(
         "INSERT INTO messages (role, is_tool, run_id, created_at, json, bytes, head_bytes) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-        stored.role, isTool, runId, stored.timestamp, json, jsonBytes(json), head.bytes,
+        stored.role,
+        isTool,
+        runId,
+        stored.timestamp,
+        json,
+        jsonBytes(json),
+        head.bytes,
       )
       .one().seq;
-    this.sql.exec("INSERT INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)", seq, isTool, head.flags, head.json);
+    this.sql.exec(
+      "INSERT INTO message_heads (seq, is_tool, flags, json) VALUES (?, ?, ?, ?)",
+      seq,
+      isTool,
+      head.flags,
+      head.json,
+    );
     return seq;
   }
 
@@ -47,10 +62,21 @@ export class Transcript {
    * included), and always at least the newest one.
    */
   recent(limit: number, maxBytes: number): TranscriptMessage[] {
-    const sizes = this.sql.exec<{ seq: number; bytes: number }>("SELECT seq, bytes FROM messages INDEXED BY messages_sizes ORDER BY seq DESC LIMIT ?", limit).toArray();
+    const sizes = this.sql
+      .exec<{ seq: number; bytes: number }>(
+        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes ORDER BY seq DESC LIMIT ?",
+        limit,
+      )
+      .toArray();
     if (sizes.length === 0) return [];
-    const { count } = takeWithinBudget(sizes.map((r) => r.bytes), maxBytes, 1);
-    const rows = this.sql.exec<{ json: string }>("SELECT json FROM messages WHERE seq >= ? ORDER BY seq", sizes[count - 1].seq).toArray();
+    const { count } = takeWithinBudget(
+      sizes.map((r) => r.bytes),
+      maxBytes,
+      1,
+    );
+    const rows = this.sql
+      .exec<{ json: string }>("SELECT json FROM messages WHERE seq >= ? ORDER BY seq", sizes[count - 1].seq)
+      .toArray();
     return rows.map((r) => JSON.parse(r.json) as TranscriptMessage);
   }
 
@@ -62,14 +88,27 @@ export class Transcript {
     const before = opts.before ?? Number.MAX_SAFE_INTEGER;
     // One extra row tells whether an older page exists without counting the transcript.
     const sizes = opts.includeTools
-      ? this.sql.exec<{ seq: number; head_bytes: number }>("SELECT seq, head_bytes FROM messages INDEXED BY messages_sizes WHERE seq < ? ORDER BY seq DESC LIMIT ?", before, opts.limit + 1).toArray()
+      ? this.sql
+          .exec<{ seq: number; head_bytes: number }>(
+            "SELECT seq, head_bytes FROM messages INDEXED BY messages_sizes WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+            before,
+            opts.limit + 1,
+          )
+          .toArray()
       : this.sql
-          .exec<{ seq: number; head_bytes: number }>("SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?", before, opts.limit + 1)
+          .exec<{ seq: number; head_bytes: number }>(
+            "SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?",
+            before,
+            opts.limit + 1,
+          )
           .toArray();
     if (sizes.length === 0) return { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
     const within = Math.min(opts.limit, sizes.length);
     // Each item adds its annotation `,"__switchboard":{"seq":N}` and a separating comma; the array adds `[]`.
-    const { count } = takeWithinBudget(sizes.slice(0, within).map((r) => r.head_bytes + 26 + String(r.seq).length), opts.maxBytes - 2);
+    const { count } = takeWithinBudget(
+      sizes.slice(0, within).map((r) => r.head_bytes + 26 + String(r.seq).length),
+      opts.maxBytes - 2,
+    );
     const oldest = sizes[count - 1].seq;
     const newest = sizes[0].seq;
     const heads = this.sql
@@ -77,10 +116,14 @@ export class Transcript {
         opts.includeTools
           ? "SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ? ORDER BY seq"
           : "SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ? AND is_tool = 0 ORDER BY seq",
-        oldest, newest,
+        oldest,
+        newest,
       )
       .toArray();
-    const messages = heads.map((h) => ({ ...parseHead(h.json, h.flags), __switchboard: { seq: h.seq } })) as unknown as HistoryPage["messages"];
+    const messages = heads.map((h) => ({
+      ...parseHead(h.json, h.flags),
+      __switchboard: { seq: h.seq },
+    })) as unknown as HistoryPage["messages"];
     const hasMore = sizes.length > count;
     return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: count < within };
   }
@@ -91,13 +134,25 @@ export class Transcript {
    */
   exportChunk(afterSeq: number, maxBytes: number): { chunk: string; lastSeq: number | null } {
     const sizes = this.sql
-      .exec<{ seq: number; bytes: number }>("SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?", afterSeq, EXPORT_CHUNK_ROWS)
+      .exec<{ seq: number; bytes: number }>(
+        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?",
+        afterSeq,
+        EXPORT_CHUNK_ROWS,
+      )
       .toArray();
     if (sizes.length === 0) return { chunk: "", lastSeq: null };
-    const { count } = takeWithinBudget(sizes.map((r) => r.bytes), maxBytes, 96);
+    const { count } = takeWithinBudget(
+      sizes.map((r) => r.bytes),
+      maxBytes,
+      96,
+    );
     const last = sizes[count - 1].seq;
     let chunk = "";
-    for (const r of this.sql.exec<{ seq: number; created_at: number; json: string }>("SELECT seq, created_at, json FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq", afterSeq, last)) {
+    for (const r of this.sql.exec<{ seq: number; created_at: number; json: string }>(
+      "SELECT seq, created_at, json FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq",
+      afterSeq,
+      last,
+    )) {
       chunk += `{"type":"message","id":"${r.seq}","seq":${r.seq},"timestamp":${JSON.stringify(new Date(r.created_at).toISOString())},"message":${r.json}}\n`;
     }
     return { chunk, lastSeq: last };
@@ -109,12 +164,24 @@ export class Transcript {
 }
 
 /** The user message a run's input becomes when the run starts; `shown` maps its provenance to the keys readers see. */
-export function userMessageOf(input: RunInput, shown: <P extends { sourceSessionKey?: string }>(p: P) => P): TranscriptMessage {
-  return { role: "user", content: [{ type: "text", text: input.message }], timestamp: Date.now(), ...(input.provenance ? { provenance: shown(input.provenance) } : {}) };
+export function userMessageOf(
+  input: RunInput,
+  shown: <P extends { sourceSessionKey?: string }>(p: P) => P,
+): TranscriptMessage {
+  return {
+    role: "user",
+    content: [{ type: "text", text: input.message }],
+    timestamp: Date.now(),
+    ...(input.provenance ? { provenance: shown(input.provenance) } : {}),
+  };
 }
 
 /** The transcript records failed and cut-short runs too, as OpenClaw does (stopReason error/aborted). */
-export function runEndedWithoutReply(model: string | undefined, outcome: { status: RunStatus; error?: string }, now: number): TranscriptMessage {
+export function runEndedWithoutReply(
+  model: string | undefined,
+  outcome: { status: RunStatus; error?: string },
+  now: number,
+): TranscriptMessage {
   return {
     role: "assistant",
     content: [],

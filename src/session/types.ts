@@ -1,4 +1,4 @@
-import type { SessionKind, ChatType } from "../keys";
+import type { ChatType, SessionKind } from "../keys";
 
 /** Transcript message in OpenClaw's raw transcript format (test/sessions-history.test.ts). */
 export type ContentBlock =
@@ -36,7 +36,14 @@ export type TranscriptMessage =
       errorMessage?: string;
       timestamp: number;
     }
-  | { role: "toolResult"; toolCallId: string; toolName: string; content: ContentBlock[]; isError: boolean; timestamp: number }
+  | {
+      role: "toolResult";
+      toolCallId: string;
+      toolName: string;
+      content: ContentBlock[];
+      isError: boolean;
+      timestamp: number;
+    }
   | { role: "system"; content: ContentBlock[]; timestamp: number };
 
 /** A delivery route: where replies and announces of a session leave the system. */
@@ -110,7 +117,15 @@ export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "abo
 export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
 
 /** Why a run exists; follow-up steps (agent-to-agent flow, announces) dispatch on it. */
-export type RunKind = "inbound" | "send" | "a2a_turn" | "a2a_announce" | "subagent_task" | "subagent_announce" | "subagent_completion" | "command";
+export type RunKind =
+  | "inbound"
+  | "send"
+  | "a2a_turn"
+  | "a2a_announce"
+  | "subagent_task"
+  | "subagent_announce"
+  | "subagent_completion"
+  | "command";
 
 export interface RunInput {
   kind: RunKind;
@@ -148,7 +163,9 @@ export interface EnqueueRequest {
   input: RunInput;
   idempotencyKey?: string;
   /** Initial metadata when the session does not exist yet. */
-  init?: Partial<Pick<SessionMeta, "label" | "spawnedBy" | "spawnDepth" | "modelOverride" | "thinkingLevel" | "subagent">>;
+  init?: Partial<
+    Pick<SessionMeta, "label" | "spawnedBy" | "spawnDepth" | "modelOverride" | "thinkingLevel" | "subagent">
+  >;
   /** The message comes from the session's owner (operator or the agent's own token): owner-only commands apply. */
   senderIsOwner?: boolean;
   /** Refuse (not_found) instead of creating the session: a flow step must not resurrect a deleted session. */

@@ -102,7 +102,9 @@ const UNTRUSTED_END = "<<<END_UNTRUSTED_CHILD_RESULT>>>";
 
 /** A child's text can never close its own fence early: marker look-alikes inside it are escaped. */
 export function fenceUntrusted(text: string): string {
-  const safe = text.replaceAll(UNTRUSTED_BEGIN, "[[BEGIN_UNTRUSTED_CHILD_RESULT]]").replaceAll(UNTRUSTED_END, "[[END_UNTRUSTED_CHILD_RESULT]]");
+  const safe = text
+    .replaceAll(UNTRUSTED_BEGIN, "[[BEGIN_UNTRUSTED_CHILD_RESULT]]")
+    .replaceAll(UNTRUSTED_END, "[[END_UNTRUSTED_CHILD_RESULT]]");
   return `${UNTRUSTED_BEGIN}\n${safe}\n${UNTRUSTED_END}`;
 }
 
@@ -125,9 +127,16 @@ export function formatChildFindings(children: ChildFinding[]): string {
  * `[Partial progress: <n> tool call(s) executed before timeout]` and its last ≤3 assistant fragments;
  * without fragments, the latest tool result (which OpenClaw drops) so the work is not lost.
  */
-export function partialProgress(toolCalls: number, assistantFragments: string[], latestToolResult: string | null): string {
+export function partialProgress(
+  toolCalls: number,
+  assistantFragments: string[],
+  latestToolResult: string | null,
+): string {
   const lines = [`[Partial progress: ${toolCalls} tool call(s) executed before timeout]`];
-  const fragments = assistantFragments.map((f) => f.trim()).filter(Boolean).slice(-3);
+  const fragments = assistantFragments
+    .map((f) => f.trim())
+    .filter(Boolean)
+    .slice(-3);
   if (fragments.length > 0) lines.push(...fragments);
   else if (latestToolResult?.trim()) lines.push(`Latest tool result: ${latestToolResult.trim()}`);
   return lines.join("\n");
@@ -149,7 +158,9 @@ export interface SubagentAnnounceInput {
   transcriptPath: string;
 }
 
-export function formatStatsLine(input: Omit<SubagentAnnounceInput, "outcome" | "error" | "finalReply" | "latestToolResult" | "children" | "notes">): string {
+export function formatStatsLine(
+  input: Omit<SubagentAnnounceInput, "outcome" | "error" | "finalReply" | "latestToolResult" | "children" | "notes">,
+): string {
   const tin = input.usage?.input ?? 0;
   const tout = input.usage?.output ?? 0;
   const parts = [
@@ -180,7 +191,9 @@ export function freezeResult(text: string | null): string | null {
  * progress), else `(no output)`; then the direct children's results when there are any. A parent that
  * only orchestrated (no text of its own) reports its children's results as its Result.
  */
-export function announceResult(input: Pick<SubagentAnnounceInput, "finalReply" | "latestToolResult" | "children">): string {
+export function announceResult(
+  input: Pick<SubagentAnnounceInput, "finalReply" | "latestToolResult" | "children">,
+): string {
   const own = nonEmpty(input.finalReply) ?? nonEmpty(input.latestToolResult);
   const findings = input.children && input.children.length > 0 ? formatChildFindings(input.children) : null;
   if (!findings) return own ?? "(no output)";

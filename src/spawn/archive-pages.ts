@@ -27,12 +27,26 @@ export async function writeHistoryPages(host: SessionHost, bucket: R2Bucket, pre
   const pages: [number, number][] = [];
   for (let after = 0; ; ) {
     const sizes = host.sql
-      .exec<{ seq: number; bytes: number }>("SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?", after, ARCHIVE_PAGE_ROWS)
+      .exec<{ seq: number; bytes: number }>(
+        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq > ? ORDER BY seq LIMIT ?",
+        after,
+        ARCHIVE_PAGE_ROWS,
+      )
       .toArray();
     if (sizes.length === 0) break;
-    const { count } = takeWithinBudget(sizes.map((r) => r.bytes), ARCHIVE_PAGE_BYTES, 8);
+    const { count } = takeWithinBudget(
+      sizes.map((r) => r.bytes),
+      ARCHIVE_PAGE_BYTES,
+      8,
+    );
     const last = sizes[count - 1].seq;
-    const rows = host.sql.exec<{ seq: number; is_tool: number; json: string }>("SELECT seq, is_tool, json FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq", after, last).toArray();
+    const rows = host.sql
+      .exec<{ seq: number; is_tool: number; json: string }>(
+        "SELECT seq, is_tool, json FROM messages WHERE seq > ? AND seq <= ? ORDER BY seq",
+        after,
+        last,
+      )
+      .toArray();
     // Built from the stored JSON as it is: no parse and re-encode of the messages.
     const body = `{"rows":[${rows.map((r) => `[${r.seq},${r.is_tool ? 1 : 0},${r.json}]`).join(",")}]}`;
     await bucket.put(historyPageKey(prefix, pages.length), body, { httpMetadata: { contentType: "application/json" } });
@@ -40,5 +54,7 @@ export async function writeHistoryPages(host: SessionHost, bucket: R2Bucket, pre
     after = last;
   }
   const index: ArchiveIndex = { version: 1, pages };
-  await bucket.put(historyIndexKey(prefix), JSON.stringify(index), { httpMetadata: { contentType: "application/json" } });
+  await bucket.put(historyIndexKey(prefix), JSON.stringify(index), {
+    httpMetadata: { contentType: "application/json" },
+  });
 }

@@ -4,7 +4,7 @@ import type { SessionRow } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
 import type { HistoryPage } from "../session/types";
 import { archivePrefix } from "./archive";
-import { historyIndexKey, historyPageKey, type ArchiveIndex, type ArchivedRow } from "./archive-pages";
+import { type ArchivedRow, type ArchiveIndex, historyIndexKey, historyPageKey } from "./archive-pages";
 
 /**
  * Reads of an archived session (its storage was freed after export, src/spawn/archive.ts): the index
@@ -66,7 +66,10 @@ export async function archivedHistory(
   // Out of page budget before the page filled: more may follow below the oldest page read.
   const unread = !more && n >= 0;
   const oldest = kept[0]?.[0] ?? (n >= 0 ? index.pages[n + 1]?.[0] : undefined);
-  const messages = kept.map(([seq, , message]) => ({ ...message, __switchboard: { seq } })) as unknown as HistoryPage["messages"];
+  const messages = kept.map(([seq, , message]) => ({
+    ...message,
+    __switchboard: { seq },
+  })) as unknown as HistoryPage["messages"];
   const hasMore = (more || unread) && oldest !== undefined;
   return { messages, hasMore, nextBefore: hasMore ? oldest! : null, cutByBytes: false };
 }
@@ -75,5 +78,8 @@ export async function archivedHistory(
 export function archiveStatus(env: Env): { bucket: boolean; note?: string } {
   return env.ARCHIVE
     ? { bucket: true }
-    : { bucket: false, note: "No ARCHIVE R2 bucket is bound: sub-agents due for archival are kept (their storage is the only copy), not exported and freed." };
+    : {
+        bucket: false,
+        note: "No ARCHIVE R2 bucket is bound: sub-agents due for archival are kept (their storage is the only copy), not exported and freed.",
+      };
 }

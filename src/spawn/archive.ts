@@ -1,8 +1,8 @@
+import { parseCanonical } from "../keys";
+import { type IndexEntry, indexEntryOf } from "../registry/row";
 import { TRANSCRIPT_CHUNK_BYTES } from "../session/byte-budget";
 import type { SessionHost } from "../session/host";
 import { writeHistoryPages } from "./archive-pages";
-import { parseCanonical } from "../keys";
-import { indexEntryOf, type IndexEntry } from "../registry/row";
 
 /**
  * Cold storage for archived sub-agents (test/subagent-archive.test.ts): before a child's storage is cleared,
@@ -32,10 +32,25 @@ export async function exportToArchive(host: SessionHost, opts: { retainAttachmen
   const meta = host.meta;
   if (!bucket || !meta) return false;
   const prefix = archivePrefix(meta.agentId, meta.sessionId);
-  const customMetadata = { sessionKey: meta.key, spawnedBy: meta.spawnedBy ?? "", archivedAt: new Date().toISOString() };
-  const out = new ArchiveWriter(bucket, `${prefix}.jsonl`, { httpMetadata: { contentType: "application/x-ndjson; charset=utf-8" }, customMetadata });
+  const customMetadata = {
+    sessionKey: meta.key,
+    spawnedBy: meta.spawnedBy ?? "",
+    archivedAt: new Date().toISOString(),
+  };
+  const out = new ArchiveWriter(bucket, `${prefix}.jsonl`, {
+    httpMetadata: { contentType: "application/x-ndjson; charset=utf-8" },
+    customMetadata,
+  });
   try {
-    await out.write(JSON.stringify({ type: "session", version: 1, id: meta.sessionId, key: meta.key, timestamp: new Date(meta.createdAt).toISOString() }) + "\n");
+    await out.write(
+      `${JSON.stringify({
+        type: "session",
+        version: 1,
+        id: meta.sessionId,
+        key: meta.key,
+        timestamp: new Date(meta.createdAt).toISOString(),
+      })}\n`,
+    );
     for (let after = 0; ; ) {
       const next = host.transcript.exportChunk(after, TRANSCRIPT_CHUNK_BYTES);
       if (next.lastSeq === null) break;
@@ -51,7 +66,12 @@ export async function exportToArchive(host: SessionHost, opts: { retainAttachmen
   if (opts.retainAttachments) {
     const names = host.sql.exec<{ name: string }>("SELECT name FROM attachments ORDER BY name").toArray();
     for (const { name } of names) {
-      const r = host.sql.exec<{ mime_type: string | null; data: ArrayBuffer }>("SELECT mime_type, data FROM attachments WHERE name = ?", name).one();
+      const r = host.sql
+        .exec<{ mime_type: string | null; data: ArrayBuffer }>(
+          "SELECT mime_type, data FROM attachments WHERE name = ?",
+          name,
+        )
+        .one();
       await bucket.put(`${prefix}/attachments/${encodeURIComponent(name)}`, r.data, {
         httpMetadata: r.mime_type ? { contentType: r.mime_type } : undefined,
         customMetadata,

@@ -18,7 +18,17 @@ function sniffImage(b: Uint8Array): string | undefined {
   if (b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) return "image/png";
   if (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "image/jpeg";
   if (b[0] === 0x47 && b[1] === 0x49 && b[2] === 0x46) return "image/gif";
-  if (b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46 && b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50) return "image/webp";
+  if (
+    b[0] === 0x52 &&
+    b[1] === 0x49 &&
+    b[2] === 0x46 &&
+    b[3] === 0x46 &&
+    b[8] === 0x57 &&
+    b[9] === 0x45 &&
+    b[10] === 0x42 &&
+    b[11] === 0x50
+  )
+    return "image/webp";
   return undefined;
 }
 
@@ -50,7 +60,10 @@ export function attachmentParts(host: SessionHost): AttachmentPart[] {
       continue;
     }
     const path = `/v1/sessions/${encodeURIComponent(host.key)}/attachments/${encodeURIComponent(file.name)}`;
-    parts.push({ type: "text", text: `${label} binary content not included here; GET ${path} with this session's token.` });
+    parts.push({
+      type: "text",
+      text: `${label} binary content not included here; GET ${path} with this session's token.`,
+    });
   }
   return parts;
 }

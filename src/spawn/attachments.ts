@@ -15,7 +15,6 @@ export interface AttachmentsConfig {
   retainOnSessionKeep: boolean;
 }
 
-
 export interface AttachmentInput {
   name: string;
   content: string;
@@ -43,6 +42,7 @@ export const REDACTED_CONTENT = "__OPENCLAW_REDACTED__";
 /** Names that would collide with our own bookkeeping or mean "this/parent directory". */
 const RESERVED_NAMES = new Set([".", "..", ".manifest.json"]);
 // C0 controls (covers NUL, TAB, LF, CR) and DEL. Path separators are checked separately.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL_CHARS = /[\u0000-\u001f\u007f]/;
 const BASE64_BODY = /^[A-Za-z0-9+/]+={0,2}$/;
 

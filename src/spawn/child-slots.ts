@@ -1,5 +1,5 @@
-import type { ChildFinding, ChildOutcome } from "./announce-format";
 import type { SessionObject } from "../session/session-object";
+import type { ChildFinding, ChildOutcome } from "./announce-format";
 
 /**
  * A requester's active-children slots (one `subagent_child` flow row per child): reserved before a
@@ -18,7 +18,9 @@ export const childFlowId = (childKey: string) => `child:${childKey}`;
 /** Number of this session's children still holding a slot. */
 export function countActiveChildren(host: SessionObject): number {
   if (!host.meta) return 0;
-  return host.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM flows WHERE kind = ? AND state = 'running'", CHILD_FLOW).one().n;
+  return host.sql
+    .exec<{ n: number }>("SELECT COUNT(*) AS n FROM flows WHERE kind = ? AND state = 'running'", CHILD_FLOW)
+    .one().n;
 }
 
 /**
@@ -37,11 +39,19 @@ export function onChildrenSettled(fn: SettledListener): void {
  */
 export function releaseSlotSync(host: SessionObject, childKey: string, outcome?: ChildOutcome): void {
   const id = childFlowId(childKey);
-  const row = host.sql.exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ? AND kind = ?", id, CHILD_FLOW).toArray()[0];
+  const row = host.sql
+    .exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ? AND kind = ?", id, CHILD_FLOW)
+    .toArray()[0];
   host.timers.clear(SLOT_TIMER, childKey);
-  if (!row || row.state !== "running") return;
+  if (row?.state !== "running") return;
   const json = { ...(JSON.parse(row.json) as { childKey: string; label?: string }), ...(outcome ? { outcome } : {}) };
-  host.sql.exec("UPDATE flows SET state = ?, json = ?, updated_at = ? WHERE id = ?", outcome ? "ended" : "gone", JSON.stringify(json), Date.now(), id);
+  host.sql.exec(
+    "UPDATE flows SET state = ?, json = ?, updated_at = ? WHERE id = ?",
+    outcome ? "ended" : "gone",
+    JSON.stringify(json),
+    Date.now(),
+    id,
+  );
   if (countActiveChildren(host) === 0) for (const fn of settledListeners) fn(host);
 }
 
@@ -54,11 +64,17 @@ export function directChildResults(host: SessionObject, fromMs: number, toMs: nu
   return host.sql
     .exec<{ state: string; json: string }>(
       "SELECT state, json FROM flows WHERE kind = ? AND state IN ('running', 'ended') AND created_at >= ? AND created_at <= ? ORDER BY created_at, rowid",
-      CHILD_FLOW, fromMs, toMs,
+      CHILD_FLOW,
+      fromMs,
+      toMs,
     )
     .toArray()
     .map((r) => {
       const j = JSON.parse(r.json) as { childKey: string; label?: string; outcome?: ChildOutcome };
-      return { childKey: j.childKey, ...(j.label ? { label: j.label } : {}), outcome: r.state === "ended" ? (j.outcome ?? null) : null };
+      return {
+        childKey: j.childKey,
+        ...(j.label ? { label: j.label } : {}),
+        outcome: r.state === "ended" ? (j.outcome ?? null) : null,
+      };
     });
 }

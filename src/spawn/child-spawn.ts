@@ -28,7 +28,9 @@ export interface SpawnChildRequest {
 export const SUBAGENT_TASK_IDEMPOTENCY_KEY = "subagent:task";
 
 export function spawnChildInObject(host: SessionHost, req: SpawnChildRequest): Promise<RunSnapshot> {
-  return host.enqueue({ input: req.input, init: req.init, idempotencyKey: SUBAGENT_TASK_IDEMPOTENCY_KEY }, (h) => storeAttachments(h, req.attachments));
+  return host.enqueue({ input: req.input, init: req.init, idempotencyKey: SUBAGENT_TASK_IDEMPOTENCY_KEY }, (h) =>
+    storeAttachments(h, req.attachments),
+  );
 }
 
 /** Inside the spawn transaction. */
@@ -36,28 +38,50 @@ function storeAttachments(host: SessionHost, files: ChildAttachment[]): void {
   for (const f of files) {
     host.sql.exec(
       "INSERT INTO attachments (name, mime_type, bytes, sha256, data) VALUES (?, ?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
-      f.name, f.mimeType ?? null, f.bytes, f.sha256, toArrayBuffer(f.data),
+      f.name,
+      f.mimeType ?? null,
+      f.bytes,
+      f.sha256,
+      toArrayBuffer(f.data),
     );
   }
 }
 
 /** Attachment metadata of a session (no content). */
-export function listAttachments(host: SessionHost): { name: string; mimeType?: string; bytes: number; sha256: string }[] {
+export function listAttachments(
+  host: SessionHost,
+): { name: string; mimeType?: string; bytes: number; sha256: string }[] {
   if (!host.meta) return [];
   return host.sql
-    .exec<{ name: string; mime_type: string | null; bytes: number; sha256: string }>("SELECT name, mime_type, bytes, sha256 FROM attachments ORDER BY name")
+    .exec<{ name: string; mime_type: string | null; bytes: number; sha256: string }>(
+      "SELECT name, mime_type, bytes, sha256 FROM attachments ORDER BY name",
+    )
     .toArray()
-    .map((r) => ({ name: r.name, ...(r.mime_type ? { mimeType: r.mime_type } : {}), bytes: r.bytes, sha256: r.sha256 }));
+    .map((r) => ({
+      name: r.name,
+      ...(r.mime_type ? { mimeType: r.mime_type } : {}),
+      bytes: r.bytes,
+      sha256: r.sha256,
+    }));
 }
 
 /** One attachment with its bytes, or null. */
 export function readAttachment(host: SessionHost, name: string): (ChildAttachment & { data: Uint8Array }) | null {
   if (!host.meta) return null;
   const r = host.sql
-    .exec<{ name: string; mime_type: string | null; bytes: number; sha256: string; data: ArrayBuffer }>("SELECT * FROM attachments WHERE name = ?", name)
+    .exec<{ name: string; mime_type: string | null; bytes: number; sha256: string; data: ArrayBuffer }>(
+      "SELECT * FROM attachments WHERE name = ?",
+      name,
+    )
     .toArray()[0];
   if (!r) return null;
-  return { name: r.name, ...(r.mime_type ? { mimeType: r.mime_type } : {}), bytes: r.bytes, sha256: r.sha256, data: new Uint8Array(r.data) };
+  return {
+    name: r.name,
+    ...(r.mime_type ? { mimeType: r.mime_type } : {}),
+    bytes: r.bytes,
+    sha256: r.sha256,
+    data: new Uint8Array(r.data),
+  };
 }
 
 function toArrayBuffer(u: Uint8Array): ArrayBuffer {

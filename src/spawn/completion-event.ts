@@ -1,4 +1,10 @@
-import { announceResult, fenceUntrusted, formatStatsLine, statusLabel, type SubagentAnnounceInput } from "./announce-format";
+import {
+  announceResult,
+  fenceUntrusted,
+  formatStatsLine,
+  type SubagentAnnounceInput,
+  statusLabel,
+} from "./announce-format";
 
 /**
  * The completion event a requester's turn runs on in "requester" delivery (docs/subagents.md): the
@@ -33,7 +39,9 @@ export interface CompletionEvent {
 
 /** A field can never open or close the context early: marker look-alikes inside it are escaped. */
 function escapeMarkers(text: string): string {
-  return text.replaceAll(INTERNAL_CONTEXT_BEGIN, "[[OPENCLAW_INTERNAL_CONTEXT_BEGIN]]").replaceAll(INTERNAL_CONTEXT_END, "[[OPENCLAW_INTERNAL_CONTEXT_END]]");
+  return text
+    .replaceAll(INTERNAL_CONTEXT_BEGIN, "[[OPENCLAW_INTERNAL_CONTEXT_BEGIN]]")
+    .replaceAll(INTERNAL_CONTEXT_END, "[[OPENCLAW_INTERNAL_CONTEXT_END]]");
 }
 
 function oneLine(text: string): string {

@@ -1,8 +1,8 @@
-import type { ChildOutcome } from "./announce-format";
-import type { CompletionEvent } from "./completion-event";
 import { queueDelivery, recordedRoute } from "../channels/outbox";
 import type { SessionObject } from "../session/session-object";
 import type { DeliveryRoute, TranscriptMessage } from "../session/types";
+import type { ChildOutcome } from "./announce-format";
+import type { CompletionEvent } from "./completion-event";
 
 /**
  * What a child hands its requester when its announce is ready, and the direct announce: the
@@ -49,7 +49,10 @@ export function internalMessage(text: string, childKey: string): TranscriptMessa
 }
 
 /** Where a child's announce goes: this session's route now, else the spawn-time one; a thread-bound child's thread. */
-export function announceRoute(host: SessionObject, h: Pick<AnnounceHandoff, "route" | "threadId">): DeliveryRoute | null {
+export function announceRoute(
+  host: SessionObject,
+  h: Pick<AnnounceHandoff, "route" | "threadId">,
+): DeliveryRoute | null {
   const base = recordedRoute(host) ?? (h.route?.channel ? h.route : null);
   return base && h.threadId ? { ...base, threadId: h.threadId } : base;
 }
@@ -59,12 +62,17 @@ export function announceRoute(host: SessionObject, h: Pick<AnnounceHandoff, "rou
  * transaction). Keyed on the announce's idempotency key, so a repeat never delivers twice.
  * No route at all: the announce stays an internal injection, as in OpenClaw.
  */
-export function recordDirectAnnounce(host: SessionObject, h: Pick<AnnounceHandoff, "idempotencyKey" | "childKey" | "route" | "threadId"> & { message: string }): { id: string; status: string } | undefined {
+export function recordDirectAnnounce(
+  host: SessionObject,
+  h: Pick<AnnounceHandoff, "idempotencyKey" | "childKey" | "route" | "threadId"> & { message: string },
+): { id: string; status: string } | undefined {
   host.transcript.append(internalMessage(h.message, h.childKey), null);
   if (host.meta) {
     host.meta.updatedAt = Date.now();
     host.saveMeta();
   }
   const route = announceRoute(host, h);
-  return route ? queueDelivery(host, { kind: "subagent_announce", route, message: h.message, idempotencyKey: h.idempotencyKey }) : undefined;
+  return route
+    ? queueDelivery(host, { kind: "subagent_announce", route, message: h.message, idempotencyKey: h.idempotencyKey })
+    : undefined;
 }

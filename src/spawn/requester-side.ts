@@ -1,10 +1,10 @@
-import { countActiveChildren, CHILD_FLOW, childFlowId, releaseSlotSync, SLOT_TIMER } from "./child-slots";
-import { ANNOUNCE_IN_FLOW, internalMessage, recordDirectAnnounce, type AnnounceHandoff } from "./direct-announce";
-import { acceptForTurn } from "./requester-turn";
 import { onDeliveryDead } from "../channels/outbox";
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { TimerRow } from "../session/timers";
 import type { SessionMeta } from "../session/types";
+import { CHILD_FLOW, childFlowId, countActiveChildren, releaseSlotSync, SLOT_TIMER } from "./child-slots";
+import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, internalMessage, recordDirectAnnounce } from "./direct-announce";
+import { acceptForTurn } from "./requester-turn";
 
 /**
  * The requester's half of the sub-agent lifecycle, in the requester's own object:
@@ -52,7 +52,10 @@ function spawnState(host: SessionObject): RequesterSpawnState {
 }
 
 /** Reserve one active-child slot, or report the count that refused it. Single-threaded object + one transaction = no over-spawn. */
-async function reserveSlot(host: SessionObject, arg: { childKey: string; maxChildren: number; label?: string }): Promise<{ ok: boolean; activeChildren: number }> {
+async function reserveSlot(
+  host: SessionObject,
+  arg: { childKey: string; maxChildren: number; label?: string },
+): Promise<{ ok: boolean; activeChildren: number }> {
   await host.ensureSession();
   const res = host.storage.transactionSync(() => {
     const n = countActiveChildren(host);
@@ -60,7 +63,11 @@ async function reserveSlot(host: SessionObject, arg: { childKey: string; maxChil
     const now = Date.now();
     host.sql.exec(
       "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'running', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-      childFlowId(arg.childKey), CHILD_FLOW, JSON.stringify({ childKey: arg.childKey, ...(arg.label ? { label: arg.label } : {}) }), now, now,
+      childFlowId(arg.childKey),
+      CHILD_FLOW,
+      JSON.stringify({ childKey: arg.childKey, ...(arg.label ? { label: arg.label } : {}) }),
+      now,
+      now,
     );
     host.timers.set(SLOT_TIMER, arg.childKey, now + SLOT_FIRST_CHECK_MS);
     return { ok: true, activeChildren: n + 1 };
@@ -85,7 +92,8 @@ async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise
   // session that nothing would ever archive; the announce has nowhere to go.
   if (!host.meta && host.key.includes(":subagent:")) return { duplicate: false, recorded: false, requesterGone: true };
   // A requester that is gone cannot run a turn: its direct announce goes instead (to the spawn-time route).
-  const turn = h.delivery === "requester" && h.message && h.event && host.meta ? { message: h.message, event: h.event } : null;
+  const turn =
+    h.delivery === "requester" && h.message && h.event && host.meta ? { message: h.message, event: h.event } : null;
   await host.ensureSession();
   const result = host.storage.transactionSync((): AnnounceHandoffResult => {
     const seen = host.sql.exec("SELECT id FROM flows WHERE id = ?", h.idempotencyKey).toArray().length > 0;
@@ -99,8 +107,12 @@ async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise
     const delivery = h.message ? recordDirectAnnounce(host, { ...h, message: h.message }) : undefined;
     host.sql.exec(
       "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-      h.idempotencyKey, ANNOUNCE_IN_FLOW, h.message ? "recorded" : "silent",
-      JSON.stringify({ childKey: h.childKey, childRunId: h.childRunId, deliveryId: delivery?.id ?? null }), now, now,
+      h.idempotencyKey,
+      ANNOUNCE_IN_FLOW,
+      h.message ? "recorded" : "silent",
+      JSON.stringify({ childKey: h.childKey, childRunId: h.childRunId, deliveryId: delivery?.id ?? null }),
+      now,
+      now,
     );
     return { duplicate: false, recorded: Boolean(h.message), ...(delivery ? { delivery } : {}) };
   });
@@ -112,8 +124,10 @@ async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise
 /** Safety net for a slot: release it when its child does not exist (spawn never completed, or the child was deleted). */
 async function checkSlot(host: SessionObject, timer: TimerRow): Promise<void> {
   const childKey = timer.ref;
-  const row = host.sql.exec<{ state: string }>("SELECT state FROM flows WHERE id = ?", childFlowId(childKey)).toArray()[0];
-  if (!row || row.state !== "running") {
+  const row = host.sql
+    .exec<{ state: string }>("SELECT state FROM flows WHERE id = ?", childFlowId(childKey))
+    .toArray()[0];
+  if (row?.state !== "running") {
     host.timers.clear(SLOT_TIMER, childKey);
     return;
   }
@@ -126,7 +140,8 @@ async function checkSlot(host: SessionObject, timer: TimerRow): Promise<void> {
 
 const requesterRpc = {
   state: (host: SessionObject) => spawnState(host),
-  reserve: (host: SessionObject, arg: { childKey: string; maxChildren: number; label?: string }) => reserveSlot(host, arg),
+  reserve: (host: SessionObject, arg: { childKey: string; maxChildren: number; label?: string }) =>
+    reserveSlot(host, arg),
   release: (host: SessionObject, arg: { childKey: string }) => releaseSlot(host, arg),
   receiveAnnounce: (host: SessionObject, arg: AnnounceHandoff) => receiveAnnounce(host, arg),
 };
@@ -140,7 +155,11 @@ declare module "../session/session-object" {
 registerSessionExtension({
   name: REQUESTER_EXTENSION,
   // Announce dedupe keys outlive any hand-off retry by far (the child retries within minutes until acknowledged).
-  finishedFlows: { [CHILD_FLOW]: ["ended", "gone"], [ANNOUNCE_IN_FLOW]: ["recorded", "silent", "turn_done", "fallback"], [DEAD_NOTICE_FLOW]: ["recorded"] },
+  finishedFlows: {
+    [CHILD_FLOW]: ["ended", "gone"],
+    [ANNOUNCE_IN_FLOW]: ["recorded", "silent", "turn_done", "fallback"],
+    [DEAD_NOTICE_FLOW]: ["recorded"],
+  },
   rpc: requesterRpc,
   async onTimer(host, timer) {
     if (timer.kind !== SLOT_TIMER) return false;
@@ -166,7 +185,14 @@ onDeliveryDead("subagent_announce", (host, d) => {
       host.meta.updatedAt = now;
       host.saveMeta();
     }
-    host.sql.exec("INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'recorded', ?, ?, ?)", noticeId, DEAD_NOTICE_FLOW, JSON.stringify({ deliveryId: d.id, childKey }), now, now);
+    host.sql.exec(
+      "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'recorded', ?, ?, ?)",
+      noticeId,
+      DEAD_NOTICE_FLOW,
+      JSON.stringify({ deliveryId: d.id, childKey }),
+      now,
+      now,
+    );
   });
 });
 
@@ -180,14 +206,28 @@ export function getRequesterSpawnState(env: Env, requesterKey: string): Promise<
   return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "state");
 }
 
-export function reserveChildSlot(env: Env, requesterKey: string, childKey: string, maxChildren: number, label?: string): Promise<{ ok: boolean; activeChildren: number }> {
-  return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "reserve", { childKey, maxChildren, label });
+export function reserveChildSlot(
+  env: Env,
+  requesterKey: string,
+  childKey: string,
+  maxChildren: number,
+  label?: string,
+): Promise<{ ok: boolean; activeChildren: number }> {
+  return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "reserve", {
+    childKey,
+    maxChildren,
+    label,
+  });
 }
 
 export function releaseChildSlot(env: Env, requesterKey: string, childKey: string): Promise<void> {
   return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "release", { childKey });
 }
 
-export function handAnnounceToRequester(env: Env, requesterKey: string, h: AnnounceHandoff): Promise<AnnounceHandoffResult> {
+export function handAnnounceToRequester(
+  env: Env,
+  requesterKey: string,
+  h: AnnounceHandoff,
+): Promise<AnnounceHandoffResult> {
   return callExtension(requesterStub(env, requesterKey), REQUESTER_EXTENSION, "receiveAnnounce", h);
 }

@@ -1,12 +1,12 @@
-import { isSilentToken, type ChildOutcome } from "./announce-format";
-import { releaseSlotSync, SLOT_TIMER } from "./child-slots";
-import { formatCompletionEvents, type CompletionEvent } from "./completion-event";
-import { announceRoute, ANNOUNCE_IN_FLOW, recordDirectAnnounce, type AnnounceHandoff } from "./direct-announce";
 import { queueDelivery } from "../channels/outbox";
 import { utf8ByteLength } from "../policy/history-sanitize";
-import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
+import { type RunEndedEvent, registerSessionExtension, type SessionObject } from "../session/session-object";
 import { defineTimerKind } from "../session/timer-policy";
 import type { DeliveryRoute } from "../session/types";
+import { type ChildOutcome, isSilentToken } from "./announce-format";
+import { releaseSlotSync, SLOT_TIMER } from "./child-slots";
+import { type CompletionEvent, formatCompletionEvents } from "./completion-event";
+import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, announceRoute, recordDirectAnnounce } from "./direct-announce";
 
 /**
  * "requester" announce delivery (docs/subagents.md): the requester hears a child's completion as a
@@ -47,7 +47,10 @@ function isSubagentRequester(host: SessionObject): boolean {
 }
 
 /** Inside the receive transaction: queue the completion for a turn. The slot stays held until it is absorbed. */
-export function acceptForTurn(host: SessionObject, h: AnnounceHandoff & { message: string; event: CompletionEvent }): void {
+export function acceptForTurn(
+  host: SessionObject,
+  h: AnnounceHandoff & { message: string; event: CompletionEvent },
+): void {
   const now = Date.now();
   const row: PendingEvent = {
     childKey: h.childKey,
@@ -60,7 +63,11 @@ export function acceptForTurn(host: SessionObject, h: AnnounceHandoff & { messag
   };
   host.sql.exec(
     "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'turn_pending', ?, ?, ?)",
-    h.idempotencyKey, ANNOUNCE_IN_FLOW, JSON.stringify(row), now, now,
+    h.idempotencyKey,
+    ANNOUNCE_IN_FLOW,
+    JSON.stringify(row),
+    now,
+    now,
   );
   // The pending event (and its timer) now guarantee the slot ends; the existence check must not end it first.
   host.timers.clear(SLOT_TIMER, h.childKey);
@@ -69,7 +76,11 @@ export function acceptForTurn(host: SessionObject, h: AnnounceHandoff & { messag
 
 function pendingEvents(host: SessionObject): { id: string; e: PendingEvent }[] {
   return host.sql
-    .exec<{ id: string; json: string }>("SELECT id, json FROM flows WHERE kind = ? AND state = 'turn_pending' ORDER BY created_at, rowid LIMIT ?", ANNOUNCE_IN_FLOW, MAX_EVENTS_PER_TURN * 4)
+    .exec<{ id: string; json: string }>(
+      "SELECT id, json FROM flows WHERE kind = ? AND state = 'turn_pending' ORDER BY created_at, rowid LIMIT ?",
+      ANNOUNCE_IN_FLOW,
+      MAX_EVENTS_PER_TURN * 4,
+    )
     .toArray()
     .map((r) => ({ id: r.id, e: JSON.parse(r.json) as PendingEvent }));
 }
@@ -117,7 +128,10 @@ async function startCompletionTurn(host: SessionObject): Promise<void> {
     {
       input: {
         kind: "subagent_completion",
-        message: formatCompletionEvents(batch.map((b) => b.e.event), internal),
+        message: formatCompletionEvents(
+          batch.map((b) => b.e.event),
+          internal,
+        ),
         provenance: { kind: "internal_system", sourceSessionKey: batch[0].e.childKey, sourceTool: "sessions_spawn" },
         timeoutSeconds: Math.max(1, Math.ceil(host.cfg.agents.defaults.subagents.announceTimeoutMs / 1000)),
         // Delivered by this module when the turn ends (or replaced by the direct announce), never by the outbox's reply path.
@@ -128,8 +142,15 @@ async function startCompletionTurn(host: SessionObject): Promise<void> {
     },
     (h) => {
       const now = Date.now();
-      for (const id of ids) h.sql.exec("UPDATE flows SET state = 'turn_queued', updated_at = ? WHERE id = ? AND state = 'turn_pending'", now, id);
-      const more = h.sql.exec("SELECT id FROM flows WHERE kind = ? AND state = 'turn_pending' LIMIT 1", ANNOUNCE_IN_FLOW).toArray().length > 0;
+      for (const id of ids)
+        h.sql.exec(
+          "UPDATE flows SET state = 'turn_queued', updated_at = ? WHERE id = ? AND state = 'turn_pending'",
+          now,
+          id,
+        );
+      const more =
+        h.sql.exec("SELECT id FROM flows WHERE kind = ? AND state = 'turn_pending' LIMIT 1", ANNOUNCE_IN_FLOW).toArray()
+          .length > 0;
       if (more) h.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now);
       else h.timers.clear(COMPLETION_TURN_TIMER, TURN_REF);
     },
@@ -139,14 +160,20 @@ async function startCompletionTurn(host: SessionObject): Promise<void> {
 /** Inside every run-ending transaction: completions that waited for this run get their turn now. */
 function onRunEnded(host: SessionObject, event: RunEndedEvent): void {
   if (event.input.kind === "subagent_completion") onTurnEnded(host, event);
-  if (host.timers.get(COMPLETION_TURN_TIMER, TURN_REF)) host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Date.now(), undefined, { keepEarlier: true });
+  if (host.timers.get(COMPLETION_TURN_TIMER, TURN_REF))
+    host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Date.now(), undefined, { keepEarlier: true });
 }
 
 /** The turn's end: deliver its reply, or fall back to the direct announces. */
 function onTurnEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
   const ids = Array.isArray(input.data?.events) ? (input.data.events as string[]) : [];
   const rows = ids
-    .map((id) => ({ id, row: host.sql.exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ?", id).toArray()[0] }))
+    .map((id) => ({
+      id,
+      row: host.sql
+        .exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ?", id)
+        .toArray()[0],
+    }))
     .filter((r) => r.row?.state === "turn_queued")
     .map((r) => ({ id: r.id, e: JSON.parse(r.row!.json) as PendingEvent }));
   if (rows.length === 0) return;
@@ -163,8 +190,21 @@ function onTurnEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
 }
 
 /** End one event: absorbed by a turn, or told as its direct announce. Frees the child's slot with its outcome. */
-function settleEvent(host: SessionObject, id: string, e: PendingEvent, state: "turn_done" | "fallback", now: number): void {
-  if (state === "fallback") recordDirectAnnounce(host, { idempotencyKey: id, childKey: e.childKey, message: e.message, route: e.route, threadId: e.threadId });
+function settleEvent(
+  host: SessionObject,
+  id: string,
+  e: PendingEvent,
+  state: "turn_done" | "fallback",
+  now: number,
+): void {
+  if (state === "fallback")
+    recordDirectAnnounce(host, {
+      idempotencyKey: id,
+      childKey: e.childKey,
+      message: e.message,
+      route: e.route,
+      threadId: e.threadId,
+    });
   host.sql.exec("UPDATE flows SET state = ?, updated_at = ? WHERE id = ?", state, now, id);
   releaseSlotSync(host, e.childKey, e.outcome);
 }
@@ -193,7 +233,11 @@ registerSessionExtension({
  */
 export function latestSynthesis(host: SessionObject, sinceMs: number): string | null {
   const rows = host.sql
-    .exec<{ reply: string | null }>("SELECT reply FROM runs WHERE kind = 'subagent_completion' AND status = 'ok' AND ended_at >= ? ORDER BY qseq DESC LIMIT ?", sinceMs, MAX_EVENTS_PER_TURN * 4)
+    .exec<{ reply: string | null }>(
+      "SELECT reply FROM runs WHERE kind = 'subagent_completion' AND status = 'ok' AND ended_at >= ? ORDER BY qseq DESC LIMIT ?",
+      sinceMs,
+      MAX_EVENTS_PER_TURN * 4,
+    )
     .toArray();
   for (const r of rows) {
     const text = (r.reply ?? "").trim();

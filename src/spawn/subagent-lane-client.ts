@@ -1,7 +1,7 @@
+import { log } from "../log";
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import { defineTimerKind } from "../session/timer-policy";
 import { LANE_OBJECT } from "./subagent-lane";
-import { log } from "../log";
 
 /**
  * The child's side of the sub-agent lane (src/spawn/subagent-lane.ts, docs/subagent-lane.md): its task
@@ -37,7 +37,7 @@ async function acquire(host: SessionObject): Promise<void> {
   if (host.meta?.subagent?.lane !== "waiting" || asking.has(host)) return;
   asking.add(host);
   try {
-    let answer;
+    let answer: Awaited<ReturnType<ReturnType<typeof laneStub>["laneAcquire"]>>;
     try {
       answer = await laneStub(host).laneAcquire(host.key, maxConcurrent(host));
     } catch (err) {
@@ -47,7 +47,7 @@ async function acquire(host: SessionObject): Promise<void> {
     }
     host.storage.transactionSync(() => {
       const sub = host.meta?.subagent;
-      if (!sub || sub.lane !== "waiting") return;
+      if (sub?.lane !== "waiting") return;
       if (answer.granted) {
         sub.lane = "running";
         host.saveMeta();
@@ -69,7 +69,9 @@ async function release(host: SessionObject): Promise<void> {
   await host.timers.arm();
   for (const key of granted) {
     // Best effort: a waiter that misses this asks again within LANE_POLL_MS.
-    void callExtension(host.bindings.SESSIONS.getByName(key), EXT, "granted").catch((err) => log.warn("subagent_lane_notify_failed", { sessionKey: key, error: err }));
+    void callExtension(host.bindings.SESSIONS.getByName(key), EXT, "granted").catch((err) =>
+      log.warn("subagent_lane_notify_failed", { sessionKey: key, error: err }),
+    );
   }
 }
 

@@ -53,10 +53,17 @@ export class SubagentLane {
       const known = this.sql.exec("SELECT 1 FROM lane_slots WHERE child_key = ?", childKey).toArray().length > 0;
       if (!known && this.count("waiting") < MAX_LANE_WAITING) {
         const seq = this.sql.exec<{ s: number }>("SELECT COALESCE(MAX(seq), 0) + 1 AS s FROM lane_slots").one().s;
-        this.sql.exec("INSERT INTO lane_slots (child_key, state, seq, updated_at) VALUES (?, 'waiting', ?, ?)", childKey, seq, Date.now());
+        this.sql.exec(
+          "INSERT INTO lane_slots (child_key, state, seq, updated_at) VALUES (?, 'waiting', ?, ?)",
+          childKey,
+          seq,
+          Date.now(),
+        );
       }
       this.promote(max);
-      const state = this.sql.exec<{ state: string }>("SELECT state FROM lane_slots WHERE child_key = ?", childKey).toArray()[0]?.state;
+      const state = this.sql
+        .exec<{ state: string }>("SELECT state FROM lane_slots WHERE child_key = ?", childKey)
+        .toArray()[0]?.state;
       return { granted: state === "running", running: this.count("running"), waiting: this.count("waiting") };
     });
   }
@@ -75,11 +82,15 @@ export class SubagentLane {
     const free = max - this.count("running");
     if (free <= 0) return [];
     const next = this.sql
-      .exec<{ child_key: string }>("SELECT child_key FROM lane_slots WHERE state = 'waiting' ORDER BY seq LIMIT ?", free)
+      .exec<{ child_key: string }>(
+        "SELECT child_key FROM lane_slots WHERE state = 'waiting' ORDER BY seq LIMIT ?",
+        free,
+      )
       .toArray()
       .map((r) => r.child_key);
     const now = Date.now();
-    for (const key of next) this.sql.exec("UPDATE lane_slots SET state = 'running', updated_at = ? WHERE child_key = ?", now, key);
+    for (const key of next)
+      this.sql.exec("UPDATE lane_slots SET state = 'running', updated_at = ? WHERE child_key = ?", now, key);
     return next;
   }
 
@@ -90,7 +101,11 @@ export class SubagentLane {
   oldRunning(limit: number): string[] {
     this.ensure();
     return this.sql
-      .exec<{ child_key: string }>("SELECT child_key FROM lane_slots WHERE state = 'running' AND updated_at < ? ORDER BY updated_at LIMIT ?", Date.now() - STALE_CHECK_MS, limit)
+      .exec<{ child_key: string }>(
+        "SELECT child_key FROM lane_slots WHERE state = 'running' AND updated_at < ? ORDER BY updated_at LIMIT ?",
+        Date.now() - STALE_CHECK_MS,
+        limit,
+      )
       .toArray()
       .map((r) => r.child_key);
   }

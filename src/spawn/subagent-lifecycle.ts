@@ -1,21 +1,31 @@
+import { log } from "../log";
 import { transcriptPathOf } from "../registry/row";
-import { registerSessionExtension, type RunEndedEvent, type SessionObject } from "../session/session-object";
-import { defineTimerKind, type DeadTimer } from "../session/timer-policy";
+import { capText } from "../session/byte-budget";
+import { beginClosing } from "../session/closing";
+import { type RunEndedEvent, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { type DeadTimer, defineTimerKind } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { SubagentInfo } from "../session/types";
-import { announceResult, formatSubagentAnnounce, freezeResult as freeze, isSilentToken, statusLabel, type ChildFinding, type ChildOutcome, type RunOutcome, type SubagentAnnounceInput } from "./announce-format";
-import { beginClosing } from "../session/closing";
+import {
+  announceResult,
+  type ChildFinding,
+  type ChildOutcome,
+  formatSubagentAnnounce,
+  freezeResult as freeze,
+  isSilentToken,
+  type RunOutcome,
+  type SubagentAnnounceInput,
+  statusLabel,
+} from "./announce-format";
 import { archivedEntryOf, exportToArchive } from "./archive";
-import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./task-outcome";
-import { capText } from "../session/byte-budget";
-import { listAttachments, readAttachment } from "./child-spawn";
 import { countActiveChildren, directChildResults, onChildrenSettled } from "./child-slots";
-import { completionEventOf, type CompletionEvent } from "./completion-event";
+import { listAttachments, readAttachment } from "./child-spawn";
+import { type CompletionEvent, completionEventOf } from "./completion-event";
 import { announceIdempotencyKey } from "./direct-announce";
 import { handAnnounceToRequester, releaseChildSlot } from "./requester-side";
 import { latestSynthesis } from "./requester-turn";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
-import { log } from "../log";
+import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./task-outcome";
 
 /**
  * The child's half of the sub-agent lifecycle (docs/contract.md, "Flows"; test/subagent-announce.test.ts),
@@ -79,14 +89,19 @@ interface AnnounceMaterial {
 
 /** Status and Result of the announce, as the step's prompt and the hand-off to the requester see them. */
 function announcedOutcome(m: AnnounceMaterial): ChildOutcome {
-  return { status: statusLabel(m.outcome, m.error), result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }) };
+  return {
+    status: statusLabel(m.outcome, m.error),
+    result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }),
+  };
 }
 
 type FlowState = "waiting" | "step" | "handoff" | "done" | "failed";
 const flowId = (taskRunId: string) => `announce:${taskRunId}`;
 
 function readFlow(host: SessionObject, taskRunId: string): { state: FlowState; material: AnnounceMaterial } | null {
-  const r = host.sql.exec<{ state: FlowState; json: string }>("SELECT state, json FROM flows WHERE id = ?", flowId(taskRunId)).toArray()[0];
+  const r = host.sql
+    .exec<{ state: FlowState; json: string }>("SELECT state, json FROM flows WHERE id = ?", flowId(taskRunId))
+    .toArray()[0];
   return r ? { state: r.state, material: JSON.parse(r.json) as AnnounceMaterial } : null;
 }
 
@@ -95,7 +110,12 @@ function writeFlow(host: SessionObject, state: FlowState, m: AnnounceMaterial): 
   host.sql.exec(
     `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
-    flowId(m.taskRunId), ANNOUNCE_FLOW, state, JSON.stringify(m), now, now,
+    flowId(m.taskRunId),
+    ANNOUNCE_FLOW,
+    state,
+    JSON.stringify(m),
+    now,
+    now,
   );
 }
 
@@ -115,7 +135,10 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     const usage = { input: run.usage?.input ?? 0, output: run.usage?.output ?? 0 };
     const finalReply = freeze(run.status === "ok" ? (run.reply ?? null) : null);
     const latestToolResult = latestToolResultText(host, run.runId);
-    const fallback = !finalReply?.trim() && outcome === "timeout" ? (partialProgressOf(host, run.runId, latestToolResult) ?? latestToolResult) : latestToolResult;
+    const fallback =
+      !finalReply?.trim() && outcome === "timeout"
+        ? (partialProgressOf(host, run.runId, latestToolResult) ?? latestToolResult)
+        : latestToolResult;
     // Its own children still run: announcing now would report their work as missing, so the
     // announce waits for their announces (test/subagent-descendants.test.ts), bounded by a cap timer.
     const waitForChildren = countActiveChildren(host) > 0;
@@ -137,7 +160,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
   } else if (input.kind === "subagent_announce") {
     const taskRunId = String(input.data?.taskRunId ?? "");
     const flow = readFlow(host, taskRunId);
-    if (!flow || flow.state !== "step") return;
+    if (flow?.state !== "step") return;
     // A failed or timed-out announce step still announces (without notes): the outcome must reach the requester.
     const m = flow.material;
     const reply = run.status === "ok" ? (run.reply ?? "") : "";
@@ -161,20 +184,27 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
     };
     m.message = silent ? null : formatSubagentAnnounce(announce);
     // "requester" delivery: the requester runs a turn on this event; the message above is its fallback.
-    if (!silent && sub.announceDelivery === "requester") m.event = completionEventOf(announce, sub.label?.trim() || sub.task);
+    if (!silent && sub.announceDelivery === "requester")
+      m.event = completionEventOf(announce, sub.label?.trim() || sub.task);
     writeFlow(host, "handoff", m);
     host.timers.set(HANDOFF_TIMER, taskRunId, now);
   }
   // Kept children are archived N minutes after their last run (any run: a thread-bound child stays while used).
   const archiveMinutes = host.cfg.agents.defaults.subagents.archiveAfterMinutes;
-  if (sub.cleanup === "keep" && archiveMinutes > 0) host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);
+  if (sub.cleanup === "keep" && archiveMinutes > 0)
+    host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);
 }
 
 /**
  * The flow a lifecycle timer acts on, when it is still in the state the timer was set for; otherwise
  * the timer is stale (the flow moved on, or the session lost its sub-agent info) and is cleared.
  */
-function flowAt(host: SessionObject, taskRunId: string, state: FlowState, timerKind: string): { material: AnnounceMaterial; sub: SubagentInfo } | null {
+function flowAt(
+  host: SessionObject,
+  taskRunId: string,
+  state: FlowState,
+  timerKind: string,
+): { material: AnnounceMaterial; sub: SubagentInfo } | null {
   const flow = readFlow(host, taskRunId);
   const sub = host.meta?.subagent;
   if (!flow || flow.state !== state || !sub) {
@@ -190,7 +220,9 @@ function flowAt(host: SessionObject, taskRunId: string, state: FlowState, timerK
  */
 function shareChildResults(children: ChildFinding[]): ChildFinding[] {
   const share = Math.max(256, Math.floor(CHILD_RESULTS_MAX_BYTES / children.length));
-  return children.map((c) => (c.outcome ? { ...c, outcome: { ...c.outcome, result: capText(c.outcome.result, share) } } : c));
+  return children.map((c) =>
+    c.outcome ? { ...c, outcome: { ...c.outcome, result: capText(c.outcome.result, share) } } : c,
+  );
 }
 
 /** Queue the announce step. Idempotent on the task run, so a timer re-run after an eviction finds the same run. */
@@ -252,7 +284,12 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
     outcome: announcedOutcome(m),
     ...(m.event ? { delivery: "requester" as const, event: m.event } : {}),
   });
-  if (res.requesterGone) log.warn("subagent_announce_dropped", { sessionKey: host.key, requesterKey: sub.requesterKey, reason: "the requester session no longer exists" });
+  if (res.requesterGone)
+    log.warn("subagent_announce_dropped", {
+      sessionKey: host.key,
+      requesterKey: sub.requesterKey,
+      reason: "the requester session no longer exists",
+    });
   host.storage.transactionSync(() => {
     writeFlow(host, "done", m);
     host.timers.clear(HANDOFF_TIMER, taskRunId);
@@ -263,8 +300,12 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
 
 function busy(host: SessionObject): boolean {
   // A failed announce is not "on its way": it waits for an operator retry, which archival must not block.
-  const pendingFlow = host.sql.exec("SELECT id FROM flows WHERE kind = ? AND state NOT IN ('done', 'failed') LIMIT 1", ANNOUNCE_FLOW).toArray().length > 0;
-  const activeRun = host.sql.exec("SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1").toArray().length > 0;
+  const pendingFlow =
+    host.sql
+      .exec("SELECT id FROM flows WHERE kind = ? AND state NOT IN ('done', 'failed') LIMIT 1", ANNOUNCE_FLOW)
+      .toArray().length > 0;
+  const activeRun =
+    host.sql.exec("SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1").toArray().length > 0;
   return pendingFlow || activeRun;
 }
 
@@ -285,7 +326,10 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
   // No archive bucket: the session's storage is its only copy, so it is kept (GET /healthz tells the operator).
   if (archive && !host.bindings.ARCHIVE) {
     host.timers.clear(timer.kind, timer.ref);
-    log.warn("subagent_archive_skipped", { sessionKey: host.key, reason: "no ARCHIVE bucket is bound; the session is kept" });
+    log.warn("subagent_archive_skipped", {
+      sessionKey: host.key,
+      reason: "no ARCHIVE bucket is bound; the session is kept",
+    });
     return;
   }
   // Closed synchronously after the checks above (no await since): a message arriving during the export is refused (409),
@@ -293,7 +337,13 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
   const release = beginClosing(host, archive ? "archived" : "deleted");
   try {
     // Only kept children are archived (deleted ones take the DELETE_TIMER path); the index keeps an archived row.
-    const archivedAs = archive && (await exportToArchive(host, { retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep })) ? archivedEntryOf(host) : undefined;
+    const archivedAs =
+      archive &&
+      (await exportToArchive(host, {
+        retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep,
+      }))
+        ? archivedEntryOf(host)
+        : undefined;
     // deleteSession clears every table (attachments included), the alarm and the registry row (or marks it archived).
     await host.deleteSession(archivedAs ? { archivedAs } : {});
   } finally {
@@ -306,7 +356,9 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
  * transaction that ended the last child's slot (or from the cap timer), so the step cannot be lost.
  */
 function resumeDeferredAnnounces(host: SessionObject): void {
-  const waiting = host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE kind = ? AND state = 'waiting'", ANNOUNCE_FLOW).toArray();
+  const waiting = host.sql
+    .exec<{ json: string }>("SELECT json FROM flows WHERE kind = ? AND state = 'waiting'", ANNOUNCE_FLOW)
+    .toArray();
   for (const r of waiting) {
     const m = JSON.parse(r.json) as AnnounceMaterial;
     writeFlow(host, "step", m);
@@ -323,12 +375,15 @@ const ANNOUNCE_TIMER_STATES: Record<string, FlowState> = { [ANNOUNCE_TIMER]: "st
 function announceGaveUp(host: SessionObject, dead: DeadTimer): void {
   const flow = readFlow(host, dead.ref);
   if (!flow || flow.state !== ANNOUNCE_TIMER_STATES[dead.kind]) return;
-  writeFlow(host, "failed", { ...flow.material, failure: { timer: dead.kind, attempts: dead.attempts, error: dead.lastError } });
+  writeFlow(host, "failed", {
+    ...flow.material,
+    failure: { timer: dead.kind, attempts: dead.attempts, error: dead.lastError },
+  });
 }
 
 function reviveAnnounce(host: SessionObject, dead: DeadTimer): boolean {
   const flow = readFlow(host, dead.ref);
-  if (!flow || flow.state !== "failed" || flow.material.failure?.timer !== dead.kind) return false;
+  if (flow?.state !== "failed" || flow.material.failure?.timer !== dead.kind) return false;
   const { failure: _failure, ...material } = flow.material;
   writeFlow(host, ANNOUNCE_TIMER_STATES[dead.kind], material);
   return true;
@@ -336,7 +391,11 @@ function reviveAnnounce(host: SessionObject, dead: DeadTimer): boolean {
 
 defineTimerKind<SessionObject>(ANNOUNCE_TIMER, { onDead: announceGaveUp, revive: reviveAnnounce });
 // The requester may be busy or restarting for a while: about an hour of attempts before the hand-off gives up.
-defineTimerKind<SessionObject>(HANDOFF_TIMER, { policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 }, onDead: announceGaveUp, revive: reviveAnnounce });
+defineTimerKind<SessionObject>(HANDOFF_TIMER, {
+  policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 },
+  onDead: announceGaveUp,
+  revive: reviveAnnounce,
+});
 
 /** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]). */
 const lifecycleRpc = {
@@ -385,7 +444,7 @@ registerSessionExtension({
     // A child deleted before its announce was handed off would hold a requester slot until the
     // requester's slot check notices; free it now (best effort: the check remains the guarantee).
     const sub: SubagentInfo | undefined = host.meta?.subagent;
-    if (!sub || sub.status !== "running") return;
+    if (sub?.status !== "running") return;
     try {
       await releaseChildSlot(host.bindings, sub.requesterKey, host.key);
     } catch (err) {

@@ -14,15 +14,24 @@ export const ACCEPTED_NOTE_DIRECT =
   "Auto-announce is push-based: when the sub-agent finishes, its result (Status/Result/Notes/Stats) is posted to this session's channel and recorded in this transcript by itself. You are not woken for it and need not relay it, so do NOT call sessions_list, sessions_history, exec sleep, or any polling tool to wait; finish your turn now.";
 /** "direct" delivery, sub-agent requester: the results join its own announce. */
 export const ACCEPTED_NOTE_DIRECT_INTERNAL =
-  "Auto-announce is push-based: when the sub-agent finishes, its result is recorded in this transcript and reported with your own announce under \"Child completion results\". You are not woken for it, so do NOT call sessions_list, sessions_history, exec sleep, or any polling tool to wait; finish your run with your own part of the work.";
-export const ACCEPTED_NOTE_SESSION = "thread-bound session stays active after this task; continue in-thread for follow-ups.";
+  'Auto-announce is push-based: when the sub-agent finishes, its result is recorded in this transcript and reported with your own announce under "Child completion results". You are not woken for it, so do NOT call sessions_list, sessions_history, exec sleep, or any polling tool to wait; finish your run with your own part of the work.';
+export const ACCEPTED_NOTE_SESSION =
+  "thread-bound session stays active after this task; continue in-thread for follow-ups.";
 
 /** The user message that starts the child's task run (OpenClaw's lines, joined with blank lines). */
-export function subagentTaskMessage(opts: { task: string; depth: number; maxDepth: number; mode: "run" | "session" }): string {
+export function subagentTaskMessage(opts: {
+  task: string;
+  depth: number;
+  maxDepth: number;
+  mode: "run" | "session";
+}): string {
   const lines = [
     `[Subagent Context] You are running as a subagent (depth ${opts.depth}/${opts.maxDepth}). Results auto-announce to your requester; do not busy-poll for status.`,
   ];
-  if (opts.mode === "session") lines.push("[Subagent Context] This subagent session is persistent and remains available for thread follow-up messages.");
+  if (opts.mode === "session")
+    lines.push(
+      "[Subagent Context] This subagent session is persistent and remains available for thread follow-up messages.",
+    );
   lines.push(`[Subagent Task]: ${opts.task}`);
   return lines.join("\n\n");
 }
@@ -75,10 +84,22 @@ export function subagentSystemPrompt(c: SubagentPromptContext): string {
 export const ANNOUNCE_STEP_MESSAGE = "Sub-agent announce step.";
 
 /** System prompt of the announce step: the outcome is given, the model only adds notes or stays silent. */
-export function subagentAnnouncePrompt(c: { requesterKey: string; requesterChannel?: string; childKey: string; task: string; status: string; result: string; deferred?: boolean }): string {
+export function subagentAnnouncePrompt(c: {
+  requesterKey: string;
+  requesterChannel?: string;
+  childKey: string;
+  task: string;
+  status: string;
+  result: string;
+  deferred?: boolean;
+}): string {
   return [
     SUBAGENT_ANNOUNCE_STEP_HEADER,
-    ...(c.deferred ? ["[Subagent Context] Your prior run ended while waiting for descendant subagent completions; their results are in Result below."] : []),
+    ...(c.deferred
+      ? [
+          "[Subagent Context] Your prior run ended while waiting for descendant subagent completions; their results are in Result below.",
+        ]
+      : []),
     `Requester session: ${displayKey(c.requesterKey)}.`,
     `Requester channel: ${c.requesterChannel ?? "unknown"}.`,
     `Your session: ${c.childKey}.`,

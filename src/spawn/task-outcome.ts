@@ -1,13 +1,18 @@
-import { estimateCostUsd, partialProgress, type RunOutcome } from "./announce-format";
 import { textOf } from "../runners/model-runner";
 import { splitModelRef } from "../runners/models";
 import type { SessionObject } from "../session/session-object";
 import type { TranscriptMessage } from "../session/types";
+import { estimateCostUsd, partialProgress, type RunOutcome } from "./announce-format";
 
 /** What a sub-agent's ended task run leaves for its announce, read from its transcript rows and config. */
 
 export function latestToolResultText(host: SessionObject, runId: string): string | null {
-  const r = host.sql.exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1", runId).toArray()[0];
+  const r = host.sql
+    .exec<{ json: string }>(
+      "SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1",
+      runId,
+    )
+    .toArray()[0];
   if (!r) return null;
   const msg = JSON.parse(r.json) as TranscriptMessage;
   return textOf(msg.content).trim() || null;
@@ -33,7 +38,11 @@ export function partialProgressOf(host: SessionObject, runId: string, latestTool
   return toolCalls > 0 ? partialProgress(toolCalls, fragments, latestToolResult) : null;
 }
 
-export function costOf(host: SessionObject, modelRef: string | undefined, usage: { input: number; output: number }): number | null {
+export function costOf(
+  host: SessionObject,
+  modelRef: string | undefined,
+  usage: { input: number; output: number },
+): number | null {
   const parts = modelRef ? splitModelRef(modelRef) : null;
   if (!parts) return null;
   const cost = host.cfg.models.providers[parts.provider]?.models?.find((m) => m.id === parts.modelId)?.cost;

@@ -1,7 +1,7 @@
 import { fromRpcError, SwitchboardError } from "../errors";
+import { log } from "../log";
 import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
 import type { DeliveryRoute, EnqueueRequest, RunSnapshot } from "../session/types";
-import { log } from "../log";
 
 /**
  * Thread-bound sub-agents (`sessions_spawn` with `thread: true`; test/thread-binding.test.ts). The spawn binds the
@@ -51,7 +51,11 @@ async function forwardIfBound(host: SessionObject, req: EnqueueRequest): Promise
   const route = given ? { ...given, threadId: given.threadId ?? binding.route.threadId } : binding.route;
   try {
     // onlyIfExists: a binding whose unbind was lost must not bring a deleted child back as an empty session.
-    return await host.bindings.SESSIONS.getByName(binding.childKey).enqueue({ ...req, onlyIfExists: true, input: { ...req.input, route } });
+    return await host.bindings.SESSIONS.getByName(binding.childKey).enqueue({
+      ...req,
+      onlyIfExists: true,
+      input: { ...req.input, route },
+    });
   } catch (err) {
     const e = fromRpcError(err);
     if (!(e instanceof SwitchboardError && e.type === "not_found")) throw e;

@@ -33,5 +33,11 @@ export function refusal(status: Refusal["status"], error: string, extra: Record<
 }
 
 export function isRefusal(v: unknown): v is Refusal {
-  return typeof v === "object" && v !== null && "status" in v && "error" in v && ((v as Refusal).status === "error" || (v as Refusal).status === "forbidden");
+  return (
+    typeof v === "object" &&
+    v !== null &&
+    "status" in v &&
+    "error" in v &&
+    ((v as Refusal).status === "error" || (v as Refusal).status === "forbidden")
+  );
 }

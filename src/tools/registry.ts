@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import type { Config } from "../config/schema";
 import { invalid, notFound } from "../errors";
 import { agentsList, agentsListSchema } from "./agents-list";
@@ -53,7 +53,13 @@ export function registerTool(def: ToolDefinition): void {
   else TOOLS.push(def);
 }
 
-export const SESSION_TOOL_NAMES = new Set(["sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "agents_list"]);
+export const SESSION_TOOL_NAMES = new Set([
+  "sessions_list",
+  "sessions_history",
+  "sessions_send",
+  "sessions_spawn",
+  "agents_list",
+]);
 
 /**
  * Session tools an orchestrator sub-agent (depth < maxSpawnDepth) keeps by default, so raising
@@ -71,7 +77,11 @@ export function toolsFor(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg:
   if (!caller.isSubagent) return TOOLS;
   const policy = cfg.tools.subagents.tools ?? {};
   const orchestrator = (caller.spawnDepth ?? 1) < cfg.agents.defaults.subagents.maxSpawnDepth;
-  const allow = new Set([...(orchestrator ? ORCHESTRATOR_TOOLS : []), ...(policy.allow ?? []), ...(policy.alsoAllow ?? [])]);
+  const allow = new Set([
+    ...(orchestrator ? ORCHESTRATOR_TOOLS : []),
+    ...(policy.allow ?? []),
+    ...(policy.alsoAllow ?? []),
+  ]);
   const deny = new Set(policy.deny ?? []);
   return TOOLS.filter((t) => !deny.has(t.name) && (!SESSION_TOOL_NAMES.has(t.name) || allow.has(t.name)));
 }
@@ -105,7 +115,8 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
     if (issue.code === "unrecognized_keys") throw invalid(`${issue.keys[0]}: unknown parameter for ${tool.name}`);
     const field = issue.path.length ? issue.path.join(".") : "args";
     // zod 4 issues omit `input` unless asked, so "missing" is read from the args themselves.
-    const missing = issue.code === "invalid_type" && issue.path.length === 1 && args[String(issue.path[0])] === undefined;
+    const missing =
+      issue.code === "invalid_type" && issue.path.length === 1 && args[String(issue.path[0])] === undefined;
     throw invalid(missing ? `${field} required` : `${field}: ${issue.message}`);
   }
   return parsed.data as Record<string, unknown>;

@@ -1,7 +1,12 @@
-import { keyContextOf, looksLikeSessionKey, parseSessionKey, SESSION_ID_RE, type ParsedKey } from "../keys";
-import { checkSessionAccess, resolveEffectiveVisibility, type GuardAction, type Visibility } from "../policy/visibility";
+import { keyContextOf, looksLikeSessionKey, type ParsedKey, parseSessionKey, SESSION_ID_RE } from "../keys";
+import {
+  checkSessionAccess,
+  type GuardAction,
+  resolveEffectiveVisibility,
+  type Visibility,
+} from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
-import { refusal, type Refusal, type ToolContext } from "./context";
+import { type Refusal, refusal, type ToolContext } from "./context";
 
 export interface ResolvedTarget {
   parsed: ParsedKey;
@@ -37,14 +42,18 @@ export async function resolveSessionReference(
 
   const value = input.toLowerCase();
   const spawnedBy = opts.restrictToSpawned ? ctx.caller.sessionKey : undefined;
-  const agents = [ctx.caller.agentId, ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== ctx.caller.agentId)];
+  const agents = [
+    ctx.caller.agentId,
+    ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== ctx.caller.agentId),
+  ];
 
   // A custom key (e.g. "sess-group") keeps working when such a session exists.
   if (!SESSION_ID_RE.test(value)) {
     try {
       const custom = parseTargetKey(ctx, value);
       const hit = await sessionIndex(ctx.env, ctx.cfg, custom.agentId).get(custom.canonicalKey);
-      if (hit && (!spawnedBy || hit.spawnedBy === spawnedBy || hit.key === ctx.caller.sessionKey)) return { parsed: custom };
+      if (hit && (!spawnedBy || hit.spawnedBy === spawnedBy || hit.key === ctx.caller.sessionKey))
+        return { parsed: custom };
     } catch {
       // not a usable key either: fall through to sessionId lookup
     }
@@ -55,10 +64,12 @@ export async function resolveSessionReference(
     if (found.length > 0) break;
   }
   if (found.length === 0) {
-    if (opts.restrictToSpawned) return refusal("forbidden", `Session not visible from this sandboxed agent session: ${input}`);
+    if (opts.restrictToSpawned)
+      return refusal("forbidden", `Session not visible from this sandboxed agent session: ${input}`);
     return refusal("error", `Session not found: ${input} (use the full sessionKey from sessions_list)`);
   }
-  if (found.length > 1) return refusal("error", `Multiple sessions found for sessionId: ${input} (${found.join(", ")})`);
+  if (found.length > 1)
+    return refusal("error", `Multiple sessions found for sessionId: ${input} (${found.join(", ")})`);
   return { parsed: parseTargetKey(ctx, found[0]) };
 }
 
@@ -74,7 +85,11 @@ export function guardTarget(
   vis: { visibility: Visibility; restrictToSpawned: boolean },
   rawInput: string,
 ): Refusal | null {
-  if (vis.restrictToSpawned && target.canonicalKey !== ctx.caller.sessionKey && targetSpawnedBy !== ctx.caller.sessionKey) {
+  if (
+    vis.restrictToSpawned &&
+    target.canonicalKey !== ctx.caller.sessionKey &&
+    targetSpawnedBy !== ctx.caller.sessionKey
+  ) {
     return refusal("forbidden", `Session not visible from this sandboxed agent session: ${rawInput}`);
   }
   const res = checkSessionAccess({

@@ -1,4 +1,4 @@
-import { tool, type ToolSet } from "ai";
+import { type ToolSet, tool } from "ai";
 import { isAgentSandboxed, loadConfig } from "../config/load";
 import type { SessionMeta } from "../session/types";
 import type { Caller } from "./context";

@@ -10,9 +10,18 @@ export const HISTORY_MAX_LIMIT = 1000;
 
 export const sessionsHistorySchema = z.object({
   sessionKey: z.string().max(1024).describe("Session key, `main`, `current`, or a sessionId from sessions_list."),
-  limit: z.number().min(1).optional().describe(`Max messages (default ${HISTORY_DEFAULT_LIMIT}, clamped to ${HISTORY_MAX_LIMIT}).`),
+  limit: z
+    .number()
+    .min(1)
+    .optional()
+    .describe(`Max messages (default ${HISTORY_DEFAULT_LIMIT}, clamped to ${HISTORY_MAX_LIMIT}).`),
   includeTools: z.boolean().optional().describe("Include toolResult messages (default false)."),
-  before: z.number().min(1).max(Number.MAX_SAFE_INTEGER).optional().describe("Only messages older than this seq: pass nextBefore of the previous page to page backwards."),
+  before: z
+    .number()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe("Only messages older than this seq: pass nextBefore of the previous page to page backwards."),
 });
 export type SessionsHistoryArgs = z.infer<typeof sessionsHistorySchema>;
 
@@ -32,7 +41,10 @@ export interface SessionsHistoryResult {
   nextBefore: number | null;
 }
 
-export async function sessionsHistory(ctx: ToolContext, args: SessionsHistoryArgs): Promise<SessionsHistoryResult | Refusal> {
+export async function sessionsHistory(
+  ctx: ToolContext,
+  args: SessionsHistoryArgs,
+): Promise<SessionsHistoryResult | Refusal> {
   const vis = callerVisibility(ctx);
   const target = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
   if (isRefusal(target)) return target;
@@ -41,7 +53,12 @@ export async function sessionsHistory(ctx: ToolContext, args: SessionsHistoryArg
   const asParent = guardTarget(ctx, "history", target.parsed, ctx.caller.sessionKey, vis, args.sessionKey);
   const asStranger = guardTarget(ctx, "history", target.parsed, null, vis, args.sessionKey);
   if (asParent) return asStranger ?? asParent;
-  const read = await readHistory(ctx.env, target.parsed.canonicalKey, args, asStranger ? ctx.caller.sessionKey : undefined);
+  const read = await readHistory(
+    ctx.env,
+    target.parsed.canonicalKey,
+    args,
+    asStranger ? ctx.caller.sessionKey : undefined,
+  );
   return read ?? asStranger!;
 }
 
@@ -57,17 +74,27 @@ export async function readHistory(
   onlyIfSpawnedBy?: string,
 ): Promise<SessionsHistoryResult | null> {
   const limit = Math.min(HISTORY_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? HISTORY_DEFAULT_LIMIT)));
-  const opts = { limit, before: args.before !== undefined ? Math.floor(args.before) : undefined, includeTools: args.includeTools === true };
-  let page: Awaited<ReturnType<ReturnType<Env["SESSIONS"]["getByName"]>["history"]>> & { archived?: true } = await env.SESSIONS.getByName(canonicalKey).history({
-    ...opts,
-    maxBytes: HISTORY_BYTE_CAP,
-    ...(onlyIfSpawnedBy !== undefined ? { onlyIfSpawnedBy } : {}),
-  });
+  const opts = {
+    limit,
+    before: args.before !== undefined ? Math.floor(args.before) : undefined,
+    includeTools: args.includeTools === true,
+  };
+  let page: Awaited<ReturnType<ReturnType<Env["SESSIONS"]["getByName"]>["history"]>> & { archived?: true } =
+    await env.SESSIONS.getByName(canonicalKey).history({
+      ...opts,
+      maxBytes: HISTORY_BYTE_CAP,
+      ...(onlyIfSpawnedBy !== undefined ? { onlyIfSpawnedBy } : {}),
+    });
   // No live session (or not the caller's child as far as the object knows): an archived one is read from the bucket.
   if (page.denied || !page.sessionId) {
     const row = await archivedRow(env, canonicalKey);
     if (row && (onlyIfSpawnedBy === undefined || row.spawnedBy === onlyIfSpawnedBy)) {
-      page = { ...(await archivedHistory(env, row, opts)), sessionId: row.sessionId, ...(row.spawnedBy ? { spawnedBy: row.spawnedBy } : {}), archived: true };
+      page = {
+        ...(await archivedHistory(env, row, opts)),
+        sessionId: row.sessionId,
+        ...(row.spawnedBy ? { spawnedBy: row.spawnedBy } : {}),
+        archived: true,
+      };
     }
   }
   if (page.denied) return null;

@@ -1,14 +1,14 @@
 import { z } from "zod";
+import { invalid } from "../errors";
+import { sanitizeHistoryMessages } from "../policy/history-sanitize";
 import { isAgentToAgentAllowed } from "../policy/visibility";
 import type { ListPage, ListScope } from "../registry/registry-object";
-import { canonicalKeyOfRow, mergePages, sessionIndex } from "../registry/session-index";
 import type { SessionRow } from "../registry/row";
-import { invalid } from "../errors";
-import type { ToolContext } from "./context";
-import { callerVisibility } from "./resolve";
-import { mapPool } from "./pool";
-import { sanitizeHistoryMessages } from "../policy/history-sanitize";
+import { canonicalKeyOfRow, mergePages, sessionIndex } from "../registry/session-index";
 import { jsonBytes, LIST_RESULT_MAX_BYTES, PREVIEW_ROW_MAX_BYTES } from "../session/byte-budget";
+import type { ToolContext } from "./context";
+import { mapPool } from "./pool";
+import { callerVisibility } from "./resolve";
 
 /** `,"messages":` added to a row that carries a preview. */
 const PREVIEW_FIELD_BYTES = 12;
@@ -25,14 +25,29 @@ export const ACTIVE_MINUTES_MAX = 10_000_000;
 export const CURSOR_MAX_CHARS = 2048;
 
 export const sessionsListSchema = z.object({
-  kinds: z.array(z.string().max(64)).max(KINDS_MAX_ITEMS).optional().describe('Only these kinds: any of "main", "group", "cron", "hook", "node", "other".'),
-  limit: z.number().min(1).optional().describe(`Max rows (default ${LIST_DEFAULT_LIMIT}, clamped to ${LIST_MAX_LIMIT}).`),
-  activeMinutes: z.number().min(1).max(ACTIVE_MINUTES_MAX).optional().describe(`Only sessions updated within the last N minutes (1–${ACTIVE_MINUTES_MAX}).`),
+  kinds: z
+    .array(z.string().max(64))
+    .max(KINDS_MAX_ITEMS)
+    .optional()
+    .describe('Only these kinds: any of "main", "group", "cron", "hook", "node", "other".'),
+  limit: z
+    .number()
+    .min(1)
+    .optional()
+    .describe(`Max rows (default ${LIST_DEFAULT_LIMIT}, clamped to ${LIST_MAX_LIMIT}).`),
+  activeMinutes: z
+    .number()
+    .min(1)
+    .max(ACTIVE_MINUTES_MAX)
+    .optional()
+    .describe(`Only sessions updated within the last N minutes (1–${ACTIVE_MINUTES_MAX}).`),
   messageLimit: z
     .number()
     .min(0)
     .optional()
-    .describe(`Include the last N non-tool messages per row, sanitised like sessions_history (0 = none, max ${MESSAGE_LIMIT_MAX}; at most 16 KiB per row: \`truncated: true\` when cut).`),
+    .describe(
+      `Include the last N non-tool messages per row, sanitised like sessions_history (0 = none, max ${MESSAGE_LIMIT_MAX}; at most 16 KiB per row: \`truncated: true\` when cut).`,
+    ),
   cursor: z.string().max(CURSOR_MAX_CHARS).optional().describe("nextCursor of a previous page, to read further."),
 });
 export type SessionsListArgs = z.infer<typeof sessionsListSchema>;
@@ -67,21 +82,40 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
   const limit = Math.min(LIST_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? LIST_DEFAULT_LIMIT)));
   const messageLimit = Math.min(MESSAGE_LIMIT_MAX, Math.max(0, Math.floor(args.messageLimit ?? 0)));
   const kinds = normalizeKinds(args.kinds ?? []);
-  const activeSince = args.activeMinutes !== undefined ? Date.now() - Math.max(1, Math.floor(args.activeMinutes)) * 60_000 : undefined;
+  const activeSince =
+    args.activeMinutes !== undefined ? Date.now() - Math.max(1, Math.floor(args.activeMinutes)) * 60_000 : undefined;
   const cursor = args.cursor ? decodeCursor(args.cursor) : undefined;
 
   const vis = callerVisibility(ctx);
   const visibility = vis.restrictToSpawned ? "tree" : vis.visibility;
   const own = ctx.caller.agentId;
   // Visibility is pushed into each shard's query (scope), so LIMIT applies to visible rows only.
-  const scope: ListScope = visibility === "self" ? { type: "self", key: ctx.caller.sessionKey } : visibility === "tree" ? { type: "tree", key: ctx.caller.sessionKey } : { type: "agent" };
+  const scope: ListScope =
+    visibility === "self"
+      ? { type: "self", key: ctx.caller.sessionKey }
+      : visibility === "tree"
+        ? { type: "tree", key: ctx.caller.sessionKey }
+        : { type: "agent" };
   const agents =
     visibility === "all"
-      ? [own, ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id))]
+      ? [
+          own,
+          ...ctx.cfg.agents.list
+            .map((a) => a.id)
+            .filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id)),
+        ]
       : [own];
 
   const pages: ListPage[] = await Promise.all(
-    agents.map((agentId) => sessionIndex(ctx.env, ctx.cfg, agentId).list({ scope, kinds: kinds.length ? kinds : undefined, activeSince, limit, cursor })),
+    agents.map((agentId) =>
+      sessionIndex(ctx.env, ctx.cfg, agentId).list({
+        scope,
+        kinds: kinds.length ? kinds : undefined,
+        activeSince,
+        limit,
+        cursor,
+      }),
+    ),
   );
   // Merge agents by (updatedAt desc, key desc): the order every shard uses, so the cursor stays valid.
   const page = mergePages(pages, limit);
@@ -94,10 +128,17 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
     // hidden, oversize placeholder), each within PREVIEW_ROW_MAX_BYTES — a glance, not a read (that is
     // sessions_history) — or its equal share of what the rows leave of the result budget when smaller.
     const left = LIST_RESULT_MAX_BYTES - jsonBytes(JSON.stringify(result));
-    const share = Math.max(MIN_PREVIEW_BYTES, Math.min(PREVIEW_ROW_MAX_BYTES, Math.floor(left / rows.length) - PREVIEW_FIELD_BYTES));
+    const share = Math.max(
+      MIN_PREVIEW_BYTES,
+      Math.min(PREVIEW_ROW_MAX_BYTES, Math.floor(left / rows.length) - PREVIEW_FIELD_BYTES),
+    );
     let cut = false;
     await mapPool(rows, 4, async (row) => {
-      const page = await ctx.env.SESSIONS.getByName(canonicalKeyOfRow(row)).history({ limit: messageLimit, includeTools: false, maxBytes: share });
+      const page = await ctx.env.SESSIONS.getByName(canonicalKeyOfRow(row)).history({
+        limit: messageLimit,
+        includeTools: false,
+        maxBytes: share,
+      });
       const s = sanitizeHistoryMessages(page.messages, share);
       if (page.cutByBytes || s.droppedMessages) cut = true;
       row.messages = s.messages as Record<string, unknown>[];
@@ -115,7 +156,13 @@ export function encodeCursor(c: { updatedAt: number; key: string }): string {
 export function decodeCursor(s: string): { updatedAt: number; key: string } {
   try {
     const [updatedAt, key] = JSON.parse(atob(s)) as [number, string];
-    if (typeof updatedAt !== "number" || !Number.isSafeInteger(updatedAt) || typeof key !== "string" || key.length > 1024) throw new Error();
+    if (
+      typeof updatedAt !== "number" ||
+      !Number.isSafeInteger(updatedAt) ||
+      typeof key !== "string" ||
+      key.length > 1024
+    )
+      throw new Error();
     return { updatedAt, key };
   } catch {
     throw invalid("cursor: not a cursor returned by a previous listing page");

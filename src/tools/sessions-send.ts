@@ -1,14 +1,14 @@
-import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { z } from "zod";
+import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { fromRpcError } from "../errors";
-import { checkTextSize } from "../session/byte-budget";
 import { type A2aStart, announceRouteOf, messageContextPrompt } from "../flows/a2a-flow";
-import { deriveChannel, displayKey, parseCanonical, type ParsedKey } from "../keys";
+import { deriveChannel, displayKey, type ParsedKey, parseCanonical } from "../keys";
 import { resolveSendPolicy } from "../policy/send-policy";
-import { sessionIndex } from "../registry/session-index";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
+import { sessionIndex } from "../registry/session-index";
+import { checkTextSize } from "../session/byte-budget";
 import type { RunSnapshot, SessionMeta } from "../session/types";
-import { isRefusal, refusal, type Refusal, type ToolContext } from "./context";
+import { isRefusal, type Refusal, refusal, type ToolContext } from "./context";
 import { registerTool } from "./registry";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
 
@@ -18,17 +18,29 @@ export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
 export const SEND_TIMEOUT_SECONDS_MAX = 86_400;
 
 export const sessionsSendSchema = z.object({
-  sessionKey: z.string().max(512).optional().describe("Target session key, `main`, `current`, or a sessionId from sessions_list."),
+  sessionKey: z
+    .string()
+    .max(512)
+    .optional()
+    .describe("Target session key, `main`, `current`, or a sessionId from sessions_list."),
   label: z.string().max(512).optional().describe("Target a session by its label instead of its key (not both)."),
   agentId: z.string().max(64).optional().describe("Agent whose sessions the `label` lookup searches (default: yours)."),
-  message: z.string().describe("The message to send (at most limits.maxMessageBytes, 512 KiB by default; larger is a 413)."),
+  message: z
+    .string()
+    .describe("The message to send (at most limits.maxMessageBytes, 512 KiB by default; larger is a 413)."),
   timeoutSeconds: z
     .number()
     .min(0)
     .max(SEND_TIMEOUT_SECONDS_MAX)
     .optional()
-    .describe(`Seconds to wait for the target's reply (default ${SEND_DEFAULT_TIMEOUT_SECONDS}, at most ${SEND_TIMEOUT_SECONDS_MAX}; a wait ends after 900 s with status "timeout" while the run continues); 0 = fire-and-forget.`),
-  idempotencyKey: z.string().max(256).optional().describe("Retry-safe key: the same key returns the same run, never a second message."),
+    .describe(
+      `Seconds to wait for the target's reply (default ${SEND_DEFAULT_TIMEOUT_SECONDS}, at most ${SEND_TIMEOUT_SECONDS_MAX}; a wait ends after 900 s with status "timeout" while the run continues); 0 = fire-and-forget.`,
+    ),
+  idempotencyKey: z
+    .string()
+    .max(256)
+    .optional()
+    .describe("Retry-safe key: the same key returns the same run, never a second message."),
 });
 export type SessionsSendArgs = z.infer<typeof sessionsSendSchema>;
 
@@ -51,16 +63,26 @@ function refuse(status: Refusal["status"], error: string, extra: Record<string, 
 }
 
 /** Label path of OpenClaw (test/sessions-send.test.ts): agent scope checks first, then one indexed lookup. */
-async function resolveByLabel(ctx: ToolContext, label: string, agentIdArg: string | undefined, restrictToSpawned: boolean): Promise<ParsedKey | Refusal> {
+async function resolveByLabel(
+  ctx: ToolContext,
+  label: string,
+  agentIdArg: string | undefined,
+  restrictToSpawned: boolean,
+): Promise<ParsedKey | Refusal> {
   const agentId = (agentIdArg ?? ctx.caller.agentId).trim().toLowerCase();
-  if (restrictToSpawned && agentId !== ctx.caller.agentId) return refuse("forbidden", "Sandboxed sessions_send label lookup is limited to this agent");
+  if (restrictToSpawned && agentId !== ctx.caller.agentId)
+    return refuse("forbidden", "Sandboxed sessions_send label lookup is limited to this agent");
   if (agentId !== ctx.caller.agentId) {
     const a2a = ctx.cfg.tools.agentToAgent;
     if (a2a.enabled !== true) return refuse("forbidden", visibilityError("send", "a2aDisabled"));
-    if (!isAgentToAgentAllowed(a2a, ctx.caller.agentId, agentId)) return refuse("forbidden", visibilityError("send", "a2aDenied"));
+    if (!isAgentToAgentAllowed(a2a, ctx.caller.agentId, agentId))
+      return refuse("forbidden", visibilityError("send", "a2aDenied"));
   }
   const keys = ctx.cfg.agents.list.some((a) => a.id === agentId)
-    ? await sessionIndex(ctx.env, ctx.cfg, agentId).resolveLabel(label, restrictToSpawned ? ctx.caller.sessionKey : undefined)
+    ? await sessionIndex(ctx.env, ctx.cfg, agentId).resolveLabel(
+        label,
+        restrictToSpawned ? ctx.caller.sessionKey : undefined,
+      )
     : [];
   if (keys.length === 0) {
     if (restrictToSpawned) return refuse("forbidden", "Session not visible from this sandboxed agent session.");
@@ -75,7 +97,12 @@ function maybeMeta(env: Env, key: string): Promise<SessionMeta | null> {
 }
 
 /** The tool-visible outcome of a waited run (test/sessions-send.test.ts): the reply is that run's own, never an older one. */
-function waitedResult(run: RunSnapshot, sessionKey: string, timeoutSeconds: number, delivery: SendDelivery): SessionsSendResult {
+function waitedResult(
+  run: RunSnapshot,
+  sessionKey: string,
+  timeoutSeconds: number,
+  delivery: SendDelivery,
+): SessionsSendResult {
   switch (run.status) {
     case "ok":
       return { runId: run.runId, status: "ok", ...(run.reply ? { reply: run.reply } : {}), sessionKey, delivery };
@@ -107,7 +134,12 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     target = byLabel;
   } else if (args.sessionKey) {
     const ref = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
-    if (isRefusal(ref)) return { ...ref, runId: crypto.randomUUID(), ...(ref.status === "forbidden" ? { sessionKey: args.sessionKey } : {}) };
+    if (isRefusal(ref))
+      return {
+        ...ref,
+        runId: crypto.randomUUID(),
+        ...(ref.status === "forbidden" ? { sessionKey: args.sessionKey } : {}),
+      };
     target = ref.parsed;
   } else {
     return refuse("error", "Either sessionKey or label is required");
@@ -119,7 +151,12 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
   // The visibility check runs before anything of the target is read: a send it refuses whatever the
   // target's lineage (the one fact it takes from the target) reads nothing of the target.
   const asParent = guardTarget(ctx, "send", target, requesterKey, vis, rawTarget);
-  if (asParent) return { ...(guardTarget(ctx, "send", target, null, vis, rawTarget) ?? asParent), runId: crypto.randomUUID(), sessionKey: shownKey };
+  if (asParent)
+    return {
+      ...(guardTarget(ctx, "send", target, null, vis, rawTarget) ?? asParent),
+      runId: crypto.randomUUID(),
+      sessionKey: shownKey,
+    };
 
   // The facts every other check needs, read in parallel: target lineage + policy, requester channel.
   const [targetMeta, requesterMeta] = await Promise.all([
@@ -155,7 +192,12 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
       input: {
         kind: "send",
         message: args.message,
-        provenance: { kind: "inter_session", sourceSessionKey: requesterKey, sourceChannel: requesterChannel, sourceTool: "sessions_send" },
+        provenance: {
+          kind: "inter_session",
+          sourceSessionKey: requesterKey,
+          sourceChannel: requesterChannel,
+          sourceTool: "sessions_send",
+        },
         extraSystemPrompt: messageContextPrompt(a2a),
         flowId: crypto.randomUUID(),
         data: { a2a },
@@ -169,7 +211,10 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
   }
 
   const route = announceRouteOf(targetMeta, target);
-  const delivery: SendDelivery = { status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.webhookUrl ? "pending" : "none", mode: "announce" };
+  const delivery: SendDelivery = {
+    status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.webhookUrl ? "pending" : "none",
+    mode: "announce",
+  };
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
   if (timeoutSeconds === 0) {
     return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery };

@@ -1,23 +1,30 @@
-import { callExtension } from "../session/session-object";
-import { routeOf } from "../channels/outbox";
 import { z } from "zod";
+import { routeOf } from "../channels/outbox";
 import { findAgent, isAgentSandboxed } from "../config/load";
 import { AGENT_ID_RE, type Config } from "../config/schema";
 import { fromRpcError, invalid } from "../errors";
-import { checkTextSize } from "../session/byte-budget";
 import { parseCanonical } from "../keys";
+import { log } from "../log";
 import { checkModelRef } from "../runners/models";
 import { INVALID_THINKING, parseThinkingLevel, THINKING_LEVELS } from "../runners/thinking";
-import type { DeliveryRoute, SubagentInfo } from "../session/types";
+import { checkTextSize } from "../session/byte-budget";
+import { callExtension } from "../session/session-object";
+import type { SubagentInfo } from "../session/types";
 import { attachmentsReceipt, validateAttachments } from "../spawn/attachments";
 import type { SpawnChildRequest } from "../spawn/child-spawn";
 import { getRequesterSpawnState, releaseChildSlot, reserveChildSlot } from "../spawn/requester-side";
+import {
+  ACCEPTED_NOTE_DIRECT,
+  ACCEPTED_NOTE_DIRECT_INTERNAL,
+  ACCEPTED_NOTE_RUN,
+  ACCEPTED_NOTE_SESSION,
+  subagentSystemPrompt,
+  subagentTaskMessage,
+} from "../spawn/subagent-prompt";
 import { bindThread, threadKeyFor } from "../spawn/thread-binding";
-import { ACCEPTED_NOTE_DIRECT, ACCEPTED_NOTE_DIRECT_INTERNAL, ACCEPTED_NOTE_RUN, ACCEPTED_NOTE_SESSION, subagentSystemPrompt, subagentTaskMessage } from "../spawn/subagent-prompt";
 import { spawnAllowlist } from "./agents-list";
-import { refusal, type Refusal, type ToolContext } from "./context";
+import { type Refusal, refusal, type ToolContext } from "./context";
 import { registerTool, type ToolDefinition } from "./registry";
-import { log } from "../log";
 
 /**
  * `sessions_spawn` (test/sessions-spawn.test.ts, test/spawn-parameters.test.ts): checks in OpenClaw's order with its
@@ -44,26 +51,75 @@ const attachmentSchema = z.object({
 
 // Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently dropped.
 export const sessionsSpawnSchema = z.strictObject({
-  task: z.string().describe("What the sub-agent should do (required; at most limits.maxMessageBytes, 512 KiB by default; larger is a 413)."),
+  task: z
+    .string()
+    .describe(
+      "What the sub-agent should do (required; at most limits.maxMessageBytes, 512 KiB by default; larger is a 413).",
+    ),
   label: z.string().max(512).optional().describe("Short label for logs/UI."),
   agentId: z.string().max(256).optional().describe("Spawn under another agent id (see agents_list)."),
-  model: z.string().max(512).optional().describe("Model override for the sub-agent (<provider>/<model>); invalid values are an error."),
-  thinking: z.string().max(64).optional().describe(`Thinking level: ${THINKING_LEVELS.join(", ")}.`),
-  runtime: z.enum(["subagent", "acp"]).optional().describe('"subagent" (default). "acp" (external coding harnesses) is not supported here.'),
-  lightContext: z.boolean().optional().describe("Accepted for OpenClaw compatibility: sub-agents here get no bootstrap files, so their context is always light."),
+  model: z
+    .string()
+    .max(512)
+    .optional()
+    .describe("Model override for the sub-agent (<provider>/<model>); invalid values are an error."),
+  thinking: z
+    .string()
+    .max(64)
+    .optional()
+    .describe(`Thinking level: ${THINKING_LEVELS.join(", ")}.`),
+  runtime: z
+    .enum(["subagent", "acp"])
+    .optional()
+    .describe('"subagent" (default). "acp" (external coding harnesses) is not supported here.'),
+  lightContext: z
+    .boolean()
+    .optional()
+    .describe(
+      "Accepted for OpenClaw compatibility: sub-agents here get no bootstrap files, so their context is always light.",
+    ),
   resumeSessionId: z.string().optional().describe('runtime="acp" only (not supported).'),
   cwd: z.string().optional().describe('runtime="acp" only (not supported).'),
   streamTo: z.literal("parent").optional().describe('runtime="acp" only (not supported).'),
-  runTimeoutSeconds: z.number().min(0).max(RUN_TIMEOUT_SECONDS_MAX).optional().describe(
+  runTimeoutSeconds: z
+    .number()
+    .min(0)
+    .max(RUN_TIMEOUT_SECONDS_MAX)
+    .optional()
+    .describe(
       "Seconds until the sub-agent's run is aborted (it then announces timed out). Omitted: agents.defaults.subagents.runTimeoutSeconds when set, otherwise 0. 0 = no timeout: the run is not cut by the general run deadline either.",
     ),
-  timeoutSeconds: z.number().min(0).max(RUN_TIMEOUT_SECONDS_MAX).optional().describe("Legacy alias of runTimeoutSeconds."),
-  thread: z.boolean().optional().describe("Bind the sub-agent to a thread of the requester's channel (channels.<ch>.threadBindings)."),
-  mode: z.enum(["run", "session"]).optional().describe('"run" (one-shot, default) or "session" (persistent, requires thread=true).'),
-  cleanup: z.enum(["delete", "keep"]).optional().describe('"keep" (archived later, default) or "delete" (removed after its announce).'),
-  sandbox: z.enum(["inherit", "require"]).optional().describe('"require" refuses unless the child runtime is sandboxed.'),
-  attachments: z.array(attachmentSchema).max(50).optional().describe("Inline files for the sub-agent (tools.sessions_spawn.attachments)."),
-  attachAs: z.object({ mountPath: z.string().max(1024).optional() }).optional().describe("Mount hint (reserved)."),
+  timeoutSeconds: z
+    .number()
+    .min(0)
+    .max(RUN_TIMEOUT_SECONDS_MAX)
+    .optional()
+    .describe("Legacy alias of runTimeoutSeconds."),
+  thread: z
+    .boolean()
+    .optional()
+    .describe("Bind the sub-agent to a thread of the requester's channel (channels.<ch>.threadBindings)."),
+  mode: z
+    .enum(["run", "session"])
+    .optional()
+    .describe('"run" (one-shot, default) or "session" (persistent, requires thread=true).'),
+  cleanup: z
+    .enum(["delete", "keep"])
+    .optional()
+    .describe('"keep" (archived later, default) or "delete" (removed after its announce).'),
+  sandbox: z
+    .enum(["inherit", "require"])
+    .optional()
+    .describe('"require" refuses unless the child runtime is sandboxed.'),
+  attachments: z
+    .array(attachmentSchema)
+    .max(50)
+    .optional()
+    .describe("Inline files for the sub-agent (tools.sessions_spawn.attachments)."),
+  attachAs: z
+    .object({ mountPath: z.string().max(1024).optional() })
+    .optional()
+    .describe("Mount hint (reserved)."),
 });
 export type SessionsSpawnArgs = z.infer<typeof sessionsSpawnSchema>;
 
@@ -82,32 +138,47 @@ export interface SessionsSpawnAccepted {
 /** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (test/spawn-parameters.test.ts). */
 function resolveChildModel(cfg: Config, targetAgentId: string, explicit?: string): string {
   const agent = findAgent(cfg, targetAgentId);
-  return explicit ?? agent?.subagents?.model ?? agent?.model ?? cfg.agents.defaults.subagents.model ?? cfg.agents.defaults.model;
+  return (
+    explicit ??
+    agent?.subagents?.model ??
+    agent?.model ??
+    cfg.agents.defaults.subagents.model ??
+    cfg.agents.defaults.model
+  );
 }
 
 function resolveChildThinking(cfg: Config, targetAgentId: string, explicit?: string): string | undefined {
   return explicit ?? findAgent(cfg, targetAgentId)?.subagents?.thinking ?? cfg.agents.defaults.subagents.thinking;
 }
 
-
-export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): Promise<SessionsSpawnAccepted | Refusal> {
+export async function sessionsSpawn(
+  ctx: ToolContext,
+  args: SessionsSpawnArgs,
+): Promise<SessionsSpawnAccepted | Refusal> {
   const { cfg, caller, env } = ctx;
   const sub = cfg.agents.defaults.subagents;
   checkTextSize("task", args.task, cfg.limits.maxMessageBytes);
 
   // 0. runtime: only sub-agents run here; ACP parameters are refused with OpenClaw's texts.
   if (args.runtime === "acp") {
-    return refusal("error", 'runtime="acp" is not supported by Switchboard: sub-agents run with runtime="subagent" (omit runtime). Use agents_list to find agents to spawn.');
+    return refusal(
+      "error",
+      'runtime="acp" is not supported by Switchboard: sub-agents run with runtime="subagent" (omit runtime). Use agents_list to find agents to spawn.',
+    );
   }
   for (const key of ACP_ONLY_KEYS) {
-    if (args[key] !== undefined) return refusal("error", `${key} is only supported for runtime=acp; got runtime=subagent`);
+    if (args[key] !== undefined)
+      return refusal("error", `${key} is only supported for runtime=acp; got runtime=subagent`);
   }
 
   // 1. agentId syntax (before any object is touched).
   const rawAgentId = args.agentId;
   const targetAgentId = rawAgentId !== undefined ? rawAgentId.toLowerCase() : caller.agentId;
   if (rawAgentId !== undefined && !AGENT_ID_RE.test(targetAgentId)) {
-    return refusal("error", `Invalid agentId "${rawAgentId}". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.`);
+    return refusal(
+      "error",
+      `Invalid agentId "${rawAgentId}". Agent IDs must match [a-z0-9][a-z0-9_-]{0,63}. Use agents_list to discover valid targets.`,
+    );
   }
 
   // 2. mode / thread.
@@ -124,7 +195,10 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   const callerDepth = requesterMeta?.spawnDepth ?? (caller.isSubagent ? 1 : 0);
   const maxDepth = sub.maxSpawnDepth;
   if (callerDepth >= maxDepth) {
-    return refusal("forbidden", `sessions_spawn is not allowed at this depth (current depth: ${callerDepth}, max: ${maxDepth})`);
+    return refusal(
+      "forbidden",
+      `sessions_spawn is not allowed at this depth (current depth: ${callerDepth}, max: ${maxDepth})`,
+    );
   }
 
   // 4. active children of this requester session (re-checked atomically when the slot is reserved).
@@ -135,14 +209,20 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   const requesterAgent = findAgent(cfg, caller.agentId);
   const requireAgentId = requesterAgent?.subagents?.requireAgentId ?? sub.requireAgentId;
   if (requireAgentId && rawAgentId === undefined) {
-    return refusal("forbidden", "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.");
+    return refusal(
+      "forbidden",
+      "sessions_spawn requires explicit agentId when requireAgentId is configured. Use agents_list to see allowed agent ids.",
+    );
   }
 
   // 6. allowlist for cross-agent targets (same-agent spawns are always allowed).
   if (targetAgentId !== caller.agentId) {
     const allow = spawnAllowlist(cfg, caller.agentId);
     if (!allow.allowAny && !allow.ids.includes(targetAgentId)) {
-      return refusal("forbidden", `agentId is not allowed for sessions_spawn (allowed: ${allow.ids.length ? allow.ids.join(", ") : "none"})`);
+      return refusal(
+        "forbidden",
+        `agentId is not allowed for sessions_spawn (allowed: ${allow.ids.length ? allow.ids.join(", ") : "none"})`,
+      );
     }
   }
 
@@ -152,10 +232,16 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   // 8. sandbox inheritance and sandbox="require".
   const childSandboxed = isAgentSandboxed(cfg, targetAgentId);
   if (!childSandboxed && caller.sandboxed) {
-    return refusal("forbidden", "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.");
+    return refusal(
+      "forbidden",
+      "Sandboxed sessions cannot spawn unsandboxed subagents. Set a sandboxed target agent or use the same agent runtime.",
+    );
   }
   if (!childSandboxed && args.sandbox === "require") {
-    return refusal("forbidden", 'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".');
+    return refusal(
+      "forbidden",
+      'sessions_spawn sandbox="require" needs a sandboxed target runtime. Pick a sandboxed agentId or use sandbox="inherit".',
+    );
   }
 
   // 9. thinking level.
@@ -173,7 +259,9 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   const requesterChannel = requesterMeta?.lastChannel ?? requesterMeta?.channel;
   if (thread) {
     if (!requesterChannel) {
-      return refusal("error", "thread=true is unavailable because this session has no channel to bind a thread in.", { childSessionKey: childKey });
+      return refusal("error", "thread=true is unavailable because this session has no channel to bind a thread in.", {
+        childSessionKey: childKey,
+      });
     }
     if (cfg.channels[requesterChannel]?.threadBindings !== true) {
       return refusal(
@@ -194,14 +282,23 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
 
   // Reserve the slot atomically in the requester (two concurrent spawns cannot both take the last one).
   // The label (else the task) names the child in its parent's "Child completion results".
-  const slot = await reserveChildSlot(env, caller.sessionKey, childKey, maxChildren, (args.label?.trim() || args.task).slice(0, 200));
+  const slot = await reserveChildSlot(
+    env,
+    caller.sessionKey,
+    childKey,
+    maxChildren,
+    (args.label?.trim() || args.task).slice(0, 200),
+  );
   if (!slot.ok) return childrenRefusal(slot.activeChildren, maxChildren);
 
   const childDepth = callerDepth + 1;
   const binding = thread ? threadKeyFor(caller.sessionKey, childKey) : null;
   // The requester's agent decides how it hears back from its children.
   const announceDelivery = findAgent(cfg, caller.agentId)?.subagents?.announceDelivery ?? sub.announceDelivery;
-  const runTimeoutSeconds = Math.max(0, Math.floor(args.runTimeoutSeconds ?? args.timeoutSeconds ?? sub.runTimeoutSeconds ?? 0));
+  const runTimeoutSeconds = Math.max(
+    0,
+    Math.floor(args.runTimeoutSeconds ?? args.timeoutSeconds ?? sub.runTimeoutSeconds ?? 0),
+  );
   const subagent: SubagentInfo = {
     requesterKey: caller.sessionKey,
     ...(requesterChannel ? { requesterChannel } : {}),
@@ -230,7 +327,12 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
     input: {
       kind: "subagent_task",
       message: subagentTaskMessage({ task: args.task, depth: childDepth, maxDepth, mode }),
-      provenance: { kind: "inter_session", sourceSessionKey: caller.sessionKey, ...(requesterChannel ? { sourceChannel: requesterChannel } : {}), sourceTool: "sessions_spawn" },
+      provenance: {
+        kind: "inter_session",
+        sourceSessionKey: caller.sessionKey,
+        ...(requesterChannel ? { sourceChannel: requesterChannel } : {}),
+        sourceTool: "sessions_spawn",
+      },
       extraSystemPrompt: subagentSystemPrompt({
         depth: childDepth,
         maxDepth,
@@ -238,12 +340,25 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
         requesterKey: caller.sessionKey,
         requesterChannel,
         childKey,
-        attachments: receipt ? { count: receipt.count, totalBytes: receipt.totalBytes, relDir, ...(mountPath && MOUNT_PATH_RE.test(mountPath) ? { mountPath } : {}) } : undefined,
+        attachments: receipt
+          ? {
+              count: receipt.count,
+              totalBytes: receipt.totalBytes,
+              relDir,
+              ...(mountPath && MOUNT_PATH_RE.test(mountPath) ? { mountPath } : {}),
+            }
+          : undefined,
       }),
       deliver: false,
       ...(runTimeoutSeconds > 0 ? { timeoutSeconds: runTimeoutSeconds } : {}),
     },
-    attachments: validated.files.map((f) => ({ name: f.name, bytes: f.bytes, sha256: f.sha256, data: f.data, ...(f.mimeType ? { mimeType: f.mimeType } : {}) })),
+    attachments: validated.files.map((f) => ({
+      name: f.name,
+      bytes: f.bytes,
+      sha256: f.sha256,
+      data: f.data,
+      ...(f.mimeType ? { mimeType: f.mimeType } : {}),
+    })),
   };
 
   let runId: string;
@@ -257,7 +372,9 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   }
   // Ask the sub-agent lane now, so a child with a free slot starts before this call returns. Best effort:
   // the child's own timer asks again if this call is lost (src/spawn/subagent-lane-client.ts).
-  await callExtension(env.SESSIONS.getByName(childKey), "subagent-lane", "ask").catch((err) => log.warn("subagent_lane_ask_failed", { sessionKey: childKey, error: err, next: "the child's timer retries" }));
+  await callExtension(env.SESSIONS.getByName(childKey), "subagent-lane", "ask").catch((err) =>
+    log.warn("subagent_lane_ask_failed", { sessionKey: childKey, error: err, next: "the child's timer retries" }),
+  );
 
   let bindFailure: string | null = null;
   if (binding) {
@@ -268,7 +385,12 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
       await bindThread(env, {
         childKey,
         threadKey: binding.threadKey,
-        route: { channel: requesterChannel!, to: route?.to ?? null, accountId: route?.accountId ?? null, threadId: binding.threadId },
+        route: {
+          channel: requesterChannel!,
+          to: route?.to ?? null,
+          accountId: route?.accountId ?? null,
+          threadId: binding.threadId,
+        },
       });
     } catch (err) {
       const e = fromRpcError(err);
@@ -278,9 +400,16 @@ export async function sessionsSpawn(ctx: ToolContext, args: SessionsSpawnArgs): 
   }
 
   const isCronRequester = parseCanonical(caller.sessionKey, cfg).kind === "cron";
-  const runNote = announceDelivery === "requester" ? ACCEPTED_NOTE_RUN : callerDepth > 0 ? ACCEPTED_NOTE_DIRECT_INTERNAL : ACCEPTED_NOTE_DIRECT;
+  const runNote =
+    announceDelivery === "requester"
+      ? ACCEPTED_NOTE_RUN
+      : callerDepth > 0
+        ? ACCEPTED_NOTE_DIRECT_INTERNAL
+        : ACCEPTED_NOTE_DIRECT;
   const baseNote = mode === "session" ? ACCEPTED_NOTE_SESSION : isCronRequester ? undefined : runNote;
-  const note = bindFailure ? `${baseNote} Thread binding failed (${bindFailure}); send follow-ups to childSessionKey instead.` : baseNote;
+  const note = bindFailure
+    ? `${baseNote} Thread binding failed (${bindFailure}); send follow-ups to childSessionKey instead.`
+    : baseNote;
   return {
     status: "accepted",
     childSessionKey: childKey,
@@ -306,7 +435,10 @@ registerTool({
   handler: sessionsSpawn,
   rejectArgs: (args: Record<string, unknown>) => {
     for (const key of CHANNEL_DELIVERY_KEYS) {
-      if (args[key] !== undefined) throw invalid(`sessions_spawn does not support "${key}". Use "message" or "sessions_send" for channel delivery.`);
+      if (args[key] !== undefined)
+        throw invalid(
+          `sessions_spawn does not support "${key}". Use "message" or "sessions_send" for channel delivery.`,
+        );
     }
   },
 } as unknown as ToolDefinition);

@@ -23,7 +23,12 @@ export interface FakeCall {
 
 export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraConfig?: Record<string, unknown> } = {}) {
   setConfigOverride({
-    agents: { list: [{ id: "main", name: "Main", default: true, model: "fake/m1" }, { id: "research", name: "Research", model: "fake/m1" }] },
+    agents: {
+      list: [
+        { id: "main", name: "Main", default: true, model: "fake/m1" },
+        { id: "research", name: "Research", model: "fake/m1" },
+      ],
+    },
     models: { providers: { fake: { baseUrl: FAKE_BASE_URL, apiKey: "k", models: [{ id: "m1" }] } } },
     ...opts.extraConfig,
   });
@@ -35,7 +40,8 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
     const body = JSON.parse(String(init?.body ?? "{}"));
     const users = (body.messages as any[]).filter((m) => m.role === "user");
     const last = users[users.length - 1]?.content;
-    const lastUser = typeof last === "string" ? last : Array.isArray(last) ? last.map((p: any) => p.text ?? "").join("") : "";
+    const lastUser =
+      typeof last === "string" ? last : Array.isArray(last) ? last.map((p: any) => p.text ?? "").join("") : "";
     // The answer is a plain field set by the test and polled from here: resolving a promise or
     // building a Response from the test's context would cross I/O contexts, which workerd forbids.
     let answer: { response: () => Response } | null = null;
@@ -55,13 +61,27 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
         call.settled = true;
         answer = {
           response: () =>
-            completion({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name, arguments: JSON.stringify(args) } }] }, "tool_calls", { prompt: 3, completion: 1 }),
+            completion(
+              {
+                role: "assistant",
+                content: null,
+                tool_calls: [{ id, type: "function", function: { name, arguments: JSON.stringify(args) } }],
+              },
+              "tool_calls",
+              { prompt: 3, completion: 1 },
+            ),
         };
       },
       fail(status, message) {
         if (call.settled) return;
         call.settled = true;
-        answer = { response: () => new Response(JSON.stringify({ error: { message, type: "invalid_request_error" } }), { status, headers: { "content-type": "application/json" } }) };
+        answer = {
+          response: () =>
+            new Response(JSON.stringify({ error: { message, type: "invalid_request_error" } }), {
+              status,
+              headers: { "content-type": "application/json" },
+            }),
+        };
       },
     };
     calls.push(call);
@@ -97,7 +117,11 @@ export function completion(message: unknown, finish: string, usage: { prompt: nu
       created: 1,
       model: "m1",
       choices: [{ index: 0, message, finish_reason: finish }],
-      usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+      usage: {
+        prompt_tokens: usage.prompt,
+        completion_tokens: usage.completion,
+        total_tokens: usage.prompt + usage.completion,
+      },
     }),
     { headers: { "content-type": "application/json" } },
   );

@@ -31,7 +31,13 @@ function respond(api: WireApi, a: WireAnswer, n: number): Response {
       return "text" in a
         ? completion({ role: "assistant", content: a.text }, "stop", { prompt: usage.input, completion: usage.output })
         : completion(
-            { role: "assistant", content: null, tool_calls: [{ id: `call_${n}`, type: "function", function: { name: a.tool, arguments: JSON.stringify(a.args) } }] },
+            {
+              role: "assistant",
+              content: null,
+              tool_calls: [
+                { id: `call_${n}`, type: "function", function: { name: a.tool, arguments: JSON.stringify(a.args) } },
+              ],
+            },
             "tool_calls",
             { prompt: usage.input, completion: usage.output },
           );
@@ -45,9 +51,32 @@ function respond(api: WireApi, a: WireAnswer, n: number): Response {
         incomplete_details: null,
         output:
           "text" in a
-            ? [{ type: "message", id: `msg_${n}`, status: "completed", role: "assistant", content: [{ type: "output_text", text: a.text, annotations: [] }] }]
-            : [{ type: "function_call", id: `fc_${n}`, call_id: `call_${n}`, name: a.tool, arguments: JSON.stringify(a.args), status: "completed" }],
-        usage: { input_tokens: usage.input, output_tokens: usage.output, total_tokens: usage.input + usage.output, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+            ? [
+                {
+                  type: "message",
+                  id: `msg_${n}`,
+                  status: "completed",
+                  role: "assistant",
+                  content: [{ type: "output_text", text: a.text, annotations: [] }],
+                },
+              ]
+            : [
+                {
+                  type: "function_call",
+                  id: `fc_${n}`,
+                  call_id: `call_${n}`,
+                  name: a.tool,
+                  arguments: JSON.stringify(a.args),
+                  status: "completed",
+                },
+              ],
+        usage: {
+          input_tokens: usage.input,
+          output_tokens: usage.output,
+          total_tokens: usage.input + usage.output,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens_details: { reasoning_tokens: 0 },
+        },
       });
     case "anthropic-messages":
       return json({
@@ -55,15 +84,31 @@ function respond(api: WireApi, a: WireAnswer, n: number): Response {
         type: "message",
         role: "assistant",
         model: "m1",
-        content: "text" in a ? [{ type: "text", text: a.text }] : [{ type: "tool_use", id: `toolu_${n}`, name: a.tool, input: a.args }],
+        content:
+          "text" in a
+            ? [{ type: "text", text: a.text }]
+            : [{ type: "tool_use", id: `toolu_${n}`, name: a.tool, input: a.args }],
         stop_reason: "text" in a ? "end_turn" : "tool_use",
         stop_sequence: null,
         usage: { input_tokens: usage.input, output_tokens: usage.output },
       });
     case "google-generative-ai":
       return json({
-        candidates: [{ content: { role: "model", parts: "text" in a ? [{ text: a.text }] : [{ functionCall: { name: a.tool, args: a.args } }] }, finishReason: "STOP", index: 0 }],
-        usageMetadata: { promptTokenCount: usage.input, candidatesTokenCount: usage.output, totalTokenCount: usage.input + usage.output },
+        candidates: [
+          {
+            content: {
+              role: "model",
+              parts: "text" in a ? [{ text: a.text }] : [{ functionCall: { name: a.tool, args: a.args } }],
+            },
+            finishReason: "STOP",
+            index: 0,
+          },
+        ],
+        usageMetadata: {
+          promptTokenCount: usage.input,
+          candidatesTokenCount: usage.output,
+          totalTokenCount: usage.input + usage.output,
+        },
       });
   }
 }
@@ -76,7 +121,9 @@ export function fakeWire(api: WireApi, script: (n: number, body: any) => WireAns
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (!url.startsWith(WIRE_BASE[api])) return original(input, init);
     const headers: Record<string, string> = {};
-    new Headers(init?.headers).forEach((v, k) => (headers[k] = v));
+    new Headers(init?.headers).forEach((v, k) => {
+      headers[k] = v;
+    });
     const body = JSON.parse(String(init?.body ?? "{}"));
     calls.push({ url, headers, body });
     return respond(api, script(calls.length - 1, body), calls.length);

@@ -1,4 +1,4 @@
-import { SELF, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 
 export const GATEWAY = "test-gateway-token";
@@ -11,7 +11,12 @@ export interface CallOpts {
 }
 
 /** Call the Worker like an HTTP client would. */
-export async function call(method: string, path: string, body?: unknown, opts: CallOpts = {}): Promise<{ status: number; json: any; headers: Headers }> {
+export async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  opts: CallOpts = {},
+): Promise<{ status: number; json: any; headers: Headers }> {
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   const token = opts.token === undefined ? GATEWAY : opts.token;
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -33,7 +38,12 @@ export async function call(method: string, path: string, body?: unknown, opts: C
 
 /** `POST /tools/invoke` returning the payload (`result.details`) or the error envelope. */
 export async function invoke(tool: string, args: unknown = {}, opts: CallOpts & { sessionKey?: string } = {}) {
-  const r = await call("POST", "/tools/invoke", { tool, args, ...(opts.sessionKey ? { sessionKey: opts.sessionKey } : {}) }, opts);
+  const r = await call(
+    "POST",
+    "/tools/invoke",
+    { tool, args, ...(opts.sessionKey ? { sessionKey: opts.sessionKey } : {}) },
+    opts,
+  );
   return { status: r.status, body: r.json, details: r.json?.result?.details };
 }
 
@@ -42,7 +52,12 @@ export function enc(key: string): string {
 }
 
 /** Send an inbound message and wait for its run to finish. */
-export async function sendAndWait(key: string, message: string, extra: Record<string, unknown> = {}, opts: CallOpts = {}) {
+export async function sendAndWait(
+  key: string,
+  message: string,
+  extra: Record<string, unknown> = {},
+  opts: CallOpts = {},
+) {
   const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message, ...extra }, opts);
   if (r.status !== 202) throw new Error(`send failed ${r.status} ${JSON.stringify(r.json)}`);
   const w = await call("GET", `/v1/runs/${r.json.runId}/wait?timeoutMs=10000`, undefined, opts);

@@ -17,8 +17,17 @@ export async function quiesce(timeoutMs = 10_000): Promise<void> {
       for (const id of await listDurableObjectIds(env.SESSIONS)) {
         const due = await runInDurableObject(env.SESSIONS.get(id), (obj: SessionObject, state) => {
           const sql = state.storage.sql;
-          if (sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'timers'").toArray().length === 0) return [];
-          const timers = sql.exec<{ kind: string; ref: string }>("SELECT kind, ref FROM timers WHERE due_at <= ? AND kind != 'lease'", Date.now()).toArray().map((t) => `${t.kind}:${t.ref}`);
+          if (
+            sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'timers'").toArray().length === 0
+          )
+            return [];
+          const timers = sql
+            .exec<{ kind: string; ref: string }>(
+              "SELECT kind, ref FROM timers WHERE due_at <= ? AND kind != 'lease'",
+              Date.now(),
+            )
+            .toArray()
+            .map((t) => `${t.kind}:${t.ref}`);
           const posting = deliveriesInFlight(obj);
           return posting > 0 ? [...timers, `${posting} delivery POST(s) in flight`] : timers;
         });

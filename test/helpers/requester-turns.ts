@@ -2,9 +2,9 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { expect } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { ACCEPTED_NOTE_RUN } from "../../src/spawn/subagent-prompt";
-import { quiesce } from "./quiesce";
 import { advance, invoke, sendAndWait, sessionStub } from "./http";
-import { childState, installFakes, requesterKey, subagentConfig, type ModelAnswer, type ModelCall } from "./subagents";
+import { quiesce } from "./quiesce";
+import { childState, installFakes, type ModelAnswer, type ModelCall, requesterKey, subagentConfig } from "./subagents";
 
 /** Drivers and fakes for "requester" announce delivery tests: completion turns, their children, their deliveries. */
 
@@ -15,8 +15,12 @@ export const childrenIn = (text: string) => [...text.matchAll(/^session_key: (\S
 /** The fake requester relays what it was told: one line naming the children of the turn. */
 export const relay = (c: ModelCall) => `relayed: ${childrenIn(c.lastUser).join(", ")}`;
 
-export function answers(turn: (c: ModelCall) => ModelAnswer = relay, task: (c: ModelCall) => ModelAnswer = (c) => `result of ${/\[Subagent Task\]: (.*)$/m.exec(c.lastUser)?.[1]}`) {
-  return (c: ModelCall): ModelAnswer => (c.step === "task" ? task(c) : c.step === "announce" ? "child notes" : isTurn(c) ? turn(c) : "hi");
+export function answers(
+  turn: (c: ModelCall) => ModelAnswer = relay,
+  task: (c: ModelCall) => ModelAnswer = (c) => `result of ${/\[Subagent Task\]: (.*)$/m.exec(c.lastUser)?.[1]}`,
+) {
+  return (c: ModelCall): ModelAnswer =>
+    c.step === "task" ? task(c) : c.step === "announce" ? "child notes" : isTurn(c) ? turn(c) : "hi";
 }
 
 export interface SessionSteps {
@@ -39,7 +43,14 @@ export async function unfinished(keys: string[]): Promise<boolean> {
   for (const key of keys) {
     const s = await childState(key);
     if (s.pendingRuns.length > 0 || s.timers.some((t) => t.due_at <= Date.now() && t.kind !== "lease")) return true;
-    if (s.flows.some((f) => (f.id.startsWith("announce:v1:") && f.state.startsWith("turn_") && f.state !== "turn_done") || (/^announce:(?!v1:)/.test(f.id) && f.state !== "done"))) return true;
+    if (
+      s.flows.some(
+        (f) =>
+          (f.id.startsWith("announce:v1:") && f.state.startsWith("turn_") && f.state !== "turn_done") ||
+          (/^announce:(?!v1:)/.test(f.id) && f.state !== "done"),
+      )
+    )
+      return true;
   }
   return false;
 }
@@ -63,7 +74,8 @@ export async function drive(keys: () => string[], between?: () => Promise<void>)
       const still = (await stepsOf(key)).pendingRuns;
       // A run whose executor an eviction took is re-queued by its lease.
       if (still.length > 0) await advance(key, 60_000);
-      else if (s.dueTimers.length > 0 || (await stepsOf(key)).dueTimers.length > 0) await runDurableObjectAlarm(sessionStub(key));
+      else if (s.dueTimers.length > 0 || (await stepsOf(key)).dueTimers.length > 0)
+        await runDurableObjectAlarm(sessionStub(key));
       else continue;
       for (const id of (await stepsOf(key)).pendingRuns) await sessionStub(key).waitRun(id, 10_000);
       acted = true;
@@ -103,4 +115,3 @@ export function delivered(fakes: { hooks: { body: any }[] }, req: string) {
   for (const h of fakes.hooks) if (h.body.sessionKey === req) byKey.set(h.body.idempotencyKey, h.body);
   return [...byKey.values()];
 }
-

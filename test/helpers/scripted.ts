@@ -1,7 +1,7 @@
 import { vi } from "vitest";
-import { completion } from "./fake-provider";
 import type { DeliveryStatus } from "../../src/channels/outbox";
 import { callExtension } from "../../src/session/session-object";
+import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
 
 /**
@@ -37,7 +37,11 @@ export function baseConfig(extra: Record<string, any> = {}): Record<string, any>
   return {
     session: { agentToAgent: { maxPingPongTurns: 2 }, ...(session ?? {}) },
     tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true }, ...(tools ?? {}) },
-    agents: { defaults: { model: "fake/m1" }, list: [{ id: "main", default: true }, { id: "research" }], ...(agents ?? {}) },
+    agents: {
+      defaults: { model: "fake/m1" },
+      list: [{ id: "main", default: true }, { id: "research" }],
+      ...(agents ?? {}),
+    },
     models: { providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k" } } },
     channels: channels ?? { discord: { webhookUrl: `${HOOK_BASE}/discord`, webhookSecret: "hook-secret" } },
     ...rest,
@@ -68,7 +72,9 @@ export function installFakes(script: Script): Fakes {
     const rawBody = typeof init?.body === "string" ? init.body : input instanceof Request ? await input.text() : "";
     if (url.startsWith(HOOK_BASE)) {
       const headers: Record<string, string> = {};
-      new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).forEach((v, k) => (headers[k] = v));
+      new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).forEach((v, k) => {
+        headers[k] = v;
+      });
       const call: HookCall = { url, headers, rawBody, body: JSON.parse(rawBody) };
       fakes.hooks.push(call);
       return new Response("", { status: fakes.hookStatus(call) });
@@ -78,13 +84,19 @@ export function installFakes(script: Script): Fakes {
       const system = String(body.messages.find((m: any) => m.role === "system")?.content ?? "");
       const users = body.messages.filter((m: any) => m.role === "user");
       const lastRaw = users.length ? users[users.length - 1].content : "";
-      const lastUser = (typeof lastRaw === "string" ? lastRaw : lastRaw.map((p: any) => p.text ?? "").join("")).replace(/^\[Inter-session message\][^\n]*\n/, "");
+      const lastUser = (typeof lastRaw === "string" ? lastRaw : lastRaw.map((p: any) => p.text ?? "").join("")).replace(
+        /^\[Inter-session message\][^\n]*\n/,
+        "",
+      );
       const session = /Your session: ([^\n]+)\./.exec(system)?.[1] ?? "";
       const req: ModelRequest = { session, ...classify(system), lastUser, system };
       fakes.model.push(req);
       const out = await script(req);
       if (out instanceof Error) {
-        return new Response(JSON.stringify({ error: { message: out.message, type: "invalid_request_error" } }), { status: 400, headers: { "content-type": "application/json" } });
+        return new Response(JSON.stringify({ error: { message: out.message, type: "invalid_request_error" } }), {
+          status: 400,
+          headers: { "content-type": "application/json" },
+        });
       }
       return reply(out);
     }
@@ -98,7 +110,12 @@ export async function flowsOf(key: string): Promise<any[]> {
 }
 
 export async function deliveriesOf(key: string, status?: string): Promise<any[]> {
-  return (await callExtension(sessionStub(key), "outbox", "list", { status: status as DeliveryStatus | undefined, limit: 100 })).deliveries;
+  return (
+    await callExtension(sessionStub(key), "outbox", "list", {
+      status: status as DeliveryStatus | undefined,
+      limit: 100,
+    })
+  ).deliveries;
 }
 
 /** Wait until the (asynchronously advancing) work satisfies `check`. */

@@ -29,7 +29,16 @@ export interface Fakes {
   hookStatus: () => number;
 }
 
-export function subagentConfig(extra: { defaults?: Record<string, any>; subagents?: Record<string, any>; list?: any[]; tools?: Record<string, any>; channels?: Record<string, any>; [k: string]: any } = {}) {
+export function subagentConfig(
+  extra: {
+    defaults?: Record<string, any>;
+    subagents?: Record<string, any>;
+    list?: any[];
+    tools?: Record<string, any>;
+    channels?: Record<string, any>;
+    [k: string]: any;
+  } = {},
+) {
   const { defaults, subagents, list, tools, channels, ...rest } = extra;
   return {
     agents: {
@@ -38,7 +47,9 @@ export function subagentConfig(extra: { defaults?: Record<string, any>; subagent
       defaults: { model: "fake/m1", ...(defaults ?? {}), subagents: { maxConcurrent: 1_000, ...(subagents ?? {}) } },
       list: list ?? [{ id: "main", default: true }, { id: "research" }],
     },
-    models: { providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k", models: [{ id: "m1", cost: { input: 3, output: 15 } }] } } },
+    models: {
+      providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k", models: [{ id: "m1", cost: { input: 3, output: 15 } }] } },
+    },
     channels: channels ?? { webchat: { webhookUrl: HOOK_URL } },
     tools: tools ?? {},
     ...rest,
@@ -48,7 +59,17 @@ export function subagentConfig(extra: { defaults?: Record<string, any>; subagent
 /** A fake model answer with the usage figures the announce stats tests rely on. */
 function reply(text: string, toolCall?: { name: string; args: unknown }): Response {
   const message = toolCall
-    ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args) } }] }
+    ? {
+        role: "assistant",
+        content: null,
+        tool_calls: [
+          {
+            id: "call_1",
+            type: "function",
+            function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args) },
+          },
+        ],
+      }
     : { role: "assistant", content: text };
   return completion(message, toolCall ? "tool_calls" : "stop", { prompt: 1200, completion: 34 });
 }
@@ -75,17 +96,26 @@ export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
     const raw = typeof init?.body === "string" ? init.body : input instanceof Request ? await input.clone().text() : "";
     if (url.startsWith("https://hooks.test")) {
       const headers: Record<string, string> = {};
-      new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).forEach((v, k) => (headers[k] = v));
+      new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).forEach((v, k) => {
+        headers[k] = v;
+      });
       fakes.hooks.push({ body: JSON.parse(raw), headers });
       return new Response("", { status: fakes.hookStatus() });
     }
     if (!url.startsWith(MODEL_BASE)) throw new Error(`unexpected fetch ${url}`);
     const body = JSON.parse(raw);
     const messages: any[] = body.messages ?? [];
-    const system = messages.filter((m) => m.role === "system").map((m) => textOfContent(m.content)).join("\n");
+    const system = messages
+      .filter((m) => m.role === "system")
+      .map((m) => textOfContent(m.content))
+      .join("\n");
     const users = messages.filter((m) => m.role === "user");
     const lastUser = textOfContent(users[users.length - 1]?.content);
-    const step: ModelStep = system.includes("Sub-agent announce step:") ? "announce" : lastUser.includes("[Subagent Task]:") ? "task" : "other";
+    const step: ModelStep = system.includes("Sub-agent announce step:")
+      ? "announce"
+      : lastUser.includes("[Subagent Task]:")
+        ? "task"
+        : "other";
     const call: ModelCall = { step, lastUser, system, hasToolResult: messages.some((m) => m.role === "tool") };
     fakes.model.push(call);
     const a = answer(call);
@@ -98,7 +128,10 @@ export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
     }
     if (typeof a === "string") return reply(a);
     if ("toolCall" in a) return reply("", a.toolCall);
-    return new Response(JSON.stringify({ error: { message: a.error } }), { status: 400, headers: { "content-type": "application/json" } });
+    return new Response(JSON.stringify({ error: { message: a.error } }), {
+      status: 400,
+      headers: { "content-type": "application/json" },
+    });
   });
   return fakes;
 }
@@ -116,9 +149,13 @@ export interface ChildState {
 export async function childState(key: string): Promise<ChildState> {
   return runInDurableObject(sessionStub(key), async (obj: SessionObject, state) => {
     const sql = state.storage.sql;
-    const hasSchema = sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'flows'").toArray().length > 0;
-    if (!hasSchema) return { exists: false, meta: null, pendingRuns: [], runs: [], flows: [], timers: [], attachments: [] };
-    const runs = sql.exec<{ id: string; kind: string; status: string }>("SELECT id, kind, status FROM runs ORDER BY qseq").toArray();
+    const hasSchema =
+      sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'flows'").toArray().length > 0;
+    if (!hasSchema)
+      return { exists: false, meta: null, pendingRuns: [], runs: [], flows: [], timers: [], attachments: [] };
+    const runs = sql
+      .exec<{ id: string; kind: string; status: string }>("SELECT id, kind, status FROM runs ORDER BY qseq")
+      .toArray();
     return {
       exists: Boolean(obj.meta),
       meta: obj.meta,
@@ -126,7 +163,10 @@ export async function childState(key: string): Promise<ChildState> {
       runs,
       flows: sql.exec<{ id: string; state: string }>("SELECT id, state FROM flows ORDER BY created_at").toArray(),
       timers: sql.exec<{ kind: string; ref: string; due_at: number }>("SELECT kind, ref, due_at FROM timers").toArray(),
-      attachments: sql.exec<{ name: string }>("SELECT name FROM attachments ORDER BY name").toArray().map((r) => r.name),
+      attachments: sql
+        .exec<{ name: string }>("SELECT name FROM attachments ORDER BY name")
+        .toArray()
+        .map((r) => r.name),
     };
   });
 }
@@ -161,23 +201,36 @@ export async function settle(childKey: string, opts: { rounds?: number; waitMs?:
 /** User messages recorded in a session's transcript with internal_system provenance from sessions_spawn. */
 export async function announcesIn(key: string, fromChild?: string): Promise<{ text: string; provenance: any }[]> {
   return runInDurableObject(sessionStub(key), async (_obj: SessionObject, state) => {
-    const hasSchema = state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray().length > 0;
+    const hasSchema =
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'messages'").toArray()
+        .length > 0;
     if (!hasSchema) return [];
     return state.storage.sql
       .exec<{ json: string }>("SELECT json FROM messages WHERE role = 'user' ORDER BY seq")
       .toArray()
       .map((r) => JSON.parse(r.json))
-      .filter((m) => m.provenance?.kind === "internal_system" && m.provenance?.sourceTool === "sessions_spawn" && (!fromChild || m.provenance.sourceSessionKey === fromChild))
+      .filter(
+        (m) =>
+          m.provenance?.kind === "internal_system" &&
+          m.provenance?.sourceTool === "sessions_spawn" &&
+          (!fromChild || m.provenance.sourceSessionKey === fromChild),
+      )
       .map((m) => ({ text: textOfContent(m.content), provenance: m.provenance }));
   });
 }
 
 /** Outbox rows of a session. */
-export async function outboxOf(key: string): Promise<{ kind: string; status: string; attempts: number; idempotency_key: string; last_error: string | null }[]> {
+export async function outboxOf(
+  key: string,
+): Promise<{ kind: string; status: string; attempts: number; idempotency_key: string; last_error: string | null }[]> {
   return runInDurableObject(sessionStub(key), async (_obj: SessionObject, state) => {
-    const has = state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").toArray().length > 0;
+    const has =
+      state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'outbox'").toArray()
+        .length > 0;
     if (!has) return [];
-    return state.storage.sql.exec<any>("SELECT kind, status, attempts, idempotency_key, last_error FROM outbox ORDER BY created_at").toArray();
+    return state.storage.sql
+      .exec<any>("SELECT kind, status, attempts, idempotency_key, last_error FROM outbox ORDER BY created_at")
+      .toArray();
   });
 }
 
