@@ -10,11 +10,13 @@ import {
   releaseHangingRequests,
   requesterKey,
   settle,
+  settleChildren,
   subagentConfig,
 } from "./helpers/subagents";
 
-afterEach(() => {
+afterEach(async () => {
   releaseHangingRequests();
+  await settleChildren();
   setConfigOverride(null);
   vi.restoreAllMocks();
 });

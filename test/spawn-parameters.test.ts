@@ -3,10 +3,12 @@ import { setConfigOverride } from "../src/config/load";
 import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, invoke } from "./helpers/http";
+import { settleChildren } from "./helpers/subagents";
 
 /** Every accepted sessions_spawn parameter takes effect, or is refused by name (issue 10 item 4). */
 
-afterEach(() => {
+afterEach(async () => {
+  await settleChildren();
   setConfigOverride(null);
   vi.restoreAllMocks();
 });

@@ -1,8 +1,8 @@
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3GenerateResult,
-  LanguageModelV3Prompt,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Prompt,
 } from "@ai-sdk/provider";
 import {
   A2A_ANNOUNCE_STEP_HEADER,
@@ -18,13 +18,13 @@ import {
  * so `npm start` and the test suite work on a machine with no model access. In the follow-up steps it
  * answers what a quiet agent would (see `echoStepAnswer`), so the default demo ends after one result.
  */
-export function echoModel(): LanguageModelV3 {
+export function echoModel(): LanguageModelV4 {
   return {
-    specificationVersion: "v3",
+    specificationVersion: "v4",
     provider: "builtin",
     modelId: "echo",
     supportedUrls: {},
-    async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
       options.abortSignal?.throwIfAborted();
       const text = echoStepAnswer(systemText(options.prompt)) ?? lastUserText(options.prompt);
       return {
@@ -44,13 +44,13 @@ export function echoModel(): LanguageModelV3 {
  * Workers AI through the `AI` binding (`workers-ai/<model>`), adapted to the AI SDK model interface.
  * A binding call, not an HTTP client; tools are not offered to these models.
  */
-export function workersAiModel(ai: Ai, modelId: string): LanguageModelV3 {
+export function workersAiModel(ai: Ai, modelId: string): LanguageModelV4 {
   return {
-    specificationVersion: "v3",
+    specificationVersion: "v4",
     provider: "workers-ai",
     modelId,
     supportedUrls: {},
-    async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
       const messages = options.prompt.map((m) => ({
         role: m.role === "tool" ? "user" : m.role,
         content: typeof m.content === "string" ? m.content : m.content.map((p) => ("text" in p ? p.text : "")).join(""),
@@ -96,14 +96,14 @@ export function echoStepAnswer(system: string): string | undefined {
   return undefined;
 }
 
-function systemText(prompt: LanguageModelV3Prompt): string {
+function systemText(prompt: LanguageModelV4Prompt): string {
   return prompt
     .filter((m) => m.role === "system")
     .map((m) => m.content)
     .join("\n");
 }
 
-function lastUserText(prompt: LanguageModelV3Prompt): string {
+function lastUserText(prompt: LanguageModelV4Prompt): string {
   for (let i = prompt.length - 1; i >= 0; i--) {
     const m = prompt[i];
     if (m.role !== "user") continue;
@@ -112,7 +112,7 @@ function lastUserText(prompt: LanguageModelV3Prompt): string {
   return "";
 }
 
-function promptChars(prompt: LanguageModelV3Prompt): number {
+function promptChars(prompt: LanguageModelV4Prompt): number {
   let n = 0;
   for (const m of prompt) {
     if (typeof m.content === "string") n += m.content.length;
@@ -122,7 +122,7 @@ function promptChars(prompt: LanguageModelV3Prompt): number {
 }
 
 /** Deterministic token estimate (≈4 characters per token) so usage and stats lines are testable. */
-function usageOf(inChars: number, outChars: number): LanguageModelV3GenerateResult["usage"] {
+function usageOf(inChars: number, outChars: number): LanguageModelV4GenerateResult["usage"] {
   return {
     inputTokens: { total: Math.ceil(inChars / 4), noCache: Math.ceil(inChars / 4), cacheRead: 0, cacheWrite: 0 },
     outputTokens: { total: Math.ceil(outChars / 4), text: Math.ceil(outChars / 4), reasoning: 0 },

@@ -1,5 +1,5 @@
-import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
-import { generateText, type ModelMessage, type StepResult, stepCountIs, type ToolSet } from "ai";
+import type { SharedV4ProviderOptions } from "@ai-sdk/provider";
+import { generateText, isStepCount, type ModelMessage, type StepResult, type ToolSet } from "ai";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
 import type { AttachmentPart } from "../spawn/attachment-parts";
 import { redactAttachmentArgs } from "../spawn/attachments";
@@ -28,7 +28,7 @@ export interface ModelRunRequest {
   tools?: ToolSet;
   signal: AbortSignal;
   /** Per-call provider options (the thinking level, src/runners/thinking.ts). */
-  providerOptions?: SharedV3ProviderOptions;
+  providerOptions?: SharedV4ProviderOptions;
   /** Extra content parts of a sub-agent's task message (its spawn attachments). */
   taskParts?: AttachmentPart[];
   /** Called with each step's messages as soon as the step finishes. */
@@ -39,16 +39,16 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
   const hasTools = req.tools && Object.keys(req.tools).length > 0;
   const result = await generateText({
     model: req.model.model,
-    system: req.system,
+    instructions: req.system,
     messages: toModelMessages(req.history, req.taskParts),
     tools: hasTools ? req.tools : undefined,
     ...(req.providerOptions ? { providerOptions: req.providerOptions } : {}),
-    stopWhen: stepCountIs(hasTools ? 8 : 1),
+    stopWhen: isStepCount(hasTools ? 8 : 1),
     abortSignal: req.signal,
     maxRetries: 1,
-    onStepFinish: (step) => req.onStep(stepMessages(req.model, step)),
+    onStepEnd: (step) => req.onStep(stepMessages(req.model, step)),
   });
-  const usage = toUsage(result.totalUsage, req.model.cost);
+  const usage = toUsage(result.usage, req.model.cost);
   return { messages: [], reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
 }
 

@@ -1,8 +1,8 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
-import { createGoogleGenerativeAI } from "@ai-sdk/google";
+import { createGoogle } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import type { LanguageModelV3, SharedV3ProviderOptions } from "@ai-sdk/provider";
+import type { LanguageModelV4, SharedV4ProviderOptions } from "@ai-sdk/provider";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { rememberSecrets } from "../log";
@@ -21,9 +21,9 @@ export interface ResolvedModel {
   modelId: string;
   api: string;
   cost?: { input?: number; output?: number };
-  model: LanguageModelV3;
+  model: LanguageModelV4;
   /** Provider options that carry a thinking level to this model (undefined: none to send). */
-  thinkingOptions(level: ThinkingLevel | undefined): SharedV3ProviderOptions | undefined;
+  thinkingOptions(level: ThinkingLevel | undefined): SharedV4ProviderOptions | undefined;
 }
 
 export function splitModelRef(ref: string): { provider: string; modelId: string } | null {
@@ -79,19 +79,17 @@ export function resolveModel(cfg: Config, env: Env, ref: string): ResolvedModel 
 
 type ProviderConfig = Config["models"]["providers"][string];
 
-function providerModel(name: string, p: ProviderConfig, apiKey: string | undefined, modelId: string): LanguageModelV3 {
+function providerModel(name: string, p: ProviderConfig, apiKey: string | undefined, modelId: string): LanguageModelV4 {
   switch (p.api) {
     case "openai-responses":
       return createOpenAI({ name, baseURL: p.baseUrl, apiKey }).responses(modelId);
     case "anthropic-messages":
       return createAnthropic({ baseURL: p.baseUrl, apiKey }).messages(modelId);
     case "google-generative-ai":
-      return createGoogleGenerativeAI({ baseURL: p.baseUrl, apiKey }).chat(modelId);
+      return createGoogle({ baseURL: p.baseUrl, apiKey }).chat(modelId);
     case "openai-completions":
       // baseUrl is required for this API (src/config/schema.ts).
-      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey }).chatModel(
-        modelId,
-      ) as unknown as LanguageModelV3;
+      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey }).chatModel(modelId);
   }
 }
 

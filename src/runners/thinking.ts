@@ -1,4 +1,4 @@
-import type { SharedV3ProviderOptions } from "@ai-sdk/provider";
+import type { SharedV4ProviderOptions } from "@ai-sdk/provider";
 
 /**
  * Thinking levels (`sessions_spawn.thinking`, `PATCH thinkingLevel`, `agents.*.thinking`) and how each
@@ -42,7 +42,7 @@ export function thinkingProviderOptions(
   api: string,
   optionsKey: string,
   level: ThinkingLevel | undefined,
-): SharedV3ProviderOptions | undefined {
+): SharedV4ProviderOptions | undefined {
   if (!level || level === "off") return undefined;
   switch (api) {
     case "openai-completions":

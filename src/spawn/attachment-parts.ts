@@ -1,14 +1,14 @@
-import type { FilePart, ImagePart, TextPart } from "ai";
+import type { FilePart, TextPart } from "ai";
 import type { SessionHost } from "../session/host";
 import { listAttachments, readAttachment } from "./child-spawn";
 
 /**
  * A sub-agent's spawn attachments as AI SDK content parts of its task message, so a built-in model
- * sees the files it was handed: text files as text parts, images as image parts. Anything else is
+ * sees the files it was handed: text files as text parts, images as file parts with an image media type. Anything else is
  * named in a text part with the path it can be fetched from — never dropped without a word. The
  * bytes are bounded by `tools.sessions_spawn.attachments` (checked at spawn, src/spawn/attachments.ts).
  */
-export type AttachmentPart = TextPart | ImagePart | FilePart;
+export type AttachmentPart = TextPart | FilePart;
 
 const TEXT_MIME = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript|x-ndjson|csv|toml|sql)\b)|\+(json|xml)\b/i;
 const IMAGE_MIME = /^image\/(png|jpeg|gif|webp)$/i;
@@ -51,7 +51,10 @@ export function attachmentParts(host: SessionHost): AttachmentPart[] {
     const label = `[Attachment: ${file.name} (${mime ?? "no type"}, ${file.bytes} bytes)]`;
     const image = mime && IMAGE_MIME.test(mime) ? mime : !mime ? sniffImage(file.data) : undefined;
     if (image) {
-      parts.push({ type: "text", text: label }, { type: "image", image: file.data, mediaType: image });
+      parts.push(
+        { type: "text", text: label },
+        { type: "file", mediaType: image, data: { type: "data", data: file.data } },
+      );
       continue;
     }
     const text = !mime || TEXT_MIME.test(mime) ? asText(file.data) : null;

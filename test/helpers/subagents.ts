@@ -234,6 +234,29 @@ export async function outboxOf(
   });
 }
 
+/**
+ * Wait until the session `key` (default: the operator's `main`, the requester of every spawn without a
+ * sessionKey) has no child holding a slot. Call in afterEach before resetting the config and fakes: a child
+ * left running finishes on them, where after the reset its announce would fail on a model that no longer
+ * exists and keep its slot — which the next tests of the file would count against `maxChildrenPerAgent`.
+ */
+export async function settleChildren(key = "agent:main:main", timeoutMs = 10_000): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      const active = await runInDurableObject(sessionStub(key), (_obj: SessionObject, state) => {
+        const sql = state.storage.sql;
+        if (sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'flows'").toArray().length === 0)
+          return 0;
+        return sql
+          .exec<{ n: number }>("SELECT COUNT(*) AS n FROM flows WHERE kind = 'subagent_child' AND state = 'running'")
+          .one().n;
+      });
+      if (active > 0) throw new Error(`${key} still has ${active} running children`);
+    },
+    { timeout: timeoutMs, interval: 20 },
+  );
+}
+
 /** A fresh requester key per test (storage is shared within a file). */
 export function requesterKey(tag: string): string {
   return `agent:main:webchat:direct:${tag}-${crypto.randomUUID().slice(0, 8)}`;
