@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { displayKey } from "../keys";
 import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
+import type { BudgetedPage } from "../session/transcript";
 import { archivedHistory, archivedRow } from "../spawn/archive-read";
 import { isRefusal, type Refusal, type ToolContext } from "./context";
 import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
@@ -79,7 +80,8 @@ export async function readHistory(
     before: args.before !== undefined ? Math.floor(args.before) : undefined,
     includeTools: args.includeTools === true,
   };
-  let page: Awaited<ReturnType<ReturnType<Env["SESSIONS"]["getByName"]>["history"]>> & { archived?: true } =
+  // A plain type, not the RPC stub's return type: that one is Disposable, which a rebuilt archive page is not.
+  let page: BudgetedPage & { sessionId?: string; spawnedBy?: string; denied?: true; archived?: true } =
     await env.SESSIONS.getByName(canonicalKey).history({
       ...opts,
       maxBytes: HISTORY_BYTE_CAP,
