@@ -3,7 +3,7 @@ import { z } from "zod";
 import { forbidden, invalid } from "../src/errors";
 import type { AppEnv } from "../src/http/app-env";
 import { authorizeKey } from "../src/http/auth";
-import { jsonBody, parseBody } from "../src/http/route-helpers";
+import { valid } from "../src/http/validate";
 import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
 import { type IndexEntry, indexEntryOf } from "../src/registry/row";
 import { SessionIndex, sessionIndex } from "../src/registry/session-index";
@@ -37,8 +37,8 @@ const indexSeedBody = z.object({
 });
 const indexListQuery = z.object({
   agentId: z.string().min(1).max(64),
-  shards: shardCount,
-  limit: z.number().int().min(1).max(200),
+  shards: z.coerce.number().pipe(shardCount),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 /** At most 1,000 writes per request (a Worker request's subrequest budget) and 64 in flight. */
 const indexWritesBody = z.object({
@@ -78,9 +78,9 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   });
 
   /** Index `count` synthetic sessions of one agent (no session objects are created). */
-  app.post("/v1/_bench/seed/sessions", async (c) => {
+  app.post("/v1/_bench/seed/sessions", valid("json", seedSessionsBody), async (c) => {
     requireOperator(c);
-    const body = parseBody(seedSessionsBody, await jsonBody(c));
+    const body = c.req.valid("json");
     const cfg = c.get("cfg");
     const agentId = body.agentId.toLowerCase();
     if (!cfg.agents.list.some((a) => a.id === agentId)) throw invalid(`agentId: unknown agent "${agentId}"`);
@@ -99,9 +99,9 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   });
 
   /** Append synthetic messages to one session's transcript (the session is created if needed). */
-  app.post("/v1/_bench/seed/transcript", async (c) => {
+  app.post("/v1/_bench/seed/transcript", valid("json", seedTranscriptBody), async (c) => {
     requireOperator(c);
-    const body = parseBody(seedTranscriptBody, await jsonBody(c));
+    const body = c.req.valid("json");
     if (body.textBytes && body.count * body.textBytes > SEED_MESSAGES_MAX_BATCH_BYTES)
       throw invalid(`count × textBytes: at most ${SEED_MESSAGES_MAX_BATCH_BYTES} bytes per request`);
     const parsed = parseSessionKey(body.sessionKey, keyContextOf(c.get("cfg")));
@@ -117,9 +117,9 @@ export function benchRoutes(app: Hono<AppEnv>): void {
    * The index at a given shard count (bench/index.mjs): seed, list one page, or write rows as fast as
    * the shards take them. The shard count is a parameter here so one run compares 1 and N shards.
    */
-  app.post("/v1/_bench/index/seed", async (c) => {
+  app.post("/v1/_bench/index/seed", valid("json", indexSeedBody), async (c) => {
     requireOperator(c);
-    const body = parseBody(indexSeedBody, await jsonBody(c));
+    const body = c.req.valid("json");
     const cfg = c.get("cfg");
     const entries = Array.from({ length: body.count }, (_, i) =>
       syntheticEntry(cfg, body.agentId, body.from + i, Date.now()),
@@ -128,21 +128,17 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     return c.json({ seeded: entries.length });
   });
 
-  app.get("/v1/_bench/index/list", async (c) => {
+  app.get("/v1/_bench/index/list", valid("query", indexListQuery), async (c) => {
     requireOperator(c);
-    const q = parseBody(indexListQuery, {
-      agentId: c.req.query("agentId"),
-      shards: Number(c.req.query("shards")),
-      limit: Number(c.req.query("limit") ?? 50),
-    });
+    const q = c.req.valid("query");
     const page = await new SessionIndex(c.env, q.shards, q.agentId).list({ scope: { type: "agent" }, limit: q.limit });
     return c.json({ count: page.rows.length, sessions: page.rows, next: page.next });
   });
 
   /** `count` row writes (sessions `from`… cycling over `sessions`), `concurrency` in flight; the answer says how long they took. */
-  app.post("/v1/_bench/index/writes", async (c) => {
+  app.post("/v1/_bench/index/writes", valid("json", indexWritesBody), async (c) => {
     requireOperator(c);
-    const body = parseBody(indexWritesBody, await jsonBody(c));
+    const body = c.req.valid("json");
     const cfg = c.get("cfg");
     const index = new SessionIndex(c.env, body.shards, body.agentId);
     const t0 = performance.now();

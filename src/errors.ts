@@ -31,6 +31,9 @@ const STATUS: Record<ErrorType, ContentfulStatusCode> = {
   unavailable: 503,
 };
 
+/** Every error type, for the documented envelope (src/http/api-schemas.ts). */
+export const ERROR_TYPES = Object.keys(STATUS) as [ErrorType, ...ErrorType[]];
+
 export class SwitchboardError extends Error {
   readonly type: ErrorType;
   readonly status: ContentfulStatusCode;

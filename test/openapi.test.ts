@@ -31,11 +31,11 @@ describe("GET /openapi.json", () => {
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
   });
 
-  it("documents every /v1 route, /tools/invoke and /mcp the app serves (none undocumented)", async () => {
+  it("documents every route the app serves (none undocumented)", async () => {
     const doc = await getDoc();
+    // Every method route of the production app: a route added without describe(...) is missing here.
     const served = createApp()
       .routes.filter((r) => ["GET", "POST", "PATCH", "PUT", "DELETE"].includes(r.method))
-      .filter((r) => r.path.startsWith("/v1/") || r.path === "/tools/invoke")
       .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`);
     expect(served.length).toBeGreaterThan(15);
     for (const expected of [
@@ -44,6 +44,9 @@ describe("GET /openapi.json", () => {
       "post /v1/sessions/{key}/messages",
       "get /v1/runs/{id}/wait",
       "post /tools/invoke",
+      "post /mcp",
+      "get /healthz",
+      "get /openapi.json",
     ])
       expect(served).toContain(expected);
     for (const op of served) {

@@ -259,8 +259,12 @@ describe("one error envelope everywhere", () => {
       expect(r.json.ok).toBe(false);
       expect(r.json.error.type).toBe("method_not_allowed");
     }
+    // Hono's methodNotAllowed lists HEAD beside GET: Hono answers HEAD for every GET route.
     const r = await call("POST", "/v1/sessions/main");
-    expect(r.headers.get("Allow")).toBe("GET, PATCH, DELETE");
+    expect(r.headers.get("Allow")).toBe("GET, HEAD, PATCH, DELETE");
+    const mcp = await call("GET", "/mcp");
+    expect(mcp.status).toBe(405);
+    expect(mcp.headers.get("Allow")).toBe("POST");
   });
 
   it("unknown runs are a 404 envelope", async () => {

@@ -1,10 +1,10 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { configWarnings, loadConfig } from "../config/load";
+import { methodNotAllowed } from "hono/method-not-allowed";
+import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { log } from "../log";
-import { archiveStatus } from "../spawn/archive-read";
 import type { AppEnv } from "./app-env";
 import { authenticate } from "./auth";
 import { docsRoutes } from "./docs";
@@ -14,11 +14,13 @@ import { requestLog } from "./request-log";
 import { attachmentsRoutes } from "./routes-attachments";
 import { deadTimersRoutes } from "./routes-dead-timers";
 import { deliveriesRoutes } from "./routes-deliveries";
+import { agentsRoutes, healthRoutes } from "./routes-meta";
+import { runsRoutes } from "./routes-runs";
 import { v1Routes } from "./routes-v1";
-import { runCompleteRoutes } from "./run-complete";
 import { runTokenWriteScope } from "./scopes";
 import { toolCatalogRoutes } from "./tool-catalog";
 import { toolsInvokeRoutes } from "./tools-invoke";
+import { fromHttpException } from "./validate";
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 
@@ -38,8 +40,9 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.onError((err, c) => {
-    const e = err instanceof SwitchboardError ? err : new SwitchboardError("internal_error", "Internal error");
-    if (!(err instanceof SwitchboardError))
+    const known = err instanceof SwitchboardError ? err : fromHttpException(err);
+    const e = known ?? new SwitchboardError("internal_error", "Internal error");
+    if (!known)
       log.error("unhandled_error", {
         requestId: c.get("requestId"),
         method: c.req.method,
@@ -51,22 +54,24 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   });
   app.notFound((c) => {
     const path = new URL(c.req.url).pathname;
-    // A known path with the wrong method is a 405 naming the methods it takes (docs/contract.md, "Endpoints"), not a 404.
-    const allowed = methodsFor(app, path);
-    if (allowed.length > 0) {
-      c.header("Allow", allowed.join(", "));
-      return c.json(
-        new SwitchboardError(
-          "method_not_allowed",
-          `Method ${c.req.method} not allowed on ${path}; use ${allowed.join(", ")}`,
-        ).toEnvelope(),
-        405,
-      );
-    }
     return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${path}`).toEnvelope(), 404);
   });
-
   app.use("*", requestLog);
+  // A known path with the wrong method is a 405 with an `Allow` header (docs/contract.md, "Endpoints"), not a 404.
+  app.use(
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c, methods) =>
+        c.json(
+          new SwitchboardError(
+            "method_not_allowed",
+            `Method ${c.req.method} not allowed on ${new URL(c.req.url).pathname}; use ${methods.join(", ")}`,
+          ).toEnvelope(),
+          405,
+          { Allow: methods.join(", ") },
+        ),
+    }),
+  );
 
   // An invalid CONFIG answers every request with a 500 naming the bad path (never a crash loop).
   app.use("*", async (c, next) => {
@@ -74,16 +79,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     await next();
   });
 
-  app.get("/healthz", async (c) => {
-    const cfg = c.get("cfg");
-    // Public liveness; the operator token also sees what of CONFIG was mapped or ignored (src/config/carry-over.ts).
-    const operator = c.req.header("Authorization") ? (await authenticate(c, cfg)).role === "operator" : false;
-    return c.json({
-      ok: true,
-      agents: cfg.agents.list.map((a) => a.id),
-      ...(operator ? { warnings: configWarnings(cfg), archive: archiveStatus(c.env) } : {}),
-    });
-  });
+  healthRoutes(app); // public
 
   app.use("*", (c, next) => {
     const maxSize = bodyLimitFor(c.get("cfg"), new URL(c.req.url).pathname);
@@ -107,28 +103,15 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
 
   toolsInvokeRoutes(app);
   v1Routes(app);
+  runsRoutes(app);
+  agentsRoutes(app);
   deliveriesRoutes(app);
   deadTimersRoutes(app);
   attachmentsRoutes(app);
   mcpRoutes(app);
-  runCompleteRoutes(app);
   toolCatalogRoutes(app);
-  openApiRoutes(app); // public: reads app.routes at request time, so every route above is listed
+  openApiRoutes(app); // public: generated from app.routes at the first request, so every route above is in it
   docsRoutes(app); // public
   extra?.(app);
   return app;
-}
-
-/** Methods of the routes (not middleware) whose pattern matches `path`, in registration order. */
-function methodsFor(app: Hono<AppEnv>, path: string): string[] {
-  const out: string[] = [];
-  for (const r of app.routes) {
-    if (r.method === "ALL" || out.includes(r.method)) continue;
-    const pattern = r.path
-      .split("/")
-      .map((seg) => (seg.startsWith(":") ? "[^/]+" : seg === "*" ? ".*" : seg.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
-      .join("/");
-    if (new RegExp(`^${pattern}/?$`).test(path)) out.push(r.method);
-  }
-  return out;
 }

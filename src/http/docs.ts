@@ -1,5 +1,6 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "./app-env";
+import { describe } from "./describe";
 
 /**
  * `GET /docs`: a self-contained reference page rendered in the browser from `/openapi.json`.
@@ -55,5 +56,15 @@ fetch("/openapi.json").then((r) => r.json()).then((doc) => {
 
 /** Public, like the document it renders. */
 export function docsRoutes(app: Hono<AppEnv>): void {
-  app.get("/docs", (c) => c.html(PAGE));
+  app.get(
+    "/docs",
+    describe({
+      tag: "meta",
+      summary: "Human-readable API reference",
+      ok: { description: "HTML page", contentType: "text/html" },
+      public: true,
+      errors: [500],
+    }),
+    (c) => c.html(PAGE),
+  );
 }

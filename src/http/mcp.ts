@@ -1,4 +1,6 @@
 import type { Context, Hono } from "hono";
+import { resolver } from "hono-openapi";
+import { z } from "zod";
 import { fromRpcError, SwitchboardError } from "../errors";
 import { log } from "../log";
 import type { ToolContext } from "../tools/context";
@@ -7,6 +9,7 @@ import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, type ToolDefinition, toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
+import { describe } from "./describe";
 
 /**
  * `/mcp` (docs/contract.md, "Endpoints"): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
@@ -31,17 +34,31 @@ const WAIT_ARGUMENTS: Record<string, string> = { sessions_send: "timeoutSeconds"
 /** Messages in one JSON-RPC batch at most (README "Limits"): each may be a tool call, answered one after another. */
 export const MCP_MAX_BATCH = 20;
 
-type JsonRpcId = string | number | null;
-interface JsonRpcMessage {
-  jsonrpc?: unknown;
-  id?: JsonRpcId;
-  method?: unknown;
-  params?: unknown;
-}
-type JsonRpcResponse = { jsonrpc: "2.0"; id: JsonRpcId } & (
-  | { result: unknown }
-  | { error: { code: number; message: string } }
-);
+const jsonRpcId = z.union([z.string(), z.number(), z.null()]);
+/** A JSON-RPC 2.0 request or notification, as documented; the handler checks each message itself (below). */
+const jsonRpcRequestSchema = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: jsonRpcId.optional().describe("Absent for a notification (answered 202 with no body)"),
+    method: z.string().describe("initialize, ping, tools/list or tools/call"),
+    params: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: "JsonRpcRequest" });
+const jsonRpcResponseSchema = z
+  .union([
+    z.strictObject({ jsonrpc: z.literal("2.0"), id: jsonRpcId, result: z.unknown() }),
+    z.strictObject({
+      jsonrpc: z.literal("2.0"),
+      id: jsonRpcId,
+      error: z.strictObject({ code: z.number().int(), message: z.string() }),
+    }),
+  ])
+  .meta({ id: "JsonRpcResponse" });
+
+type JsonRpcId = z.infer<typeof jsonRpcId>;
+/** What arrives before it is checked: any field may be missing or of the wrong type. */
+type JsonRpcMessage = { [K in keyof z.infer<typeof jsonRpcRequestSchema>]?: unknown } & { id?: JsonRpcId };
+type JsonRpcResponse = z.infer<typeof jsonRpcResponseSchema>;
 
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
@@ -179,36 +196,60 @@ function rpcError(id: JsonRpcId, code: number, message: string): JsonRpcResponse
 }
 
 export function mcpRoutes(app: Hono<AppEnv>): void {
-  app.post("/mcp", async (c) => {
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return c.json(rpcError(null, PARSE_ERROR, "Parse error: the body must be a JSON-RPC message"), 400);
-    }
-    const batch = Array.isArray(body);
-    const messages = batch ? (body as unknown[]) : [body];
-    if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
-    if (messages.length > MCP_MAX_BATCH)
-      return c.json(
-        rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`),
-        400,
-      );
-    const responses: JsonRpcResponse[] = [];
-    for (const msg of messages) {
-      const r = await answer(c, msg);
-      if (r) responses.push(r);
-    }
-    // Only notifications or responses: accepted, nothing to say (Streamable HTTP).
-    if (responses.length === 0) return c.body(null, 202);
-    return c.json(batch ? responses : responses[0]);
-  });
-  // Stateless: no server-initiated stream (GET) and no session to end (DELETE). Clients treat 405 as "not offered".
-  app.on(["GET", "DELETE"], "/mcp", (c) => {
-    c.header("Allow", "POST");
-    return c.json(
-      new SwitchboardError("method_not_allowed", "Method not allowed; use POST (stateless MCP endpoint)").toEnvelope(),
-      405,
-    );
-  });
+  app.post(
+    "/mcp",
+    describe({
+      tag: "tools",
+      summary: "MCP endpoint (stateless Streamable HTTP, JSON responses)",
+      description:
+        "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope.",
+      sessionHeader: true,
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: resolver(z.union([jsonRpcRequestSchema, z.array(jsonRpcRequestSchema).min(1).max(MCP_MAX_BATCH)])),
+          },
+        },
+      },
+      ok: {
+        description: "The JSON-RPC response (an array of them for a batch)",
+        schema: z.union([jsonRpcResponseSchema, z.array(jsonRpcResponseSchema)]),
+      },
+      errors: [403, 413],
+      otherResponses: {
+        202: { description: "Only notifications or responses were sent: nothing to answer" },
+        400: {
+          description: "Not JSON (-32700), an empty batch or one over 20 messages (-32600)",
+          schema: jsonRpcResponseSchema,
+        },
+      },
+    }),
+    async (c) => {
+      let body: unknown;
+      try {
+        body = await c.req.json();
+      } catch {
+        return c.json(rpcError(null, PARSE_ERROR, "Parse error: the body must be a JSON-RPC message"), 400);
+      }
+      const batch = Array.isArray(body);
+      const messages = batch ? (body as unknown[]) : [body];
+      if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
+      if (messages.length > MCP_MAX_BATCH)
+        return c.json(
+          rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`),
+          400,
+        );
+      const responses: JsonRpcResponse[] = [];
+      for (const msg of messages) {
+        const r = await answer(c, msg);
+        if (r) responses.push(r);
+      }
+      // Only notifications or responses: accepted, nothing to say (Streamable HTTP).
+      if (responses.length === 0) return c.body(null, 202);
+      return c.json(batch ? responses : responses[0]);
+    },
+  );
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE); both get the app's 405
+  // with `Allow: POST` (src/http/app.ts), which MCP clients read as "not offered".
 }

@@ -1,39 +1,68 @@
 import type { Hono } from "hono";
-import type { DeliveryStatus } from "../channels/outbox";
-import { invalid, notFound } from "../errors";
+import { z } from "zod";
+import { notFound } from "../errors";
 import { callExtension } from "../session/session-object";
+import { DELIVERY_STATUSES, deliveriesSchema, deliverySchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
-import { intParam, rpc, targetOf } from "./route-helpers";
-
-const STATUSES: readonly DeliveryStatus[] = ["pending", "delivered", "blocked", "dead"];
+import { describe } from "./describe";
+import { keyParam, rpc, targetOf } from "./route-helpers";
+import { intQuery, valid } from "./validate";
 
 /**
  * The outbox over REST (docs/contract.md, "Flows"): what a session sent or tried to send, with dead
  * letters visible and re-queueable.
- *   GET  /v1/sessions/{key}/deliveries?status=pending|delivered|blocked|dead&limit=
- *   POST /v1/sessions/{key}/deliveries/{id}/retry
  */
 export function deliveriesRoutes(app: Hono<AppEnv>): void {
-  app.get("/v1/sessions/:key/deliveries", async (c) => {
-    const key = targetOf(c).canonicalKey;
-    const status = c.req.query("status");
-    if (status !== undefined && !(STATUSES as readonly string[]).includes(status))
-      throw invalid(`status: expected one of ${STATUSES.join(", ")}`);
-    const limit = intParam(c, "limit", { min: 1, max: 500, def: 100 })!;
-    const { deliveries, truncated } = await rpc(
-      callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", {
-        status: status as DeliveryStatus | undefined,
-        limit,
+  app.get(
+    "/v1/sessions/:key/deliveries",
+    describe({
+      tag: "deliveries",
+      summary: "Outbound deliveries of a session (outbox), including dead letters",
+      ok: { description: "Deliveries, newest first", schema: deliveriesSchema },
+      errors: [400, 403],
+    }),
+    valid("param", keyParam),
+    valid(
+      "query",
+      z.object({
+        status: z
+          .enum(DELIVERY_STATUSES, { error: `expected one of ${DELIVERY_STATUSES.join(", ")}` })
+          .optional()
+          .describe("Only this status"),
+        limit: intQuery({ min: 1, max: 500, def: 100, description: "Rows" }),
       }),
-    );
-    // `truncated`: the listing reached its byte budget (docs/limits.md) before `limit` rows.
-    return c.json({ sessionKey: key, count: deliveries.length, deliveries, ...(truncated ? { truncated: true } : {}) });
-  });
+    ),
+    async (c) => {
+      const key = targetOf(c).canonicalKey;
+      const { status, limit } = c.req.valid("query");
+      const { deliveries, truncated } = await rpc(
+        callExtension(c.env.SESSIONS.getByName(key), "outbox", "list", { status, limit }),
+      );
+      // `truncated`: the listing reached its byte budget (docs/limits.md) before `limit` rows.
+      return c.json({
+        sessionKey: key,
+        count: deliveries.length,
+        deliveries,
+        ...(truncated ? { truncated: true as const } : {}),
+      } satisfies z.infer<typeof deliveriesSchema>);
+    },
+  );
 
-  app.post("/v1/sessions/:key/deliveries/:id/retry", async (c) => {
-    const key = targetOf(c).canonicalKey;
-    const delivery = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "retry", c.req.param("id")));
-    if (!delivery) throw notFound(`Delivery not found: ${c.req.param("id")}`);
-    return c.json(delivery);
-  });
+  app.post(
+    "/v1/sessions/:key/deliveries/:id/retry",
+    describe({
+      tag: "deliveries",
+      summary: "Re-queue a dead or blocked delivery",
+      ok: { description: "The delivery, pending again", schema: deliverySchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", keyParam.extend({ id: z.string().max(256).describe("Delivery id") })),
+    async (c) => {
+      const key = targetOf(c).canonicalKey;
+      const id = c.req.valid("param").id;
+      const delivery = await rpc(callExtension(c.env.SESSIONS.getByName(key), "outbox", "retry", id));
+      if (!delivery) throw notFound(`Delivery not found: ${id}`);
+      return c.json(delivery satisfies z.infer<typeof deliverySchema>);
+    },
+  );
 }

@@ -1,23 +1,31 @@
-import type { Context, Hono } from "hono";
+import type { Hono } from "hono";
 import { z } from "zod";
-import { defaultAgentId, findAgent, isAgentSandboxed } from "../config/load";
-import { fromRpcError, invalid, notFound, SwitchboardError } from "../errors";
-import { displayKey, keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
+import { defaultAgentId, findAgent } from "../config/load";
+import { invalid, notFound, SwitchboardError } from "../errors";
+import { displayKey } from "../keys";
 import { dmSessionTarget } from "../policy/dm-scope";
 import { parseSendPolicyPatch } from "../policy/send-policy";
+import { sessionRowSchema } from "../registry/row-schema";
 import { sessionIndex } from "../registry/session-index";
 import { checkModelRef } from "../runners/models";
 import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
 import { checkTextSize } from "../session/byte-budget";
-import { sessionKeyOfRun } from "../session/run-id";
-import { MAX_WAIT_MS } from "../session/session-object";
 import { archivedRow, archivedTranscript } from "../spawn/archive-read";
 import { readHistory } from "../tools/sessions-history";
 import { decodeCursor, encodeCursor, normalizeKinds } from "../tools/sessions-list";
+import {
+  type AcceptedBody,
+  acceptedSchema,
+  deletedSchema,
+  historyPageSchema,
+  type SessionsPageBody,
+  sessionsPageSchema,
+} from "./api-schemas";
 import type { AppEnv } from "./app-env";
-import { authorizeKey } from "./auth";
-import { intParam, jsonBody, parseBody, rpc, targetOf } from "./route-helpers";
+import { describe } from "./describe";
+import { keyParam, rpc, targetOf } from "./route-helpers";
 import { assertOperator } from "./scopes";
+import { intQuery, valid } from "./validate";
 
 export const inboundMessage = z.object({
   // Its size cap (limits.maxMessageBytes, a 413) is checked after parsing; the 2 MB body limit bounds the parse.
@@ -49,6 +57,28 @@ export const sessionPatch = z.object({
   sendPolicy: z.unknown().optional(),
 });
 
+const listQuery = z.object({
+  agentId: z
+    .string()
+    .max(128)
+    .optional()
+    .describe("Agent whose sessions to list (default: the token's agent, or the default agent)"),
+  limit: intQuery({ min: 1, max: 1000, def: 50, description: "Rows per page" }),
+  kinds: z.string().max(4096).optional().describe("Comma-separated kinds: main, group, cron, hook, node, other"),
+  activeMinutes: intQuery({ min: 1, max: 10_000_000, description: "Only sessions updated within N minutes" }),
+  cursor: z.string().max(4096).optional().describe("`nextCursor` of the previous page"),
+});
+
+const historyQuery = z.object({
+  limit: intQuery({ min: 1, max: 1000, description: "Messages (default 50)" }),
+  before: intQuery({
+    min: 1,
+    max: Number.MAX_SAFE_INTEGER,
+    description: "Only messages older than this seq (`nextBefore` of the previous page)",
+  }),
+  includeTools: z.string().optional().describe("`true` to include toolResult messages"),
+});
+
 export const LABEL_MAX = 512;
 
 /** Label rules of OpenClaw (test/rest.test.ts): trimmed, 1..512 characters. */
@@ -60,245 +90,256 @@ export function normalizeLabel(v: unknown): string {
   return t;
 }
 
-function runTarget(c: Context<AppEnv>): string {
-  const id = c.req.param("id") ?? "";
-  const key = sessionKeyOfRun(id);
-  if (!key) throw notFound(`Run not found: ${id}`);
-  const cfg = c.get("cfg");
-  let parsed: ParsedKey;
-  try {
-    parsed = parseSessionKey(key, keyContextOf(cfg));
-  } catch {
-    // A forged or foreign run id names no session we could hold: the run does not exist here.
-    throw notFound(`Run not found: ${id}`);
-  }
-  authorizeKey(c.get("principal"), parsed);
-  return key;
-}
-
 export function v1Routes(app: Hono<AppEnv>): void {
-  app.post("/v1/sessions/:key/messages", async (c) => {
-    const named = targetOf(c);
-    const body = parseBody(inboundMessage, await jsonBody(c));
-    // A DM posted to the agent's main session runs in the session session.dmScope names (policy/dm-scope.ts).
-    const target = dmSessionTarget(c.get("cfg"), named, body);
-    checkTextSize("message", body.message, c.get("cfg").limits.maxMessageBytes);
-    // Refused rather than ignored: a channel gateway holding an agent token learns its claim had no effect.
-    if (body.senderIsOwner === true) assertOperator(c.get("principal"), "senderIsOwner: true");
-    const stub = c.env.SESSIONS.getByName(target.canonicalKey);
-    const route = body.channel
-      ? {
-          channel: body.channel.toLowerCase(),
-          to: body.to ?? null,
-          accountId: body.accountId ?? null,
-          threadId: body.threadId !== undefined ? String(body.threadId) : null,
-          chatType: body.chatType ?? target.chatType,
-          displayName: body.displayName,
-        }
-      : undefined;
-    const run = await rpc(
-      stub.enqueue({
-        input: {
-          kind: "inbound",
-          message: body.message,
-          provenance: { kind: "external_user" },
-          route,
-          deliver: body.deliver === true,
-        },
-        idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
-        senderIsOwner: body.senderIsOwner === true,
-      }),
-    );
-    // The session that runs it: a thread bound to a sub-agent forwards to the child (spawn/thread-binding.ts).
-    return c.json({ runId: run.runId, status: "accepted", sessionKey: run.sessionKey }, 202);
-  });
-
-  app.get("/v1/sessions", async (c) => {
-    const cfg = c.get("cfg");
-    const principal = c.get("principal");
-    const agentId = (
-      c.req.query("agentId") ?? (principal.role === "operator" ? defaultAgentId(cfg) : principal.agentId)
-    ).toLowerCase();
-    if (principal.role !== "operator" && agentId !== principal.agentId) {
-      throw new SwitchboardError(
-        "forbidden",
-        `The token of agent "${principal.agentId}" cannot list sessions of agent "${agentId}"`,
+  app.post(
+    "/v1/sessions/:key/messages",
+    describe({
+      tag: "sessions",
+      summary: "Inbound message from a channel: queues a run",
+      description:
+        "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel (send policy applies). A `message` over `limits.maxMessageBytes` (512 KiB of UTF-8 by default, docs/limits.md) is a 413 naming the field; nothing is stored. `senderIsOwner: true` needs the operator token (403).",
+      ok: { status: 202, description: "Run queued", schema: acceptedSchema },
+      errors: [400, 403, 409, 413],
+    }),
+    valid("param", keyParam),
+    valid("json", inboundMessage),
+    async (c) => {
+      const named = targetOf(c);
+      const body = c.req.valid("json");
+      // A DM posted to the agent's main session runs in the session session.dmScope names (policy/dm-scope.ts).
+      const target = dmSessionTarget(c.get("cfg"), named, body);
+      checkTextSize("message", body.message, c.get("cfg").limits.maxMessageBytes);
+      // Refused rather than ignored: a channel gateway holding an agent token learns its claim had no effect.
+      if (body.senderIsOwner === true) assertOperator(c.get("principal"), "senderIsOwner: true");
+      const stub = c.env.SESSIONS.getByName(target.canonicalKey);
+      const route = body.channel
+        ? {
+            channel: body.channel.toLowerCase(),
+            to: body.to ?? null,
+            accountId: body.accountId ?? null,
+            threadId: body.threadId !== undefined ? String(body.threadId) : null,
+            chatType: body.chatType ?? target.chatType,
+            displayName: body.displayName,
+          }
+        : undefined;
+      const run = await rpc(
+        stub.enqueue({
+          input: {
+            kind: "inbound",
+            message: body.message,
+            provenance: { kind: "external_user" },
+            route,
+            deliver: body.deliver === true,
+          },
+          idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
+          senderIsOwner: body.senderIsOwner === true,
+        }),
       );
-    }
-    // Only configured agents have shards; an arbitrary id must not address (and create) a registry object.
-    if (!findAgent(cfg, agentId))
-      throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
-    const limit = intParam(c, "limit", { min: 1, max: 1000, def: 50 })!;
-    const kinds = normalizeKinds((c.req.query("kinds") ?? "").split(","));
-    const activeMinutes = intParam(c, "activeMinutes", { min: 1, max: 10_000_000 });
-    const rawCursor = c.req.query("cursor");
-    const cursor = rawCursor ? decodeCursor(rawCursor) : undefined;
-    const page = await sessionIndex(c.env, cfg, agentId).list({
-      scope: principal.role === "run" ? { type: "self", key: principal.sessionKey } : { type: "agent" },
-      kinds: kinds.length ? kinds : undefined,
-      activeSince: activeMinutes ? Date.now() - activeMinutes * 60_000 : undefined,
-      limit,
-      cursor,
-    });
-    return c.json({
-      count: page.rows.length,
-      sessions: page.rows,
-      nextCursor: page.next ? encodeCursor(page.next) : null,
-    });
-  });
+      // The session that runs it: a thread bound to a sub-agent forwards to the child (spawn/thread-binding.ts).
+      return c.json({ runId: run.runId, status: "accepted", sessionKey: run.sessionKey } satisfies AcceptedBody, 202);
+    },
+  );
 
-  app.get("/v1/sessions/:key", async (c) => {
-    const target = targetOf(c);
-    // An archived session has no live object: its index row (archived: true) answers.
-    const live = await c.env.SESSIONS.getByName(target.canonicalKey).getRow();
-    if (live) return c.json(live);
-    const row = await archivedRow(c.env, target.canonicalKey);
-    if (!row) throw notFound(`Session not found: ${target.canonicalKey}`);
-    // Plain JSON; widened because the checker's walk of the row type through c.json is too deep here.
-    return c.json(row as unknown as Record<string, unknown>);
-  });
-
-  app.patch("/v1/sessions/:key", async (c) => {
-    const target = targetOf(c);
-    const cfg = c.get("cfg");
-    const body = parseBody(sessionPatch, await jsonBody(c));
-    if (body.sendPolicy !== undefined) assertOperator(c.get("principal"), "Changing sendPolicy");
-    const patch: Parameters<ReturnType<typeof c.env.SESSIONS.getByName>["patch"]>[0] = {};
-    if (body.label !== undefined) patch.label = body.label === null ? null : normalizeLabel(body.label);
-    if (body.model !== undefined) {
-      if (body.model !== null) {
-        const problem = checkModelRef(cfg, c.env, body.model);
-        if (problem) throw invalid(problem);
+  app.get(
+    "/v1/sessions",
+    describe({
+      tag: "sessions",
+      summary: "List sessions of one agent (newest first, cursor-paged)",
+      ok: { description: "A page of sessions", schema: sessionsPageSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("query", listQuery),
+    async (c) => {
+      const cfg = c.get("cfg");
+      const principal = c.get("principal");
+      const query = c.req.valid("query");
+      const agentId = (
+        query.agentId ?? (principal.role === "operator" ? defaultAgentId(cfg) : principal.agentId)
+      ).toLowerCase();
+      if (principal.role !== "operator" && agentId !== principal.agentId) {
+        throw new SwitchboardError(
+          "forbidden",
+          `The token of agent "${principal.agentId}" cannot list sessions of agent "${agentId}"`,
+        );
       }
-      patch.modelOverride = body.model === null ? null : body.model.trim();
-    }
-    if (body.thinkingLevel !== undefined) {
-      // Refused by name rather than stored and ignored: the level reaches the model (src/runners/thinking.ts).
-      const level = body.thinkingLevel === null ? null : parseThinkingLevel(body.thinkingLevel);
-      if (level === undefined) throw invalid(`thinkingLevel: ${INVALID_THINKING(String(body.thinkingLevel))}`);
-      patch.thinkingLevel = level;
-    }
-    if (body.verboseLevel !== undefined) patch.verboseLevel = body.verboseLevel;
-    if (body.sendPolicy !== undefined) patch.sendPolicy = parseSendPolicyPatch(body.sendPolicy);
-    if (Object.keys(patch).length === 0)
-      throw invalid("body: nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)");
-    const row = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).patch(patch));
-    return c.json(row);
-  });
-
-  app.delete("/v1/sessions/:key", async (c) => {
-    const target = targetOf(c);
-    if (target.kind === "main") throw invalid(`Cannot delete the main session (${target.canonicalKey}).`);
-    const res = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).deleteSession());
-    if (!res.deleted) throw notFound(`Session not found: ${target.canonicalKey}`);
-    return c.json({ ok: true, deleted: target.canonicalKey });
-  });
-
-  app.get("/v1/sessions/:key/history", async (c) => {
-    const target = targetOf(c);
-    const result = await readHistory(c.env, target.canonicalKey, {
-      limit: intParam(c, "limit", { min: 1, max: 1000 }),
-      before: intParam(c, "before", { min: 1, max: Number.MAX_SAFE_INTEGER }),
-      includeTools: c.req.query("includeTools") === "true",
-    });
-    return c.json(result);
-  });
-
-  app.get("/v1/sessions/:key/transcript.jsonl", async (c) => {
-    const target = targetOf(c);
-    const stub = c.env.SESSIONS.getByName(target.canonicalKey);
-    const meta = await stub.getMeta();
-    if (!meta) {
-      const row = await archivedRow(c.env, target.canonicalKey);
-      const archived = row ? await archivedTranscript(c.env, row) : null;
-      if (!archived) throw notFound(`Session not found: ${target.canonicalKey}`);
-      return new Response(archived, {
-        headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "X-Switchboard-Archived": "true" },
+      // Only configured agents have shards; an arbitrary id must not address (and create) a registry object.
+      if (!findAgent(cfg, agentId))
+        throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
+      const { limit, activeMinutes } = query;
+      const kinds = normalizeKinds((query.kinds ?? "").split(","));
+      const cursor = query.cursor ? decodeCursor(query.cursor) : undefined;
+      const page = await sessionIndex(c.env, cfg, agentId).list({
+        scope: principal.role === "run" ? { type: "self", key: principal.sessionKey } : { type: "agent" },
+        kinds: kinds.length ? kinds : undefined,
+        activeSince: activeMinutes ? Date.now() - activeMinutes * 60_000 : undefined,
+        limit,
+        cursor,
       });
-    }
-    const enc = new TextEncoder();
-    let after = 0;
-    let headerSent = false;
-    // Streamed chunk by chunk: each is at most TRANSCRIPT_CHUNK_BYTES (or one larger message), so
-    // neither the object nor the Worker ever holds more than one chunk of the transcript.
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(ctrl) {
-        if (!headerSent) {
-          headerSent = true;
-          ctrl.enqueue(
-            enc.encode(
-              `${JSON.stringify({
-                type: "session",
-                version: 1,
-                id: meta.sessionId,
-                key: displayKey(meta.key),
-                timestamp: new Date(meta.createdAt).toISOString(),
-              })}\n`,
-            ),
-          );
-          return;
+      return c.json({
+        count: page.rows.length,
+        sessions: page.rows,
+        nextCursor: page.next ? encodeCursor(page.next) : null,
+      } satisfies SessionsPageBody);
+    },
+  );
+
+  app.get(
+    "/v1/sessions/:key",
+    describe({
+      tag: "sessions",
+      summary: "One session's row (an archived session's row comes from the archive)",
+      ok: { description: "The session", schema: sessionRowSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", keyParam),
+    async (c) => {
+      const target = targetOf(c);
+      // An archived session has no live object: its index row (archived: true) answers.
+      const live = await c.env.SESSIONS.getByName(target.canonicalKey).getRow();
+      if (live) return c.json(live);
+      const row = await archivedRow(c.env, target.canonicalKey);
+      if (!row) throw notFound(`Session not found: ${target.canonicalKey}`);
+      // Plain JSON; widened because the checker's walk of the row type through c.json is too deep here.
+      return c.json(row as unknown as Record<string, unknown>);
+    },
+  );
+
+  app.patch(
+    "/v1/sessions/:key",
+    describe({
+      tag: "sessions",
+      summary: "Change label, model, thinking/verbose level or send policy",
+      description: "`sendPolicy` needs the operator token (403). A body that changes nothing is a 400.",
+      ok: { description: "The updated session (created if it did not exist)", schema: sessionRowSchema },
+      errors: [400, 403, 413],
+    }),
+    valid("param", keyParam),
+    valid("json", sessionPatch),
+    async (c) => {
+      const target = targetOf(c);
+      const cfg = c.get("cfg");
+      const body = c.req.valid("json");
+      if (body.sendPolicy !== undefined) assertOperator(c.get("principal"), "Changing sendPolicy");
+      const patch: Parameters<ReturnType<typeof c.env.SESSIONS.getByName>["patch"]>[0] = {};
+      if (body.label !== undefined) patch.label = body.label === null ? null : normalizeLabel(body.label);
+      if (body.model !== undefined) {
+        if (body.model !== null) {
+          const problem = checkModelRef(cfg, c.env, body.model);
+          if (problem) throw invalid(problem);
         }
-        const next = await stub.transcriptChunk(after);
-        if (next.lastSeq === null) {
-          ctrl.close();
-          return;
-        }
-        after = next.lastSeq;
-        ctrl.enqueue(enc.encode(next.chunk));
-      },
-    });
-    return new Response(stream, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });
-  });
+        patch.modelOverride = body.model === null ? null : body.model.trim();
+      }
+      if (body.thinkingLevel !== undefined) {
+        // Refused by name rather than stored and ignored: the level reaches the model (src/runners/thinking.ts).
+        const level = body.thinkingLevel === null ? null : parseThinkingLevel(body.thinkingLevel);
+        if (level === undefined) throw invalid(`thinkingLevel: ${INVALID_THINKING(String(body.thinkingLevel))}`);
+        patch.thinkingLevel = level;
+      }
+      if (body.verboseLevel !== undefined) patch.verboseLevel = body.verboseLevel;
+      if (body.sendPolicy !== undefined) patch.sendPolicy = parseSendPolicyPatch(body.sendPolicy);
+      if (Object.keys(patch).length === 0)
+        throw invalid("body: nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)");
+      const row = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).patch(patch));
+      return c.json(row);
+    },
+  );
 
-  app.get("/v1/runs/:id", async (c) => {
-    const key = runTarget(c);
-    const run = await c.env.SESSIONS.getByName(key).getRun(c.req.param("id"));
-    if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
-    return c.json(run);
-  });
+  app.delete(
+    "/v1/sessions/:key",
+    describe({
+      tag: "sessions",
+      summary: "Delete a session (never `main`)",
+      ok: { description: "Deleted", schema: deletedSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", keyParam),
+    async (c) => {
+      const target = targetOf(c);
+      if (target.kind === "main") throw invalid(`Cannot delete the main session (${target.canonicalKey}).`);
+      const res = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).deleteSession());
+      if (!res.deleted) throw notFound(`Session not found: ${target.canonicalKey}`);
+      return c.json({ ok: true, deleted: target.canonicalKey } satisfies z.infer<typeof deletedSchema>);
+    },
+  );
 
-  app.get("/v1/runs/:id/wait", async (c) => {
-    const key = runTarget(c);
-    const timeoutMs = intParam(c, "timeoutMs", { min: 0, max: MAX_WAIT_MS, def: 30_000 })!;
-    let run: Awaited<ReturnType<ReturnType<typeof c.env.SESSIONS.getByName>["waitRun"]>>;
-    try {
-      run = await c.env.SESSIONS.getByName(key).waitRun(c.req.param("id"), timeoutMs);
-    } catch (err) {
-      const e = fromRpcError(err);
-      if (e instanceof SwitchboardError) throw e;
-      // The object restarted while holding this wait (eviction, deploy). The waiter was memory but the
-      // run is durable: answer with the run as it is now (like a wait that timed out); the client waits again.
-      run = await c.env.SESSIONS.getByName(key).getRun(c.req.param("id"));
-    }
-    if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
-    return c.json(run);
-  });
+  app.get(
+    "/v1/sessions/:key/history",
+    describe({
+      tag: "sessions",
+      summary: "A sanitized page of the transcript (same shape as sessions_history)",
+      ok: { description: "History page (empty for a session that does not exist)", schema: historyPageSchema },
+      errors: [400, 403],
+    }),
+    valid("param", keyParam),
+    valid("query", historyQuery),
+    async (c) => {
+      const target = targetOf(c);
+      const { limit, before, includeTools } = c.req.valid("query");
+      const result = await readHistory(c.env, target.canonicalKey, {
+        limit,
+        before,
+        includeTools: includeTools === "true",
+      });
+      if (!result) throw notFound(`Session not found: ${target.canonicalKey}`);
+      return c.json(result);
+    },
+  );
 
-  app.post("/v1/runs/:id/abort", async (c) => {
-    const key = runTarget(c);
-    const run = await c.env.SESSIONS.getByName(key).abortRun(c.req.param("id"));
-    if (!run) throw notFound(`Run not found: ${c.req.param("id")}`);
-    return c.json(run);
-  });
-
-  app.get("/v1/agents", (c) => {
-    const cfg = c.get("cfg");
-    const def = defaultAgentId(cfg);
-    return c.json({
-      defaultAgentId: def,
-      agents: cfg.agents.list.map((a) => ({
-        id: a.id,
-        ...(a.name ? { name: a.name } : {}),
-        default: a.id === def,
-        model: a.model ?? cfg.agents.defaults.model,
-        sandboxed: isAgentSandboxed(cfg, a.id),
-        runtime: a.runtime?.type ?? "model",
-      })),
-    });
-  });
-
-  for (const path of ["/v1/sessions/:key/messages", "/v1/runs/:id/abort"])
-    app.all(path, (c) =>
-      c.json(new SwitchboardError("method_not_allowed", "Method not allowed; use POST").toEnvelope(), 405),
-    );
+  app.get(
+    "/v1/sessions/:key/transcript.jsonl",
+    describe({
+      tag: "sessions",
+      summary: "The whole transcript as JSON lines (streamed)",
+      description:
+        "One session header line, then one line per message. An archived session's transcript comes from the archive (header `X-Switchboard-Archived: true`).",
+      ok: { description: "The transcript", contentType: "application/x-ndjson" },
+      errors: [400, 403, 404],
+    }),
+    valid("param", keyParam),
+    async (c) => {
+      const target = targetOf(c);
+      const stub = c.env.SESSIONS.getByName(target.canonicalKey);
+      const meta = await stub.getMeta();
+      if (!meta) {
+        const row = await archivedRow(c.env, target.canonicalKey);
+        const archived = row ? await archivedTranscript(c.env, row) : null;
+        if (!archived) throw notFound(`Session not found: ${target.canonicalKey}`);
+        return new Response(archived, {
+          headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "X-Switchboard-Archived": "true" },
+        });
+      }
+      const enc = new TextEncoder();
+      let after = 0;
+      let headerSent = false;
+      // Streamed chunk by chunk: each is at most TRANSCRIPT_CHUNK_BYTES (or one larger message), so
+      // neither the object nor the Worker ever holds more than one chunk of the transcript.
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(ctrl) {
+          if (!headerSent) {
+            headerSent = true;
+            ctrl.enqueue(
+              enc.encode(
+                `${JSON.stringify({
+                  type: "session",
+                  version: 1,
+                  id: meta.sessionId,
+                  key: displayKey(meta.key),
+                  timestamp: new Date(meta.createdAt).toISOString(),
+                })}\n`,
+              ),
+            );
+            return;
+          }
+          const next = await stub.transcriptChunk(after);
+          if (next.lastSeq === null) {
+            ctrl.close();
+            return;
+          }
+          after = next.lastSeq;
+          ctrl.enqueue(enc.encode(next.chunk));
+        },
+      });
+      return new Response(stream, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });
+    },
+  );
 }

@@ -1,41 +1,8 @@
 import { deriveChannel, displayKey, type ParsedKey, type SessionKind } from "../keys";
 import type { SessionMeta } from "../session/types";
+import type { SessionRow } from "./row-schema";
 
-/** A `sessions_list` row (test/sessions-list.test.ts), built by the session object and stored in the index. */
-export interface SessionRow {
-  key: string;
-  agentId: string;
-  kind: SessionKind;
-  channel: string;
-  displayName?: string;
-  label?: string;
-  updatedAt: number;
-  sessionId: string;
-  model?: string;
-  contextTokens?: number;
-  totalTokens: number;
-  inputTokens: number;
-  outputTokens: number;
-  thinkingLevel?: string;
-  verboseLevel?: string;
-  systemSent: boolean;
-  abortedLastRun: boolean;
-  sendPolicy?: "allow" | "deny";
-  lastChannel?: string;
-  lastTo?: string;
-  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
-  transcriptPath: string;
-  spawnedBy?: string;
-  spawnDepth?: number;
-  /** Sub-agent run state, for children (`running | done | failed | timeout | killed`). */
-  status?: string;
-  startedAt?: number;
-  endedAt?: number;
-  runtimeMs?: number;
-  /** The session was archived: its storage is freed and it is read from the archive bucket (src/spawn/archive-read.ts). */
-  archived?: boolean;
-  messages?: Record<string, unknown>[];
-}
+export type { SessionRow } from "./row-schema";
 
 /** What the registry indexes: the row plus the columns its queries filter on. */
 export interface IndexEntry {

@@ -36,21 +36,23 @@ const AWAITING_KIND = "webhook_run";
 const awaitingId = (runId: string) => `${AWAITING_KIND}:${runId}`;
 
 /** Body of a synchronous reply and of `POST /v1/runs/{id}/complete`. */
-export const runCompletionSchema = z.object({
-  // Never refused for its size once the work is done: a reply over limits.maxMessageBytes is stored truncated with a marker.
-  reply: z
-    .string()
-    .optional()
-    .describe(
-      "The assistant's reply (may be empty; over limits.maxMessageBytes it is kept truncated with a marker). Send either reply or error.",
-    ),
-  error: z.string().min(1).max(10_000).optional().describe("Why the run failed. Send either reply or error."),
-  usage: z
-    .object({ input: z.number().int().min(0).optional(), output: z.number().int().min(0).optional() })
-    .optional()
-    .describe("Tokens the runtime spent, recorded in the session's totals."),
-  model: z.string().max(256).optional().describe("Model the runtime used, for the transcript."),
-});
+export const runCompletionSchema = z
+  .object({
+    // Never refused for its size once the work is done: a reply over limits.maxMessageBytes is stored truncated with a marker.
+    reply: z
+      .string()
+      .optional()
+      .describe(
+        "The assistant's reply (may be empty; over limits.maxMessageBytes it is kept truncated with a marker). Send either reply or error.",
+      ),
+    error: z.string().min(1).max(10_000).optional().describe("Why the run failed. Send either reply or error."),
+    usage: z
+      .object({ input: z.number().int().min(0).optional(), output: z.number().int().min(0).optional() })
+      .optional()
+      .describe("Tokens the runtime spent, recorded in the session's totals."),
+    model: z.string().max(256).optional().describe("Model the runtime used, for the transcript."),
+  })
+  .refine((c) => (c.reply !== undefined) !== (c.error !== undefined), "send exactly one of reply or error");
 export type RunCompletion = z.infer<typeof runCompletionSchema>;
 
 /** What a runtime receives for each run (the POST body). */
@@ -85,8 +87,6 @@ export function parseRunCompletion(raw: unknown): RunCompletion & ({ reply: stri
     const i = r.error.issues[0];
     throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
   }
-  const hasReply = r.data.reply !== undefined;
-  if (hasReply === (r.data.error !== undefined)) throw invalid("body: send exactly one of reply or error");
   return r.data as RunCompletion & ({ reply: string } | { error: string });
 }
 

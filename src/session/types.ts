@@ -1,4 +1,5 @@
 import type { ChatType, SessionKind } from "../keys";
+import type { RUN_KINDS, RUN_STATUSES } from "./run-schema";
 
 /** Transcript message in OpenClaw's raw transcript format (test/sessions-history.test.ts). */
 export type ContentBlock =
@@ -113,19 +114,10 @@ export interface SubagentInfo {
   lane?: "waiting" | "running" | "released";
 }
 
-export type RunStatus = "queued" | "running" | "ok" | "error" | "timeout" | "aborted";
+export type RunStatus = (typeof RUN_STATUSES)[number];
 export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
 
-/** Why a run exists; follow-up steps (agent-to-agent flow, announces) dispatch on it. */
-export type RunKind =
-  | "inbound"
-  | "send"
-  | "a2a_turn"
-  | "a2a_announce"
-  | "subagent_task"
-  | "subagent_announce"
-  | "subagent_completion"
-  | "command";
+export type RunKind = (typeof RUN_KINDS)[number];
 
 export interface RunInput {
   kind: RunKind;
@@ -145,19 +137,7 @@ export interface RunInput {
   data?: Record<string, unknown>;
 }
 
-export interface RunSnapshot {
-  runId: string;
-  sessionKey: string;
-  status: RunStatus;
-  kind: RunKind;
-  reply?: string;
-  error?: string;
-  createdAt: number;
-  startedAt?: number;
-  endedAt?: number;
-  usage?: { input: number; output: number; totalTokens: number };
-  model?: string;
-}
+export type { RunSnapshot } from "./run-schema";
 
 export interface EnqueueRequest {
   input: RunInput;

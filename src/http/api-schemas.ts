@@ -1,0 +1,176 @@
+import { z } from "zod";
+import { ERROR_TYPES } from "../errors";
+import { sessionRowSchema } from "../registry/row-schema";
+
+/**
+ * Response bodies of the HTTP API as zod schemas. Routes type their answers with these (`satisfies`),
+ * /openapi.json is generated from them, and test/openapi-contract.test.ts checks real responses against
+ * the generated document. Objects are strict: a field a route adds without adding it here fails that test.
+ */
+
+export const errorEnvelopeSchema = z
+  .strictObject({
+    ok: z.literal(false),
+    error: z.strictObject({
+      type: z.enum(ERROR_TYPES),
+      message: z.string().describe("Says what was wrong; a 400 names the field first (`limit: must be >= 1`)"),
+    }),
+  })
+  .meta({ id: "Error", description: "The one error envelope of every endpoint." });
+
+export const healthSchema = z.strictObject({
+  ok: z.literal(true),
+  agents: z.array(z.string()),
+  warnings: z
+    .array(z.string())
+    .optional()
+    .describe("Operator token only: what of CONFIG was mapped, clamped or ignored"),
+  archive: z
+    .strictObject({ bucket: z.boolean(), note: z.string().optional() })
+    .optional()
+    .describe("Operator token only: whether the archive bucket is bound"),
+});
+
+export const acceptedSchema = z
+  .strictObject({ runId: z.string(), status: z.literal("accepted"), sessionKey: z.string() })
+  .meta({ id: "Accepted", description: "A run was queued; follow it with GET /v1/runs/{id}/wait." });
+
+export const sessionsPageSchema = z.strictObject({
+  count: z.number().int(),
+  sessions: z.array(sessionRowSchema),
+  nextCursor: z.string().nullable().describe("Pass as `cursor` for the next page; null on the last page"),
+});
+
+export const deletedSchema = z.strictObject({ ok: z.literal(true), deleted: z.string() });
+
+/** One transcript message in sessions_history's sanitised shape (role, content, timestamp, …). */
+const historyMessageSchema = z.record(z.string(), z.unknown());
+
+export const historyPageSchema = z
+  .strictObject({
+    sessionKey: z.string(),
+    sessionId: z.string().optional(),
+    archived: z.literal(true).optional().describe("Read from the archive bucket"),
+    messages: z.array(historyMessageSchema),
+    truncated: z.boolean(),
+    droppedMessages: z.boolean(),
+    contentTruncated: z.boolean(),
+    contentRedacted: z.boolean(),
+    bytes: z.number().int(),
+    hasMore: z.boolean().describe("Older messages exist: call again with `before: nextBefore`"),
+    nextBefore: z.number().int().nullable(),
+  })
+  .meta({ id: "HistoryPage", description: "A sanitized page of a transcript (the shape of sessions_history)." });
+
+const DELIVERY_KINDS = ["reply", "announce", "subagent_announce"] as const;
+export const DELIVERY_STATUSES = ["pending", "delivered", "blocked", "dead"] as const;
+
+export const deliverySchema = z
+  .strictObject({
+    id: z.string(),
+    idempotencyKey: z.string(),
+    kind: z.enum(DELIVERY_KINDS),
+    channel: z.string(),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    lastError: z.string().nullable(),
+    createdAt: z.number().int(),
+    updatedAt: z.number().int(),
+    deliveredAt: z.number().int().nullable(),
+    payload: z
+      .strictObject({
+        channel: z.string(),
+        to: z.string().nullable(),
+        accountId: z.string().nullable().optional(),
+        threadId: z.string().nullable().optional(),
+        message: z.string(),
+        sessionKey: z.string(),
+        kind: z.enum(DELIVERY_KINDS),
+        idempotencyKey: z.string(),
+      })
+      .describe("The body POSTed to the channel webhook (docs/webhooks.md)"),
+  })
+  .meta({ id: "Delivery", description: "One outbound delivery of the outbox." });
+
+export const deliveriesSchema = z.strictObject({
+  sessionKey: z.string(),
+  count: z.number().int(),
+  deliveries: z.array(deliverySchema),
+  truncated: z
+    .literal(true)
+    .optional()
+    .describe("The listing reached its byte budget (2 MiB, docs/limits.md) before `limit` rows"),
+});
+
+const deadTimerFields = {
+  kind: z.string(),
+  ref: z.string(),
+  attempts: z.number().int(),
+  lastError: z.string(),
+  firstFailedAt: z.number().int(),
+  diedAt: z.number().int(),
+  retryable: z.boolean().describe("An operator may re-queue it"),
+};
+export const deadTimerSchema = z
+  .strictObject(deadTimerFields)
+  .meta({ id: "DeadTimer", description: "A timer that gave up after its attempts (docs/timers.md)." });
+
+export const deadTimersSchema = z.strictObject({
+  sessionKey: z.string(),
+  count: z.number().int(),
+  timers: z.array(deadTimerSchema),
+});
+
+export const retriedTimerSchema = z.strictObject({ ...deadTimerFields, retried: z.literal(true) });
+
+export const attachmentsSchema = z.strictObject({
+  sessionKey: z.string(),
+  count: z.number().int(),
+  attachments: z.array(
+    z.strictObject({
+      name: z.string(),
+      mimeType: z.string().optional(),
+      bytes: z.number().int(),
+      sha256: z.string().describe("Lowercase hex"),
+    }),
+  ),
+});
+
+export const agentsSchema = z.strictObject({
+  defaultAgentId: z.string(),
+  agents: z.array(
+    z.strictObject({
+      id: z.string(),
+      name: z.string().optional(),
+      default: z.boolean(),
+      model: z.string(),
+      sandboxed: z.boolean(),
+      runtime: z.string().describe("`model` or `webhook`"),
+    }),
+  ),
+});
+
+export const toolCatalogSchema = z.strictObject({
+  sessionKey: z.string().describe("The requester session the catalog was built for"),
+  tools: z.array(
+    z.strictObject({
+      name: z.string(),
+      description: z.string(),
+      parameters: z.record(z.string(), z.unknown()).describe("JSON Schema of the arguments"),
+    }),
+  ),
+});
+
+export const toolResultSchema = z
+  .strictObject({
+    ok: z.literal(true),
+    result: z.strictObject({
+      content: z.array(z.strictObject({ type: z.literal("text"), text: z.string() })),
+      details: z.unknown().describe("The tool's payload; the same as `content[0].text` parsed"),
+    }),
+  })
+  .meta({ id: "ToolResult", description: "A tool's answer (refusals defined by the spec are results too)." });
+
+export type AcceptedBody = z.infer<typeof acceptedSchema>;
+export type SessionsPageBody = z.infer<typeof sessionsPageSchema>;
+export type HistoryBody = z.infer<typeof historyPageSchema>;

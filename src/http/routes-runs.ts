@@ -1,0 +1,137 @@
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import { forbidden, fromRpcError, notFound, SwitchboardError } from "../errors";
+import { keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
+import { completeRun, runCompletionSchema } from "../runners/webhook-runner";
+import { capText } from "../session/byte-budget";
+import { sessionKeyOfRun } from "../session/run-id";
+import { type RunSnapshot, runSnapshotSchema } from "../session/run-schema";
+import { MAX_WAIT_MS } from "../session/session-object";
+import type { AppEnv } from "./app-env";
+import { authorizeKey } from "./auth";
+import { describe } from "./describe";
+import { intQuery, valid } from "./validate";
+
+const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
+
+function runTarget(c: Context<AppEnv>): string {
+  const id = c.req.param("id") ?? "";
+  const key = sessionKeyOfRun(id);
+  if (!key) throw notFound(`Run not found: ${id}`);
+  const cfg = c.get("cfg");
+  let parsed: ParsedKey;
+  try {
+    parsed = parseSessionKey(key, keyContextOf(cfg));
+  } catch {
+    // A forged or foreign run id names no session we could hold: the run does not exist here.
+    throw notFound(`Run not found: ${id}`);
+  }
+  authorizeKey(c.get("principal"), parsed);
+  return key;
+}
+
+/** A run's answer: found, or the 404 every run route gives. */
+function found(id: string, run: RunSnapshot | null): RunSnapshot {
+  if (!run) throw notFound(`Run not found: ${id}`);
+  return run;
+}
+
+/** Runs over REST: read, wait for, abort, and (a webhook runtime, with its run token) complete. */
+export function runsRoutes(app: Hono<AppEnv>): void {
+  app.get(
+    "/v1/runs/:id",
+    describe({
+      tag: "runs",
+      summary: "A run's status and outcome",
+      ok: { description: "The run", schema: runSnapshotSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", runParam),
+    async (c) => {
+      const key = runTarget(c);
+      const id = c.req.valid("param").id;
+      return c.json(found(id, await c.env.SESSIONS.getByName(key).getRun(id)));
+    },
+  );
+
+  app.get(
+    "/v1/runs/:id/wait",
+    describe({
+      tag: "runs",
+      summary: "Wait server-side for a run to end",
+      description:
+        "Returns when the run ends, or after `timeoutMs` with the run as it is (a status that is not final). Call again after a reconnect.",
+      ok: { description: "The run", schema: runSnapshotSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", runParam),
+    valid(
+      "query",
+      z.object({ timeoutMs: intQuery({ min: 0, max: MAX_WAIT_MS, def: 30_000, description: "Longest wait" }) }),
+    ),
+    async (c) => {
+      const key = runTarget(c);
+      const id = c.req.valid("param").id;
+      const timeoutMs = c.req.valid("query").timeoutMs;
+      let run: RunSnapshot | null;
+      try {
+        run = await c.env.SESSIONS.getByName(key).waitRun(id, timeoutMs);
+      } catch (err) {
+        const e = fromRpcError(err);
+        if (e instanceof SwitchboardError) throw e;
+        // The object restarted while holding this wait (eviction, deploy). The waiter was memory but the
+        // run is durable: answer with the run as it is now (like a wait that timed out); the client waits again.
+        run = await c.env.SESSIONS.getByName(key).getRun(id);
+      }
+      return c.json(found(id, run));
+    },
+  );
+
+  app.post(
+    "/v1/runs/:id/abort",
+    describe({
+      tag: "runs",
+      summary: "Abort a queued or running run",
+      ok: { description: "The run", schema: runSnapshotSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", runParam),
+    async (c) => {
+      const key = runTarget(c);
+      const id = c.req.valid("param").id;
+      return c.json(found(id, await c.env.SESSIONS.getByName(key).abortRun(id)));
+    },
+  );
+
+  // A webhook runtime that answered 202 hands in the run's reply (or error) here, with the run token it was
+  // given (docs/webhooks.md). The token stops working once the run has ended, so a second completion is a 401.
+  app.post(
+    "/v1/runs/:id/complete",
+    describe({
+      tag: "runs",
+      summary: "Complete a webhook run (run token only)",
+      description:
+        "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.",
+      ok: { description: "The ended run", schema: runSnapshotSchema },
+      // No 404: a valid run token names a run that exists (and a 401 once it ended).
+      errors: [400, 403, 409, 413],
+    }),
+    valid("param", runParam),
+    valid("json", runCompletionSchema),
+    async (c) => {
+      const runId = c.req.valid("param").id;
+      const principal = c.get("principal");
+      if (principal.role !== "run" || principal.runId !== runId)
+        throw forbidden(`Only the run token of run ${runId} may complete it`);
+      const completion = c.req.valid("json");
+      const run = found(runId, await completeRun(c.env, principal.sessionKey, runId, completion, principal.agentId));
+      // The run may have ended another way (deadline, abort) between the token check and now.
+      const wanted = completion.error !== undefined ? "error" : "ok";
+      // The stored reply is the completion's, cut to the message cap when larger (docs/limits.md).
+      const stored = capText(completion.reply ?? "", c.get("cfg").limits.maxMessageBytes);
+      if (run.status !== wanted || (wanted === "ok" && (run.reply ?? "") !== stored))
+        throw new SwitchboardError("conflict", `Run ${runId} already ended (${run.status})`);
+      return c.json(run);
+    },
+  );
+}

@@ -1,0 +1,40 @@
+import { z } from "zod";
+
+export const RUN_STATUSES = ["queued", "running", "ok", "error", "timeout", "aborted"] as const;
+
+/** Why a run exists; follow-up steps (agent-to-agent flow, announces) dispatch on it. */
+export const RUN_KINDS = [
+  "inbound",
+  "send",
+  "a2a_turn",
+  "a2a_announce",
+  "subagent_task",
+  "subagent_announce",
+  "subagent_completion",
+  "command",
+] as const;
+
+/**
+ * A run as `GET /v1/runs/{id}` (and wait, abort, complete) answers it. The type is inferred from this
+ * schema and the OpenAPI `Run` component is generated from it; strict, so a field added to the
+ * snapshot but not here fails test/openapi-contract.test.ts.
+ */
+export const runSnapshotSchema = z
+  .strictObject({
+    runId: z.string(),
+    sessionKey: z.string(),
+    status: z.enum(RUN_STATUSES),
+    kind: z.enum(RUN_KINDS),
+    reply: z.string().optional().describe("The assistant's final text (status ok)"),
+    error: z.string().optional().describe("Why the run failed (status error, timeout, aborted)"),
+    createdAt: z.number().int().describe("Epoch milliseconds"),
+    startedAt: z.number().int().optional(),
+    endedAt: z.number().int().optional(),
+    usage: z
+      .strictObject({ input: z.number().int(), output: z.number().int(), totalTokens: z.number().int() })
+      .optional(),
+    model: z.string().optional(),
+  })
+  .meta({ id: "Run", description: "A run's status and outcome." });
+
+export type RunSnapshot = z.infer<typeof runSnapshotSchema>;

@@ -1,0 +1,119 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { Validator } from "@cfworker/json-schema";
+import { expect } from "vitest";
+import worker from "../../src/index";
+import { GATEWAY } from "./http";
+
+/**
+ * Checks real responses against /openapi.json: the status must be documented for the operation, and a
+ * JSON body must validate against the documented schema (compiled with @cfworker/json-schema, which
+ * runs in workerd). Every checked (operation, status) is recorded, so a test can ask which documented
+ * answers it never saw.
+ */
+
+export type Doc = {
+  paths: Record<string, Record<string, { responses: Record<string, any> }>>;
+  components: { schemas: Record<string, unknown> };
+};
+
+export interface Answer {
+  status: number;
+  json: any;
+  headers: Headers;
+  text: string;
+}
+
+export interface RequestOpts {
+  token?: string | null;
+  headers?: Record<string, string>;
+  /** A raw body (sent as is, with Content-Type: application/json). */
+  raw?: string;
+  /** Environment overrides for this one request (e.g. an invalid CONFIG). */
+  env?: Record<string, unknown>;
+}
+
+/** One request to the Worker's fetch handler (not SELF: its cost grows with every request it served). */
+export async function request(method: string, path: string, body?: unknown, opts: RequestOpts = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  const token = opts.token === undefined ? GATEWAY : opts.token;
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const payload = opts.raw ?? (body === undefined ? undefined : JSON.stringify(body));
+  if (payload !== undefined) headers["Content-Type"] ??= "application/json";
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(
+    new Request(`https://switchboard.test${path}`, { method, headers, body: payload }),
+    { ...env, ...(opts.env ?? {}) } as Env,
+    ctx,
+  );
+  const text = await res.text();
+  await waitOnExecutionContext(ctx);
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, headers: res.headers, text };
+}
+
+export class Contract {
+  readonly seen = new Set<string>();
+  private readonly validators = new Map<string, Validator>();
+
+  constructor(readonly doc: Doc) {}
+
+  /** Assert `answer` is a documented answer of `METHOD /path/{template}` and its body matches the schema. */
+  check(op: string, answer: Answer): Answer {
+    const [method, path] = op.split(" ");
+    const operation = this.doc.paths[path]?.[method.toLowerCase()];
+    expect(operation, `${op} is documented`).toBeDefined();
+    const documented = operation.responses[String(answer.status)];
+    expect(
+      documented,
+      `${op} answered ${answer.status} (${answer.text.slice(0, 200)}), which is not documented`,
+    ).toBeDefined();
+    const media = documented.content ? Object.keys(documented.content)[0] : undefined;
+    if (media === "application/json") {
+      expect(answer.headers.get("Content-Type") ?? "", `${op} ${answer.status} content type`).toMatch(
+        /^application\/json/,
+      );
+      const result = this.validator(`${op} ${answer.status}`, documented.content[media].schema).validate(answer.json);
+      const errors = result.errors.map((e) => `${e.instanceLocation}: ${e.error}`);
+      expect(errors, `${op} ${answer.status} body ${answer.text.slice(0, 300)}`).toEqual([]);
+    } else if (media) {
+      expect(answer.headers.get("Content-Type") ?? "", `${op} ${answer.status} content type`).toContain(
+        media === "application/octet-stream" ? "" : media,
+      );
+    } else {
+      expect(answer.text, `${op} ${answer.status} has no documented body`).toBe("");
+    }
+    this.seen.add(`${op} ${answer.status}`);
+    return answer;
+  }
+
+  /** Every documented (operation, status) pair. */
+  documented(): string[] {
+    return Object.entries(this.doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).flatMap(([method, op]) =>
+        Object.keys(op.responses).map((s) => `${method.toUpperCase()} ${path} ${s}`),
+      ),
+    );
+  }
+
+  operations(): string[] {
+    return Object.entries(this.doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+  }
+
+  private validator(key: string, schema: unknown): Validator {
+    let v = this.validators.get(key);
+    if (!v) {
+      // The response schema is the root, with the document's components beside it so `#/components/...` resolves.
+      v = new Validator({ ...(schema as object), components: this.doc.components } as never, "2020-12", false);
+      this.validators.set(key, v);
+    }
+    return v;
+  }
+}
