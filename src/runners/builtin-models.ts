@@ -41,49 +41,6 @@ export function echoModel(): LanguageModelV4 {
 }
 
 /**
- * Workers AI through the `AI` binding (`workers-ai/<model>`), adapted to the AI SDK model interface.
- * A binding call, not an HTTP client; tools are not offered to these models.
- */
-export function workersAiModel(ai: Ai, modelId: string): LanguageModelV4 {
-  return {
-    specificationVersion: "v4",
-    provider: "workers-ai",
-    modelId,
-    supportedUrls: {},
-    async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
-      const messages = options.prompt.map((m) => ({
-        role: m.role === "tool" ? "user" : m.role,
-        content: typeof m.content === "string" ? m.content : m.content.map((p) => ("text" in p ? p.text : "")).join(""),
-      }));
-      const out = (await (
-        ai as unknown as { run(model: string, input: unknown, opts?: unknown): Promise<unknown> }
-      ).run(modelId, { messages }, { signal: options.abortSignal })) as {
-        response?: string;
-        usage?: { prompt_tokens?: number; completion_tokens?: number };
-      };
-      const text = out.response ?? "";
-      return {
-        content: [{ type: "text", text }],
-        finishReason: { unified: "stop", raw: "stop" },
-        usage: {
-          inputTokens: {
-            total: out.usage?.prompt_tokens,
-            noCache: undefined,
-            cacheRead: undefined,
-            cacheWrite: undefined,
-          },
-          outputTokens: { total: out.usage?.completion_tokens, text: undefined, reasoning: undefined },
-        },
-        warnings: [],
-      };
-    },
-    async doStream() {
-      throw new Error("workers-ai models do not stream here");
-    },
-  };
-}
-
-/**
  * The echo model's answer in a follow-up step, recognised by the first line of the step's system prompt:
  * an agent-to-agent reply-back turn stops the ping-pong, the agent-to-agent announce stays silent, and a
  * sub-agent announce adds no notes (empty: the requester still gets Status/Result/Stats, which

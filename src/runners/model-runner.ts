@@ -70,7 +70,14 @@ function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): Transcri
       provider: model.provider,
       model: model.modelId,
       usage: toUsage(step.usage, model.cost),
-      stopReason: step.finishReason === "tool-calls" ? "toolUse" : step.finishReason === "length" ? "length" : "stop",
+      // A step that called tools stopped to use them, whatever finish reason the provider reported
+      // (Workers AI's own tool-call shape carries none; test/workers-ai.test.ts).
+      stopReason:
+        step.finishReason === "tool-calls" || step.toolCalls.length > 0
+          ? "toolUse"
+          : step.finishReason === "length"
+            ? "length"
+            : "stop",
       timestamp: now,
     },
   ];

@@ -3,15 +3,16 @@ import { createGoogle } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV4, SharedV4ProviderOptions } from "@ai-sdk/provider";
+import { createWorkersAI } from "workers-ai-provider";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { rememberSecrets } from "../log";
-import { echoModel, workersAiModel } from "./builtin-models";
+import { echoModel } from "./builtin-models";
 import { type ThinkingLevel, thinkingProviderOptions } from "./thinking";
 
 /**
  * Model references are `<provider>/<model>`: `builtin/echo` (offline), `workers-ai/<model>` (the AI
- * binding), or a provider from `models.providers`, spoken to through the AI SDK provider of its
+ * binding, through workers-ai-provider: tools and usage like any provider), or a provider from `models.providers`, spoken to through the AI SDK provider of its
  * `api`: openai-completions (any OpenAI-compatible chat endpoint), openai-responses, anthropic-messages,
  * google-generative-ai.
  */
@@ -62,7 +63,8 @@ export function resolveModel(cfg: Config, env: Env, ref: string): ResolvedModel 
       provider,
       modelId,
       api: "workers-ai",
-      model: workersAiModel(env.AI!, modelId),
+      // checkModelRef above refused the reference when no AI binding is bound.
+      model: createWorkersAI({ binding: env.AI! })(modelId),
       thinkingOptions: noThinking,
     };
   const p = cfg.models.providers[provider];
