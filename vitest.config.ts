@@ -2,24 +2,37 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
-  plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: {
-        bindings: {
-          GATEWAY_TOKEN: "test-gateway-token",
-          AGENT_TOKENS: JSON.stringify({ main: "test-main-agent-token", research: "test-research-token" }),
-          SIGNING_SECRET: "test-signing-secret",
+  test: {
+    // The Worker's static assets (public/, wrangler.toml [assets]) are generated: build them first.
+    globalSetup: ["./scripts/build-assets.mjs"],
+    projects: [
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                GATEWAY_TOKEN: "test-gateway-token",
+                AGENT_TOKENS: JSON.stringify({ main: "test-main-agent-token", research: "test-research-token" }),
+                SIGNING_SECRET: "test-signing-secret",
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/*.test.ts"],
+          testTimeout: 30_000,
+          // Eviction tests call abortAllDurableObjects(), which resets every object in the shared runtime —
+          // including the runners of test files executing at the same time. Files therefore run one after
+          // another; tests inside a file still run in order as usual.
+          fileParallelism: false,
         },
       },
-    }),
-  ],
-  test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-    // Eviction tests call abortAllDurableObjects(), which resets every object in the shared runtime —
-    // including the runners of test files executing at the same time. Files therefore run one after
-    // another; tests inside a file still run in order as usual.
-    fileParallelism: false,
+      {
+        // Checks that need Node: an OpenAPI validator that compiles schemas to code, and `wrangler dev`.
+        test: { name: "node", include: ["test/node/*.test.ts"], environment: "node", testTimeout: 60_000 },
+      },
+    ],
   },
 });

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: run every test file in its own vitest process (its own workerd), two at a time.
+// `npm test`: run every test file (test/*.test.ts in workerd, test/node/*.test.ts in Node) in its own vitest process (its own workerd), two at a time.
 //
 // Why not one `vitest run`: the eviction tests call abortAllDurableObjects(), which resets every
 // object of the runtime it runs in; with @cloudflare/vitest-pool-workers 0.15 this occasionally
@@ -20,10 +20,12 @@ const named = args.filter((a) => a.endsWith(".test.ts"));
 const extra = args.filter((a) => !a.endsWith(".test.ts"));
 const files = named.length
   ? named
-  : readdirSync("test")
-      .filter((f) => f.endsWith(".test.ts"))
-      .sort()
-      .map((f) => `test/${f}`);
+  : ["test", "test/node"].flatMap((dir) =>
+      readdirSync(dir)
+        .filter((f) => f.endsWith(".test.ts"))
+        .sort()
+        .map((f) => `${dir}/${f}`),
+    );
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour escapes
 const strip = (s) => s.replace(/\x1b\[[0-9;]*m/g, "");
@@ -49,7 +51,7 @@ function runFile(file) {
       const text = strip(out);
       const summary = /Tests\s+(\d+) passed(?: \((\d+)\))?/.exec(text);
       const failed = /Tests\s+.*?(\d+) failed/.exec(text);
-      const fileLine = new RegExp(`✓ ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\((\\d+) tests?\\)`).exec(text);
+      const fileLine = new RegExp(`✓\\s+(?:\\S+\\s+)?${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\((\\d+) tests?\\)`).exec(text);
       let passed = 0;
       let status;
       if (!timedOut && code === 0) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createApp } from "../src/http/app";
+import { SCALAR_SCRIPT } from "../src/http/docs";
 import { TOOLS } from "../src/tools/registry";
 import { call, MAIN_TOKEN } from "./helpers/http";
 
@@ -112,12 +113,18 @@ describe("GET /openapi.json", () => {
 });
 
 describe("GET /docs", () => {
-  it("is a self-contained HTML page (no external scripts or styles) that renders /openapi.json", async () => {
+  it("is Scalar's reference of /openapi.json, loading only same-origin assets", async () => {
     const r = await call("GET", "/docs", undefined, { token: null });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toMatch(/^text\/html/);
     const html = r.json as string;
-    expect(html).toContain('fetch("/openapi.json")');
-    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=|https?:\/\/(?!json-schema)/);
+    expect(html).toContain('url: "/openapi.json"');
+    // Scalar's default web fonts come from its CDN: they are off, so nothing is fetched from another origin.
+    expect(html).toContain("withDefaultFonts: false");
+    const refs = [...html.matchAll(/(?:src|href)="([^"]*)"/g)].map((m) => m[1]);
+    expect(refs).toEqual([SCALAR_SCRIPT]);
+    // Same-origin paths only; that wrangler dev serves them from public/ is test/node/openapi-document.test.ts.
+    for (const ref of refs) expect(ref, "a same-origin path").toMatch(/^\/(?!\/)/);
+    expect(html).not.toMatch(/https?:\/\//);
   });
 });
