@@ -51,7 +51,9 @@ function runFile(file) {
       const text = strip(out);
       const summary = /Tests\s+(\d+) passed(?: \((\d+)\))?/.exec(text);
       const failed = /Tests\s+.*?(\d+) failed/.exec(text);
-      const fileLine = new RegExp(`✓\\s+(?:\\S+\\s+)?${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\((\\d+) tests?\\)`).exec(text);
+      const fileLine = new RegExp(
+        `✓\\s+(?:\\S+\\s+)?${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\((\\d+) tests?\\)`,
+      ).exec(text);
       let passed = 0;
       let status;
       if (!timedOut && code === 0) {

@@ -46,7 +46,10 @@ export async function request(method: string, path: string, body?: unknown, opts
     { ...env, ...(opts.env ?? {}) } as Env,
     ctx,
   );
-  const text = await res.text();
+  // An event stream may never end (a live session stream): its status and headers are the contract.
+  const streaming = (res.headers.get("Content-Type") ?? "").startsWith("text/event-stream");
+  const text = streaming ? "" : await res.text();
+  if (streaming) await res.body?.cancel();
   await waitOnExecutionContext(ctx);
   let json: any;
   try {
