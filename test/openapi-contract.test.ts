@@ -6,6 +6,7 @@ import { authLimiter } from "../src/http/rate-limit";
 import { beginClosing } from "../src/session/closing";
 import { type Answer, Contract, type Doc, request } from "./helpers/contract";
 import { enc, MAIN_TOKEN, RESEARCH_TOKEN } from "./helpers/http";
+import { quiesce } from "./helpers/quiesce";
 
 /**
  * Every route of /openapi.json, driven for real: each success answer and each documented error status
@@ -111,6 +112,21 @@ describe("responses match /openapi.json", () => {
         (await check(`GET /v1/sessions/{key}${path}`, request("GET", `/v1/sessions/${enc(OTHER)}${path}`))).status,
         path,
       ).toBe(404);
+  });
+
+  it("a sub-agent's row carries its spawn and run fields", async () => {
+    const spawned = await request("POST", "/tools/invoke", {
+      tool: "sessions_spawn",
+      args: { task: "say hi" },
+      sessionKey: KEY,
+    });
+    const { childSessionKey, runId: childRun } = spawned.json.result.details;
+    await check("GET /v1/runs/{id}/wait", request("GET", `/v1/runs/${childRun}/wait`));
+    const row = await check("GET /v1/sessions/{key}", request("GET", `/v1/sessions/${enc(childSessionKey)}`));
+    expect(row.json).toMatchObject({ spawnedBy: KEY, spawnDepth: 1, status: "done" });
+    expect(Object.keys(row.json)).toEqual(expect.arrayContaining(["startedAt", "endedAt", "runtimeMs"]));
+    // The child's announce runs after its run ended: let it finish before the next test.
+    await quiesce();
   });
 
   it("deliveries, dead timers and attachments (rows written into the session's tables)", async () => {

@@ -66,7 +66,11 @@ export function openApiRoutes(app: Hono<AppEnv>): void {
       errors: [500],
     }),
     async (c) => {
-      doc ??= openApiDocument(app);
+      // A failed build is not kept: the next request tries again.
+      doc ??= openApiDocument(app).catch((err) => {
+        doc = null;
+        throw err;
+      });
       return c.json({ ...(await doc), servers: [{ url: new URL(c.req.url).origin }] });
     },
   );
