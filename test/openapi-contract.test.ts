@@ -4,6 +4,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { authLimiter } from "../src/http/rate-limit";
 import { beginClosing } from "../src/session/closing";
+import { SessionObject } from "../src/session/session-object";
 import { type Answer, Contract, type Doc, request } from "./helpers/contract";
 import { enc, MAIN_TOKEN, RESEARCH_TOKEN } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
@@ -262,6 +263,16 @@ describe("responses match /openapi.json", () => {
     await vi.waitUntil(() => tokens.length > 0);
     expect((await complete(id, { reply: "x" })).status).toBe(403);
     expect((await complete(id, { reply: "x", error: "y" }, tokens[0])).status).toBe(400);
+    // Both completions pass the token check before either ends the run: each waits at finishRun for the other.
+    const finishRun = SessionObject.prototype.finishRun;
+    let arrived = 0;
+    let bothArrived!: () => void;
+    const gate = new Promise<void>((r) => (bothArrived = r));
+    vi.spyOn(SessionObject.prototype, "finishRun").mockImplementation(async function (this: SessionObject, ...args) {
+      if (++arrived === 2) bothArrived();
+      await gate;
+      return finishRun.apply(this, args);
+    });
     const [a, b] = await Promise.all([
       complete(id, { reply: "one" }, tokens[0]),
       complete(id, { reply: "two" }, tokens[0]),
