@@ -242,7 +242,7 @@ describe("sub-agent archival (cleanup keep)", () => {
     );
     expect(lines.map((l) => l.seq).slice(1)).toEqual([...lines.map((l) => l.seq).slice(1)].sort((a, b) => a - b));
     expect(lines[54].message.content[0].text).toBe(`49:${big}`);
-    // The spy sees the object's calls when the binding is shared with the test isolate (it is under vitest-pool-workers).
+    // The spy sees the object's calls when the binding is shared with the test isolate (it is under @cloudflare/vitest-plugin).
     expect(multipart).toHaveBeenCalledTimes(1);
   });
 
