@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { jsonSchema, tool } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { isRefusal, SwitchboardApiError, SwitchboardClient } from "../src/client/index";
@@ -13,7 +13,7 @@ const client = (token = GATEWAY, sessionKey?: string) =>
     baseUrl: "https://switchboard.test/",
     token,
     sessionKey,
-    fetch: (input, init) => SELF.fetch(input, init),
+    fetch: (input, init) => exports.default.fetch(input, init),
   });
 
 const uniq = (p: string) => `agent:main:${p}-${crypto.randomUUID().slice(0, 8)}`;

@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it } from "vitest";
@@ -9,13 +9,13 @@ import { call, GATEWAY, MAIN_TOKEN, sendAndWait } from "./helpers/http";
 
 afterEach(() => setConfigOverride(null));
 
-/** The official MCP SDK client, talking to the Worker through SELF.fetch. */
+/** The official MCP SDK client, talking to the Worker through its fetch handler (`exports.default`). */
 async function connect(opts: { token?: string; sessionKey?: string } = {}): Promise<Client> {
   const headers: Record<string, string> = { Authorization: `Bearer ${opts.token ?? GATEWAY}` };
   if (opts.sessionKey) headers["X-Session-Key"] = opts.sessionKey;
   const transport = new StreamableHTTPClientTransport(new URL("https://switchboard.test/mcp"), {
     requestInit: { headers },
-    fetch: (input, init) => SELF.fetch(input instanceof Request ? input : String(input), init),
+    fetch: (input, init) => exports.default.fetch(input instanceof Request ? input : String(input), init),
   });
   const client = new Client({ name: "switchboard-test", version: "1.0.0" });
   await client.connect(transport);

@@ -1,4 +1,4 @@
-import { SELF } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { ACCEPTED_NOTE_DIRECT, ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
@@ -468,8 +468,10 @@ describe("sessions_spawn: attachments", () => {
         },
       ],
     });
-    const SELF_BASE = "https://switchboard.test";
-    const bin = await SELF.fetch(`${SELF_BASE}${relDir}/b.bin`, { headers: { Authorization: `Bearer ${GATEWAY}` } });
+    const base = "https://switchboard.test";
+    const bin = await exports.default.fetch(`${base}${relDir}/b.bin`, {
+      headers: { Authorization: `Bearer ${GATEWAY}` },
+    });
     expect(bin.headers.get("content-type")).toBe("application/octet-stream");
     expect([...new Uint8Array(await bin.arrayBuffer())]).toEqual([0, 1, 2]);
     expect((await call("GET", `${relDir}/missing.txt`)).status).toBe(404);
@@ -541,7 +543,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
         notAvailable(tool),
       );
     }
-    const list = await SELF.fetch("https://sb.test/mcp", {
+    const list = await exports.default.fetch("https://sb.test/mcp", {
       method: "POST",
       headers: {
         Authorization: `Bearer ${GATEWAY}`,

@@ -1,5 +1,5 @@
-import { runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
 
 export const GATEWAY = "test-gateway-token";
 export const MAIN_TOKEN = "test-main-agent-token";
@@ -25,7 +25,7 @@ export async function call(
     payload = typeof body === "string" ? body : JSON.stringify(body);
     headers["Content-Type"] = "application/json";
   }
-  const res = await SELF.fetch(`https://switchboard.test${path}`, { method, headers, body: payload });
+  const res = await exports.default.fetch(`https://switchboard.test${path}`, { method, headers, body: payload });
   const text = await res.text();
   let json: any = text;
   try {
