@@ -1,4 +1,5 @@
 import type { Context, Hono } from "hono";
+import { describeRoute } from "hono-openapi";
 import { z } from "zod";
 import { forbidden, invalid } from "../src/errors";
 import type { AppEnv } from "../src/http/app-env";
@@ -64,12 +65,15 @@ const seedTranscriptBody = z.object({
  * (bench/worker.ts); the production Worker (src/index.ts) never contains them.
  */
 export function benchRoutes(app: Hono<AppEnv>): void {
+  // Not part of the public contract: left out of the bench Worker's /openapi.json (test/bench-routes.test.ts).
+  const hidden = describeRoute({ hide: true });
+
   /**
    * Auth + key parse + one RPC that touches no storage: what every real route costs at least.
    * POST too, for bursts: wrangler's dev proxy parks a dropped GET until a reload that never comes,
    * while a dropped POST is answered 503 and can be retried.
    */
-  app.on(["GET", "POST"], "/v1/_bench/ping/:key", async (c) => {
+  app.on(["GET", "POST"], "/v1/_bench/ping/:key", hidden, async (c) => {
     const cfg = c.get("cfg");
     const parsed = parseSessionKey(c.req.param("key"), keyContextOf(cfg));
     authorizeKey(c.get("principal"), parsed);
@@ -78,7 +82,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   });
 
   /** Index `count` synthetic sessions of one agent (no session objects are created). */
-  app.post("/v1/_bench/seed/sessions", valid("json", seedSessionsBody), async (c) => {
+  app.post("/v1/_bench/seed/sessions", hidden, valid("json", seedSessionsBody), async (c) => {
     requireOperator(c);
     const body = c.req.valid("json");
     const cfg = c.get("cfg");
@@ -99,7 +103,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   });
 
   /** Append synthetic messages to one session's transcript (the session is created if needed). */
-  app.post("/v1/_bench/seed/transcript", valid("json", seedTranscriptBody), async (c) => {
+  app.post("/v1/_bench/seed/transcript", hidden, valid("json", seedTranscriptBody), async (c) => {
     requireOperator(c);
     const body = c.req.valid("json");
     if (body.textBytes && body.count * body.textBytes > SEED_MESSAGES_MAX_BATCH_BYTES)
@@ -117,7 +121,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
    * The index at a given shard count (bench/index.mjs): seed, list one page, or write rows as fast as
    * the shards take them. The shard count is a parameter here so one run compares 1 and N shards.
    */
-  app.post("/v1/_bench/index/seed", valid("json", indexSeedBody), async (c) => {
+  app.post("/v1/_bench/index/seed", hidden, valid("json", indexSeedBody), async (c) => {
     requireOperator(c);
     const body = c.req.valid("json");
     const cfg = c.get("cfg");
@@ -128,7 +132,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     return c.json({ seeded: entries.length });
   });
 
-  app.get("/v1/_bench/index/list", valid("query", indexListQuery), async (c) => {
+  app.get("/v1/_bench/index/list", hidden, valid("query", indexListQuery), async (c) => {
     requireOperator(c);
     const q = c.req.valid("query");
     const page = await new SessionIndex(c.env, q.shards, q.agentId).list({ scope: { type: "agent" }, limit: q.limit });
@@ -136,7 +140,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   });
 
   /** `count` row writes (sessions `from`… cycling over `sessions`), `concurrency` in flight; the answer says how long they took. */
-  app.post("/v1/_bench/index/writes", valid("json", indexWritesBody), async (c) => {
+  app.post("/v1/_bench/index/writes", hidden, valid("json", indexWritesBody), async (c) => {
     requireOperator(c);
     const body = c.req.valid("json");
     const cfg = c.get("cfg");
@@ -154,7 +158,7 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   });
 
   /** A session's runs in queue order with their transcript positions (the send-order check). */
-  app.get("/v1/_bench/run-order/:key", async (c) => {
+  app.get("/v1/_bench/run-order/:key", hidden, async (c) => {
     requireOperator(c);
     const parsed = parseSessionKey(c.req.param("key"), keyContextOf(c.get("cfg")));
     return c.json({

@@ -36,6 +36,14 @@ describe("bench routes", () => {
     expect(await env.SESSIONS.getByName("agent:research:bench-off").getMeta()).toBeNull();
   });
 
+  it("bench Worker: its /openapi.json leaves the bench routes out (the production bundle names none of them)", async () => {
+    const doc = await benchCall("GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    const paths = Object.keys(doc.json.paths);
+    expect(paths).toContain("/v1/sessions/{key}");
+    expect(paths.filter((p) => p.includes("_bench"))).toEqual([]);
+  });
+
   it("bench Worker: the bare route is auth + one object call", async () => {
     expect(await benchCall("GET", "/v1/_bench/ping/main")).toEqual({ status: 200, json: { ok: true } });
     expect((await benchCall("GET", "/v1/_bench/ping/main", undefined, null)).status).toBe(401);

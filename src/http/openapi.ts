@@ -15,9 +15,6 @@ import { describe } from "./describe";
 
 const TAGS = ["tools", "sessions", "runs", "deliveries", "agents", "meta"] as const;
 
-/** Paths that are not part of the public contract (the benchmark's routes). */
-const EXCLUDED = [/^\/v1\/_bench\//];
-
 export async function openApiDocument(app: Hono<AppEnv>): Promise<Record<string, unknown>> {
   const toolArgs = Object.fromEntries(
     TOOLS.map((t) => [`${t.name}.args`, { description: t.description, ...jsonSchemaOf(t.schema) }]),
@@ -45,7 +42,6 @@ export async function openApiDocument(app: Hono<AppEnv>): Promise<Record<string,
       },
     },
     excludeStaticFile: false,
-    exclude: EXCLUDED,
     // Every route declares its own 400 (the envelope), so none is added in the library's shape.
     defaultValidationErrorResponse: false,
   });
