@@ -28,6 +28,7 @@ export function client(base, token) {
       status: res.status,
       text,
       bytes: Buffer.byteLength(text),
+      serverTiming: res.headers.get("server-timing") ?? "",
       get json() {
         parsed ??= JSON.parse(text);
         return parsed;

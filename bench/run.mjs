@@ -221,6 +221,12 @@ function sendTable(res) {
     ...res.steady.map((r) => `| ${r.name} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} |`),
     "",
     `Per-send overhead over a bare object call at concurrency 8 (p50): ${fmt(res.steady[1].p50 - res.steady[0].p50, 2)} ms into one session, ${fmt(res.steady[2].p50 - res.steady[0].p50, 2)} ms into a new session.`,
+    "",
+    ...sendGoals(res),
+    "",
+    "Where a send's time goes (Server-Timing phases, p50 ms over 200 calls at concurrency 8; `client` is the caller's own latency):",
+    "",
+    ...phaseTable(res.profile),
     `In the 1,000-wide bursts: one session ${fmt(res.overhead.oneSession.perSendMs, 2)} ms/send of wall time (${fmt(res.overhead.oneSession.meanMs, 1)} ms mean latency); ` +
       `1,000 sessions ${fmt(res.overhead.spread.perSendMs, 2)} ms/send (${fmt(res.overhead.spread.meanMs, 1)} ms mean latency).`,
     "",
@@ -357,3 +363,31 @@ main().catch((err) => {
   console.error("bench failed:", err?.stack ?? err);
   void shutdown(1);
 });
+
+/** The issue's two send goals, as ratios with a verdict each. */
+function sendGoals(res) {
+  const burstRatio = (send, bare) => send.rps / bare.rps;
+  const one = burstRatio(res.rows[1], res.rows[0]);
+  const spread = burstRatio(res.rows[3], res.rows[2]);
+  const c8one = res.steady[1].p50 / res.steady[0].p50;
+  const c8new = res.steady[2].p50 / res.steady[0].p50;
+  const v = (ok) => (ok ? "meets" : "misses");
+  return [
+    "| goal | measured | verdict |",
+    "|---|---:|---|",
+    `| send burst ≥ 0.5× bare burst, one session | ${fmt(one, 2)}× | ${v(one >= 0.5)} |`,
+    `| send burst ≥ 0.5× bare burst, 1,000 sessions | ${fmt(spread, 2)}× | ${v(spread >= 0.5)} |`,
+    `| a send at concurrency 8 ≤ 2× a bare call (p50), one session | ${fmt(c8one, 2)}× | ${v(c8one <= 2)} |`,
+    `| a send at concurrency 8 ≤ 2× a bare call (p50), new session | ${fmt(c8new, 2)}× | ${v(c8new <= 2)} |`,
+  ];
+}
+
+function phaseTable(profile) {
+  if (!profile?.length) return ["(not measured)"];
+  const names = [...new Set(profile.flatMap((r) => Object.keys(r.phases)))];
+  return [
+    `| call | client | ${names.join(" | ")} |`,
+    `|---|---:|${names.map(() => "---:").join("|")}|`,
+    ...profile.map((r) => `| ${r.name} | ${fmt(r.client, 1)} | ${names.map((n) => fmt(r.phases[n], 1)).join(" | ")} |`),
+  ];
+}

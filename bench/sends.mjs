@@ -325,6 +325,8 @@ export async function benchSends({
     { warmup: 40, requests: 400, rounds: 10, concurrency: 8 },
   );
   log(`  steady state measured`);
+  const profile = await profilePhases(request, requesterKey, ping);
+  log(`  send phases profiled`);
 
   const rows = [
     { ...bareOne.stats, retried: bareOneRetries },
@@ -356,5 +358,65 @@ export async function benchSends({
       perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count,
     },
   };
-  return { path, count, rows, check, spreadBad, overhead, steady };
+  return { path, count, rows, check, spreadBad, overhead, steady, profile };
+}
+
+/** `name;dur=12.3, other;dur=4` → { name: 12.3, other: 4 } (the Server-Timing header app.ts adds). */
+export function parseServerTiming(header) {
+  const out = {};
+  for (const part of header.split(",")) {
+    const [name, ...params] = part.trim().split(";");
+    const dur = params.map((p) => /^dur=([\d.]+)$/.exec(p.trim())).find(Boolean);
+    if (name && dur) out[name] = Number(dur[1]);
+  }
+  return out;
+}
+
+/**
+ * Where a send's time goes: the Server-Timing phases of sessions_send (auth, caller, resolve, meta,
+ * enqueue, total) next to a bare object call's, p50 over 200 calls each at concurrency 8, plus the
+ * client-side latency (what is not in "total" is the dev proxy and the network stack).
+ */
+async function profilePhases(request, requesterKey, ping) {
+  const N = 200;
+  const scenarios = [
+    { name: "bare object call", call: () => ping("agent:send:profile") },
+    {
+      name: "sessions_send → one session",
+      call: (i) => sendRaw(request, requesterKey, "agent:send:profile", `profile #${i}`),
+    },
+    {
+      name: "sessions_send → a new session",
+      call: (i) => sendRaw(request, requesterKey, `agent:send:profile-${i}`, `profile #${i}`),
+    },
+  ];
+  const rows = [];
+  for (const s of scenarios) {
+    const phases = {};
+    const client = [];
+    await runPool(N, 8, async (i) => {
+      const t0 = performance.now();
+      const res = await s.call(i);
+      client.push(performance.now() - t0);
+      for (const [k, v] of Object.entries(parseServerTiming(res.serverTiming))) {
+        phases[k] ??= [];
+        phases[k].push(v);
+      }
+    });
+    const p50 = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    rows.push({
+      name: s.name,
+      client: p50(client),
+      phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, p50(v)])),
+    });
+  }
+  return rows;
+}
+
+function sendRaw(request, requesterKey, key, text) {
+  return request("POST", "/tools/invoke", {
+    tool: "sessions_send",
+    sessionKey: requesterKey,
+    args: { sessionKey: key, message: text, timeoutSeconds: 0 },
+  });
 }

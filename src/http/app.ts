@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
+import { endTime, startTime, timing } from "hono/timing";
 import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
@@ -57,6 +58,8 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     return c.json(new SwitchboardError("not_found", `No route for ${c.req.method} ${path}`).toEnvelope(), 404);
   });
   app.use("*", requestLog);
+  // Server-Timing on every answer: total, auth and, for tools, the phases that call objects (docs/scale.md).
+  app.use("*", timing({ totalDescription: "total" }));
   // A known path with the wrong method is a 405 with an `Allow` header (docs/contract.md, "Endpoints"), not a 404.
   app.use(
     methodNotAllowed({
@@ -93,7 +96,9 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
 
   /** Everything below needs a bearer token. */
   const authed = async (c: import("hono").Context<AppEnv>, next: () => Promise<void>) => {
+    startTime(c, "auth");
     c.set("principal", await authenticate(c, c.get("cfg")));
+    endTime(c, "auth");
     await next();
   };
   app.use("/tools/*", authed);

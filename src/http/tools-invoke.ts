@@ -1,10 +1,12 @@
 import type { Hono } from "hono";
+import { endTime, startTime } from "hono/timing";
 import { z } from "zod";
 import { findTool, invokeTool, parseToolArgs, TOOLS } from "../tools/registry";
 import { toolResultSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 import { describe } from "./describe";
+import { phaseTimer } from "./server-timing";
 import { valid } from "./validate";
 
 export const invokeBody = z.object({
@@ -66,8 +68,10 @@ export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
     async (c) => {
       const body = c.req.valid("json");
       const cfg = c.get("cfg");
+      startTime(c, "caller");
       const caller = await requesterOf(c, body.sessionKey ?? c.req.header("X-Session-Key"));
-      const ctx = { env: c.env, cfg, caller };
+      endTime(c, "caller");
+      const ctx = { env: c.env, cfg, caller, time: phaseTimer(c) };
       if (body.dryRun) {
         const tool = findTool(caller, cfg, body.tool);
         const args = parseToolArgs(tool, body.args);

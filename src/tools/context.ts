@@ -19,6 +19,16 @@ export interface ToolContext {
   env: Env;
   cfg: Config;
   caller: Caller;
+  /**
+   * Times one phase of the call into the response's `Server-Timing` header (docs/scale.md, "Where a
+   * send's time goes"); absent outside HTTP (built-in runs calling tools), where it is a no-op.
+   */
+  time?: <T>(phase: string, work: Promise<T>) => Promise<T>;
+}
+
+/** `ctx.time(phase, work)` when the context records timings, else just `work`. */
+export function timed<T>(ctx: ToolContext, phase: string, work: Promise<T>): Promise<T> {
+  return ctx.time ? ctx.time(phase, work) : work;
 }
 
 /** Tool refusals the spec defines as results (200), never as HTTP errors. */

@@ -8,7 +8,7 @@ import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
 import { checkTextSize } from "../session/byte-budget";
 import type { RunSnapshot, SessionMeta } from "../session/types";
-import { isRefusal, type Refusal, refusal, type ToolContext } from "./context";
+import { isRefusal, type Refusal, refusal, type ToolContext, timed } from "./context";
 import { registerTool } from "./registry";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
 
@@ -133,7 +133,11 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     if (isRefusal(byLabel)) return byLabel;
     target = byLabel;
   } else if (args.sessionKey) {
-    const ref = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
+    const ref = await timed(
+      ctx,
+      "resolve",
+      resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned }),
+    );
     if (isRefusal(ref))
       return {
         ...ref,
@@ -159,10 +163,14 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     };
 
   // The facts every other check needs, read in parallel: target lineage + policy, requester channel.
-  const [targetMeta, requesterMeta] = await Promise.all([
-    maybeMeta(ctx.env, targetKey),
-    requesterKey === targetKey ? Promise.resolve(null) : maybeMeta(ctx.env, requesterKey),
-  ]);
+  const [targetMeta, requesterMeta] = await timed(
+    ctx,
+    "meta",
+    Promise.all([
+      maybeMeta(ctx.env, targetKey),
+      requesterKey === targetKey ? Promise.resolve(null) : maybeMeta(ctx.env, requesterKey),
+    ]),
+  );
   const denied = guardTarget(ctx, "send", target, targetMeta?.spawnedBy, vis, rawTarget);
   if (denied) return { ...denied, runId: crypto.randomUUID(), sessionKey: shownKey };
 
@@ -188,23 +196,27 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
 
   let run: RunSnapshot;
   try {
-    run = await ctx.env.SESSIONS.getByName(targetKey).enqueue({
-      input: {
-        kind: "send",
-        message: args.message,
-        provenance: {
-          kind: "inter_session",
-          sourceSessionKey: requesterKey,
-          sourceChannel: requesterChannel,
-          sourceTool: "sessions_send",
+    run = await timed(
+      ctx,
+      "enqueue",
+      ctx.env.SESSIONS.getByName(targetKey).enqueue({
+        input: {
+          kind: "send",
+          message: args.message,
+          provenance: {
+            kind: "inter_session",
+            sourceSessionKey: requesterKey,
+            sourceChannel: requesterChannel,
+            sourceTool: "sessions_send",
+          },
+          extraSystemPrompt: messageContextPrompt(a2a),
+          flowId: crypto.randomUUID(),
+          data: { a2a },
         },
-        extraSystemPrompt: messageContextPrompt(a2a),
-        flowId: crypto.randomUUID(),
-        data: { a2a },
-      },
-      // Scoped to the requester, so two callers choosing the same key never collide.
-      idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
-    });
+        // Scoped to the requester, so two callers choosing the same key never collide.
+        idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
+      }),
+    );
   } catch (err) {
     const e = fromRpcError(err);
     return refuse("error", e instanceof Error ? e.message : String(e), { sessionKey: shownKey });
