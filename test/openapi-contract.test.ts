@@ -95,6 +95,8 @@ describe("responses match /openapi.json", () => {
     const list = await check("GET /v1/sessions", request("GET", "/v1/sessions?limit=2"));
     expect(list.json.sessions.length).toBeGreaterThan(0);
     await check("GET /v1/sessions/{key}/history", request("GET", `/v1/sessions/${enc(KEY)}/history?includeTools=true`));
+    const runs = await check("GET /v1/sessions/{key}/runs", request("GET", `/v1/sessions/${enc(KEY)}/runs?limit=5`));
+    expect(runs.json.runs.length).toBeGreaterThan(0);
     const transcript = await check(
       "GET /v1/sessions/{key}/transcript.jsonl",
       request("GET", `/v1/sessions/${enc(KEY)}/transcript.jsonl`),
@@ -235,6 +237,10 @@ describe("responses match /openapi.json", () => {
     expect((await tools({ token: MAIN_TOKEN, headers: { "X-Session-Key": "agent:research:main" } })).status).toBe(403);
 
     await check("GET /v1/agents", request("GET", "/v1/agents"));
+    expect((await check("GET /v1/config", request("GET", "/v1/config"))).json.warnings).toEqual([]);
+    expect((await check("GET /v1/config", request("GET", "/v1/config", undefined, { token: MAIN_TOKEN }))).status).toBe(
+      403,
+    );
     expect((await check("GET /healthz", request("GET", "/healthz"))).json.warnings).toBeDefined();
     expect(
       (await check("GET /healthz", request("GET", "/healthz", undefined, { token: null }))).json.warnings,

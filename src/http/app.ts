@@ -13,6 +13,7 @@ import { mcpRoutes } from "./mcp";
 import { openApiRoutes } from "./openapi";
 import { requestLog } from "./request-log";
 import { attachmentsRoutes } from "./routes-attachments";
+import { consoleRoutes } from "./routes-console";
 import { deadTimersRoutes } from "./routes-dead-timers";
 import { deliveriesRoutes } from "./routes-deliveries";
 import { agentsRoutes, healthRoutes } from "./routes-meta";
@@ -113,6 +114,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   deliveriesRoutes(app);
   deadTimersRoutes(app);
   attachmentsRoutes(app);
+  consoleRoutes(app);
   mcpRoutes(app);
   toolCatalogRoutes(app);
   openApiRoutes(app); // public: generated from app.routes at the first request, so every route above is in it
