@@ -152,6 +152,7 @@ export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id:
   if (status === "pending") host.timers.set(OUTBOX_TIMER, id, now);
   // Dead handlers may do I/O (tell a requester), so they run from a timer, never inside this transaction.
   if (status === "dead") host.timers.set(OUTBOX_DEAD_TIMER, id, now);
+  deliveryChanged(host, id);
   return { id, status };
 }
 
@@ -169,6 +170,17 @@ function view(r: OutboxRow): DeliveryView {
     deliveredAt: r.delivered_at,
     payload: JSON.parse(r.payload_json) as OutboundPayload,
   };
+}
+
+/** A delivery changed state: its event for the session's watchers, in the same transaction (docs/events.md). */
+function deliveryChanged(host: SessionObject, id: string): void {
+  const r = host.sql
+    .exec<Pick<OutboxRow, "id" | "status" | "kind" | "channel" | "attempts" | "last_error">>(
+      "SELECT id, status, kind, channel, attempts, last_error FROM outbox WHERE id = ?",
+      id,
+    )
+    .one();
+  host.events.delivery({ ...r, error: r.last_error });
 }
 
 function deliveryById(host: SessionObject, id: string): DeliveryView | null {
@@ -236,6 +248,7 @@ export function retryDelivery(host: SessionObject, id: string): DeliveryView | n
           id,
         );
       }
+      deliveryChanged(host, id);
     }
     return deliveryById(host, id);
   });
@@ -296,6 +309,7 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
           claimed.row.id,
         );
         host.timers.clear(OUTBOX_TIMER, claimed.row.id);
+        deliveryChanged(host, claimed.row.id);
       } else if (result.outcome === "retry" && claimed.attempts < MAX_DELIVERY_ATTEMPTS) {
         host.sql.exec(
           "UPDATE outbox SET last_error = ?, updated_at = ? WHERE id = ?",
@@ -313,6 +327,7 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
         );
         host.timers.clear(OUTBOX_TIMER, claimed.row.id);
         host.timers.set(OUTBOX_DEAD_TIMER, claimed.row.id, now);
+        deliveryChanged(host, claimed.row.id);
       }
     });
   } finally {

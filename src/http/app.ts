@@ -16,6 +16,7 @@ import { attachmentsRoutes } from "./routes-attachments";
 import { consoleRoutes } from "./routes-console";
 import { deadTimersRoutes } from "./routes-dead-timers";
 import { deliveriesRoutes } from "./routes-deliveries";
+import { eventsRoutes } from "./routes-events";
 import { agentsRoutes, healthRoutes } from "./routes-meta";
 import { runsRoutes } from "./routes-runs";
 import { v1Routes } from "./routes-v1";
@@ -110,6 +111,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   toolsInvokeRoutes(app);
   v1Routes(app);
   runsRoutes(app);
+  eventsRoutes(app);
   agentsRoutes(app);
   deliveriesRoutes(app);
   deadTimersRoutes(app);

@@ -14,7 +14,7 @@ import { intQuery, valid } from "./validate";
 
 const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
 
-function runTarget(c: Context<AppEnv>): string {
+export function runTarget(c: Context<AppEnv>): string {
   const id = c.req.param("id") ?? "";
   const key = sessionKeyOfRun(id);
   if (!key) throw notFound(`Run not found: ${id}`);

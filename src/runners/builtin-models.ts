@@ -3,6 +3,8 @@ import type {
   LanguageModelV4CallOptions,
   LanguageModelV4GenerateResult,
   LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
 } from "@ai-sdk/provider";
 import {
   A2A_ANNOUNCE_STEP_HEADER,
@@ -34,10 +36,48 @@ export function echoModel(): LanguageModelV4 {
         warnings: [],
       };
     },
-    async doStream() {
-      throw new Error("builtin/echo does not stream");
+    async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
+      options.abortSignal?.throwIfAborted();
+      const text = echoStepAnswer(systemText(options.prompt)) ?? lastUserText(options.prompt);
+      const usage = usageOf(promptChars(options.prompt), text.length);
+      return { stream: streamInChunks(text, usage, options.abortSignal) };
     },
   };
+}
+
+/** Pieces a streamed answer is cut into, so a watcher of the run sees it arrive in parts (test/events-run.test.ts). */
+const STREAM_CHUNKS = 4;
+
+/**
+ * The answer as a provider would stream it: `text` in up to STREAM_CHUNKS deltas, each a macrotask
+ * apart (watchers get each piece before the next is made), then the finish part with its usage.
+ */
+function streamInChunks(
+  text: string,
+  usage: LanguageModelV4GenerateResult["usage"],
+  signal: AbortSignal | undefined,
+): ReadableStream<LanguageModelV4StreamPart> {
+  const size = Math.max(1, Math.ceil(text.length / STREAM_CHUNKS));
+  const pieces: string[] = [];
+  for (let at = 0; at < text.length; at += size) pieces.push(text.slice(at, at + size));
+  let next = 0;
+  return new ReadableStream<LanguageModelV4StreamPart>({
+    start(c) {
+      c.enqueue({ type: "stream-start", warnings: [] });
+      if (pieces.length > 0) c.enqueue({ type: "text-start", id: "t0" });
+    },
+    async pull(c) {
+      signal?.throwIfAborted();
+      if (next < pieces.length) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        c.enqueue({ type: "text-delta", id: "t0", delta: pieces[next++] });
+        return;
+      }
+      if (pieces.length > 0) c.enqueue({ type: "text-end", id: "t0" });
+      c.enqueue({ type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage });
+      c.close();
+    },
+  });
 }
 
 /**

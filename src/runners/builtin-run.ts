@@ -4,7 +4,7 @@ import type { SessionHost } from "../session/host";
 import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
 import { buildRunTools } from "../tools/run-tools";
-import { type RunnerResult, runModel } from "./model-runner";
+import { type RunLiveOutput, type RunnerResult, runModel } from "./model-runner";
 import { resolveModel } from "./models";
 import { parseThinkingLevel } from "./thinking";
 
@@ -21,6 +21,7 @@ export function runBuiltinModel(
   input: RunInput,
   signal: AbortSignal,
   onStep: (messages: TranscriptMessage[]) => void,
+  live?: RunLiveOutput,
 ): Promise<RunnerResult> {
   const cfg = host.cfg;
   const meta = host.meta!;
@@ -43,5 +44,6 @@ export function runBuiltinModel(
     providerOptions: model.thinkingOptions(thinking),
     ...(meta.subagent ? { taskParts: attachmentParts(host) } : {}),
     onStep,
+    live,
   });
 }

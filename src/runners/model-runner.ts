@@ -1,5 +1,5 @@
 import type { SharedV4ProviderOptions } from "@ai-sdk/provider";
-import { generateText, isStepCount, type ModelMessage, type StepResult, type ToolSet } from "ai";
+import { generateText, isStepCount, type ModelMessage, type StepResult, streamText, type ToolSet } from "ai";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
 import type { AttachmentPart } from "../spawn/attachment-parts";
 import { redactAttachmentArgs } from "../spawn/attachments";
@@ -33,11 +33,19 @@ export interface ModelRunRequest {
   taskParts?: AttachmentPart[];
   /** Called with each step's messages as soon as the step finishes. */
   onStep: (messages: TranscriptMessage[]) => void;
+  /** Watchers of the run's text (src/events/session-events.ts): given, the run streams. */
+  live?: RunLiveOutput;
+}
+
+/** Where a streamed run's text and tool calls go as the model produces them (GET /v1/runs/{runId}/events). */
+export interface RunLiveOutput {
+  onDelta(text: string): void;
+  onToolCall(call: { toolCallId: string; toolName: string; args: unknown }): void;
 }
 
 export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
   const hasTools = req.tools && Object.keys(req.tools).length > 0;
-  const result = await generateText({
+  const options = {
     model: req.model.model,
     instructions: req.system,
     messages: toModelMessages(req.history, req.taskParts),
@@ -46,10 +54,34 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     stopWhen: isStepCount(hasTools ? 8 : 1),
     abortSignal: req.signal,
     maxRetries: 1,
-    onStepEnd: (step) => req.onStep(stepMessages(req.model, step)),
-  });
+    onStepEnd: (step: StepResult<ToolSet>) => req.onStep(stepMessages(req.model, step)),
+  };
+  const result = streamsLive(req) ? await streamModel(options, req.live!) : await generateText(options);
   const usage = toUsage(result.usage, req.model.cost);
   return { messages: [], reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
+}
+
+/**
+ * Which models stream through `streamText`: the offline builtin models. Remote providers still answer
+ * through `generateText` (their runs end with one `status` on the run stream, docs/events.md).
+ */
+function streamsLive(req: ModelRunRequest): boolean {
+  return req.live !== undefined && req.model.api === "builtin";
+}
+
+/** `streamText`, forwarding each text delta and tool call to the run's watchers as it arrives. */
+async function streamModel(
+  options: Parameters<typeof streamText>[0],
+  live: RunLiveOutput,
+): Promise<{ text: string; usage: { inputTokens?: number; outputTokens?: number; totalTokens?: number } }> {
+  const result = streamText(options);
+  for await (const part of result.fullStream) {
+    if (part.type === "text-delta") live.onDelta(part.text);
+    else if (part.type === "tool-call")
+      live.onToolCall({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input });
+    else if (part.type === "error") throw part.error;
+  }
+  return { text: await result.text, usage: await result.usage };
 }
 
 /** One step's transcript rows: the assistant message (with that call's usage) and its tool results. */

@@ -143,6 +143,9 @@ const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
     AND run_id IN (SELECT id FROM runs WHERE kind IN ('subagent_announce', 'a2a_announce'));
   UPDATE message_heads SET is_tool = 1 WHERE is_tool = 0 AND seq IN (SELECT seq FROM messages WHERE is_tool = 1 AND role != 'toolResult');
   `,
+  // The event log behind GET /v1/sessions/{key}/events (src/events/event-log.ts): AUTOINCREMENT so a pruned
+  // seq is never handed out again and a resume point keeps its meaning.
+  `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, data TEXT NOT NULL);`,
 ];
 
 export function migrate(sql: SqlStorage): void {

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
+import { SessionEvents } from "../events/session-events";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { log } from "../log";
 import { parseSendCommand } from "../policy/send-policy";
@@ -154,6 +155,7 @@ export class SessionObject extends DurableObject<Env> {
   readonly sql: SqlStorage;
   readonly timers: Timers;
   readonly transcript: Transcript;
+  readonly events: SessionEvents;
   meta: SessionMeta | null = null;
   private schemaReady = false;
   /** The run this instance is executing. Memory only on purpose: losing it is how a lost run is detected. */
@@ -167,7 +169,15 @@ export class SessionObject extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.timers = new Timers(this.sql, ctx.storage);
-    this.transcript = new Transcript(this.sql, () => this.cfg.limits.maxMessageBytes);
+    this.events = new SessionEvents(this.sql, ctx, {
+      hasSession: () => this.schemaReady && this.meta !== null,
+      runSnapshot: (runId) => (this.schemaReady ? this.snapshotOf(runId) : null),
+    });
+    this.transcript = new Transcript(
+      this.sql,
+      () => this.cfg.limits.maxMessageBytes,
+      (seq, runId, head) => this.events.message(seq, runId, head),
+    );
     // Reads of a session that was never written must not create storage, so the schema is only
     // created by the first write; an existing schema is migrated before any call is served.
     ctx.blockConcurrencyWhile(async () => {
@@ -378,7 +388,9 @@ export class SessionObject extends DurableObject<Env> {
       this.indexSync.schedule(now);
       // State that must exist exactly when this run does (a spawned child's attachments), local callers only.
       alsoInTransaction?.(this);
-      return this.snapshot(this.runRow(id)!);
+      const queued = this.snapshot(this.runRow(id)!);
+      this.events.run(queued);
+      return queued;
     });
     await this.timers.arm();
     // A new session is listed before its first send is answered. A known session's row write is owed by the
@@ -421,6 +433,31 @@ export class SessionObject extends DurableObject<Env> {
       await this.finishRun(runId, { status: "aborted", error: "Run aborted" });
     }
     return this.getRun(runId);
+  }
+
+  private snapshotOf(runId: string): RunSnapshot | null {
+    const row = this.runRow(runId);
+    return row ? this.snapshot(row) : null;
+  }
+
+  // ---------------------------------------------------------------- watchers (src/events/session-events.ts)
+
+  /** Only the WebSocket upgrade of an event stream: hibernatable sockets are accepted from a fetch (docs/events.md). */
+  async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const runId = url.searchParams.get("runId");
+    const after = url.searchParams.get("after");
+    return url.searchParams.get("stream") === "run" && runId
+      ? this.events.accept({ stream: "run", runId })
+      : this.events.accept({ stream: "session", after: after === null ? null : Number(after) });
+  }
+
+  async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    this.events.onMessage(ws, message);
+  }
+
+  async webSocketClose(ws: WebSocket, code: number): Promise<void> {
+    ws.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
   }
 
   runRow(runId: string): RunRow | undefined {
@@ -504,7 +541,9 @@ export class SessionObject extends DurableObject<Env> {
       // The deadline is set once, at the first start, so a retried run keeps its original deadline.
       if (next.started_at === null && timeoutSeconds !== null)
         this.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
-      return this.runRow(next.id)!;
+      const claimed = this.runRow(next.id)!;
+      this.events.run(this.snapshot(claimed));
+      return claimed;
     });
   }
 
@@ -540,7 +579,10 @@ export class SessionObject extends DurableObject<Env> {
       const r = ext.produceReply?.(this, run, input, signal);
       if (r) return r;
     }
-    return runBuiltinModel(this, input, signal, (messages) => this.recordStep(run.id, messages));
+    return runBuiltinModel(this, input, signal, (messages) => this.recordStep(run.id, messages), {
+      onDelta: (text) => this.events.delta(run.id, text),
+      onToolCall: (call) => this.events.toolCall(run.id, call),
+    });
   }
 
   /**
@@ -555,6 +597,7 @@ export class SessionObject extends DurableObject<Env> {
       if (this.runRow(runId)?.status !== "running") return;
       for (const msg of messages) this.transcript.append(msg, runId);
     });
+    this.events.stepEnded(runId);
   }
 
   /**
@@ -600,6 +643,7 @@ export class SessionObject extends DurableObject<Env> {
       this.timers.clear("deadline", runId);
       this.indexSync.schedule(now);
       const event: RunEndedEvent = { run: this.snapshot(this.runRow(runId)!), input };
+      this.events.run(event.run);
       this.onRunEnded(event);
       return event;
     });
@@ -764,6 +808,7 @@ export class SessionObject extends DurableObject<Env> {
     if (row.attempts < 2) {
       this.ctx.storage.transactionSync(() => {
         this.sql.exec("UPDATE runs SET status = 'queued' WHERE id = ?", runId);
+        this.events.run(this.snapshot(this.runRow(runId)!));
         this.timers.clear("lease", runId);
       });
       this.kick();

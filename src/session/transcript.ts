@@ -21,6 +21,8 @@ export class Transcript {
   constructor(
     private readonly sql: SqlStorage,
     private readonly generatedMaxBytes: () => number,
+    /** Told of each append inside its transaction (the session's event log, src/events/session-events.ts). */
+    private readonly onAppend?: (seq: number, runId: string | null, headJson: string) => void,
   ) {}
 
   /** `runKind`: the kind of the run whose input `msg` is (a user message), which decides if history shows it. */
@@ -54,6 +56,7 @@ export class Transcript {
       head.flags,
       head.json,
     );
+    this.onAppend?.(seq, runId, head.json);
     return seq;
   }
 

@@ -1,0 +1,22 @@
+/**
+ * Bounds of the event streams (docs/events.md, docs/limits.md). One object so a test can shorten the
+ * heartbeat or shrink the buffer (test/events-session.test.ts) without a second code path.
+ */
+export const EVENT_LIMITS = {
+  /** Watchers of one session, both streams together; one more is a 429. */
+  maxWatchersPerSession: 200,
+  /** Bytes one watcher may have waiting for its reader; past it the reader is too slow and is dropped. */
+  watcherBufferBytes: 1024 * 1024,
+  /** Events per replay page, and its byte budget. */
+  replayPageEvents: 100,
+  replayPageBytes: 256 * 1024,
+  /** Events kept per session; older rows are deleted as new ones are written. */
+  retainedEvents: 10_000,
+  /** `: ping` comment interval, so proxies keep an idle stream open. */
+  heartbeatMs: 15_000,
+};
+
+/** Session-object → Worker control message: a replay page was sent and more pages remain. */
+export const MORE = "\u0000more";
+/** Worker → session object: the reader has room, send the next replay page. */
+export const NEXT = "next";
