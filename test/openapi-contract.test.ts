@@ -62,6 +62,11 @@ describe("responses match /openapi.json", () => {
     expect((await check("GET /v1/runs/{id}/wait", request("GET", `/v1/runs/${runId}/wait`))).json.status).toBe("ok");
     await check("GET /v1/runs/{id}", request("GET", `/v1/runs/${runId}`));
     await check("POST /v1/runs/{id}/abort", request("POST", `/v1/runs/${runId}/abort`));
+    // Event streams: the contract is their status and Content-Type (docs/events.md; the bodies: test/events-*.test.ts).
+    await check("GET /v1/runs/{id}/events", request("GET", `/v1/runs/${runId}/events`));
+    await check("GET /v1/sessions/{key}/events", request("GET", `/v1/sessions/${enc(KEY)}/events`));
+    const unknown = `/v1/sessions/${enc(`${KEY}-never-written`)}/events`;
+    expect((await check("GET /v1/sessions/{key}/events", request("GET", unknown))).status).toBe(404);
     const patched = await check(
       "PATCH /v1/sessions/{key}",
       request("PATCH", `/v1/sessions/${enc(KEY)}`, { label: "contract", thinkingLevel: "low" }),

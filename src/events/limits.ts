@@ -7,7 +7,7 @@ export const EVENT_LIMITS = {
   maxWatchersPerSession: 200,
   /** Bytes one watcher may have waiting for its reader; past it the reader is too slow and is dropped. */
   watcherBufferBytes: 1024 * 1024,
-  /** Events per replay page, and its byte budget. */
+  /** Events per replay page, and its size budget in UTF-16 characters (at most 3 bytes each in UTF-8). */
   replayPageEvents: 100,
   replayPageBytes: 256 * 1024,
   /** Events kept per session; older rows are deleted as new ones are written. */

@@ -131,7 +131,8 @@ export class SessionEvents {
    * session watcher (null = live from now). The session stream starts with its replay, one bounded page
    * at a time; the run stream with the run's text so far, or its whole result when it has ended.
    */
-  accept(req: { stream: "session"; after: number | null } | { stream: "run"; runId: string }): Response {
+  accept(request: Request): Response {
+    const req = watchRequestOf(request);
     if (!this.host.hasSession()) return errorResponse(404, "not_found", "Session not found");
     let run: RunSnapshot | null = null;
     if (req.stream === "run") {
@@ -190,6 +191,17 @@ export class SessionEvents {
     if (page.text) send(ws, page.text);
     if (page.more) send(ws, MORE);
   }
+}
+
+/** What the Worker asked for (src/http/routes-events.ts builds these URLs). */
+function watchRequestOf(
+  request: Request,
+): { stream: "session"; after: number | null } | { stream: "run"; runId: string } {
+  const url = new URL(request.url);
+  const runId = url.searchParams.get("runId");
+  if (url.searchParams.get("stream") === "run" && runId) return { stream: "run", runId };
+  const after = url.searchParams.get("after");
+  return { stream: "session", after: after === null ? null : Number(after) };
 }
 
 function statusBlock(s: RunSnapshot): string {

@@ -444,12 +444,7 @@ export class SessionObject extends DurableObject<Env> {
 
   /** Only the WebSocket upgrade of an event stream: hibernatable sockets are accepted from a fetch (docs/events.md). */
   async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    const runId = url.searchParams.get("runId");
-    const after = url.searchParams.get("after");
-    return url.searchParams.get("stream") === "run" && runId
-      ? this.events.accept({ stream: "run", runId })
-      : this.events.accept({ stream: "session", after: after === null ? null : Number(after) });
+    return this.events.accept(request);
   }
 
   async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
