@@ -10,7 +10,7 @@ import { type IndexEntry, indexEntryOf } from "../src/registry/row";
 import { SessionIndex, sessionIndex } from "../src/registry/session-index";
 import { INDEX_SHARDS_MAX } from "../src/registry/shard-hash";
 import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
-import { callExtension } from "../src/session/session-object";
+import { callExtension } from "../src/session/extensions";
 import type { SessionMeta } from "../src/session/types";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */

@@ -1,4 +1,5 @@
-import { registerSessionExtension, type SessionObject } from "../src/session/session-object";
+import { registerSessionExtension } from "../src/session/extensions";
+import type { SessionHost } from "../src/session/host";
 import type { RunStatus } from "../src/session/types";
 import { syntheticMessage } from "./seed";
 
@@ -11,7 +12,7 @@ const benchRpc = {
    * The cheapest call into the object (no storage): the floor the benchmark compares routes against.
    * `padBytes` returns that much filler, to price moving a payload as large as a list page.
    */
-  ping(_host: SessionObject, padBytes: number): { ok: true; pad?: string } {
+  ping(_host: SessionHost, padBytes: number): { ok: true; pad?: string } {
     return padBytes > 0 ? { ok: true, pad: "x".repeat(padBytes) } : { ok: true };
   },
 
@@ -20,7 +21,7 @@ const benchRpc = {
    * benchmark builds a 100,000-message transcript in seconds instead of running 50,000 real runs.
    */
   async seedTranscript(
-    host: SessionObject,
+    host: SessionHost,
     arg: { count: number; startText: string; textBytes?: number },
   ): Promise<{ total: number }> {
     await host.ensureSession();
@@ -37,7 +38,7 @@ const benchRpc = {
    * can prove end to end that queue order equals transcript order.
    */
   runOrder(
-    host: SessionObject,
+    host: SessionHost,
     limit: number,
   ): { runId: string; qseq: number; status: RunStatus; userSeq: number | null }[] {
     if (!host.hasStorage) return [];
@@ -51,7 +52,7 @@ const benchRpc = {
   },
 };
 
-declare module "../src/session/session-object" {
+declare module "../src/session/extensions" {
   interface ExtensionRpc {
     bench: typeof benchRpc;
   }

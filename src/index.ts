@@ -4,7 +4,8 @@
  * transcript, runs and timers; one RegistryObject per agent indexes sessions for listing.
  */
 import { createApp } from "./http/app";
-import "./runners/webhook-runner";
+import "./runners/builtin-run"; // the built-in model runner
+import "./runners/webhook-runner"; // agents whose runtime is a webhook
 import "./channels/outbox"; // the one outbound delivery chokepoint (deliver:true replies, announces)
 import "./policy/send-command"; // the owner's standalone /send on|off|inherit
 import "./tools/sessions-send"; // sessions_send and its agent-to-agent flow

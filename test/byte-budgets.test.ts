@@ -15,8 +15,9 @@ import {
   TRANSCRIPT_CHUNK_BYTES,
   truncationMarker,
 } from "../src/session/byte-budget";
+import { callExtension } from "../src/session/extensions";
 import { backfillHistoryHeads } from "../src/session/schema";
-import { callExtension, SessionObject } from "../src/session/session-object";
+import { SessionObject } from "../src/session/session-object";
 import type { TranscriptMessage } from "../src/session/types";
 import { freezeResult } from "../src/spawn/announce-format";
 import { exportToArchive } from "../src/spawn/archive";

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { registerSessionExtension } from "../src/session/session-object";
+import { registerSessionExtension } from "../src/session/extensions";
 import { advance, call, enc, invoke, sendAndWait } from "./helpers/http";
 import {
   childState,

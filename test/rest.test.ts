@@ -151,7 +151,7 @@ describe("DELETE /v1/sessions/{key}", () => {
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     const waiting = call("GET", `/v1/runs/${run}/wait?timeoutMs=60000`);
     await vi.waitFor(async () =>
-      expect(await runInDurableObject(sessionStub(key), (obj) => (obj as any).waiters.size)).toBe(1),
+      expect(await runInDurableObject(sessionStub(key), (obj) => (obj as any).queue.waiters.size)).toBe(1),
     );
     expect((await call("DELETE", `/v1/sessions/${enc(key)}`)).status).toBe(200);
     expect((await waiting).json).toMatchObject({ runId: run, status: "aborted", error: "session deleted" });

@@ -7,7 +7,7 @@ import { setConfigOverride } from "../src/config/load";
 import { mintRunToken } from "../src/runners/run-token";
 import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import { capText, MESSAGE_MAX_BYTES, truncationMarker } from "../src/session/byte-budget";
-import { LEASE_MS } from "../src/session/session-object";
+import { LEASE_MS } from "../src/session/run-types";
 import { advance, call, enc } from "./helpers/http";
 import { until } from "./helpers/scripted";
 

@@ -2,7 +2,9 @@ import { displayKey } from "../keys";
 import { log } from "../log";
 import { resolveSendPolicy } from "../policy/send-policy";
 import { DELIVERY_LIST_BYTES, jsonBytes, takeWithinBudget } from "../session/byte-budget";
-import { type RunEndedEvent, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
+import type { RunEndedEvent } from "../session/run-types";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, type OutboundPayload, postWebhook } from "./webhook";
@@ -73,7 +75,7 @@ export const OUTBOX_DEAD_TIMER = "outbox_dead";
  */
 const ATTEMPT_LEASE_MS = 60_000;
 
-type DeadHandler = (host: SessionObject, delivery: DeadDelivery) => void | Promise<void>;
+type DeadHandler = (host: SessionHost, delivery: DeadDelivery) => void | Promise<void>;
 const DEAD_HANDLERS = new Map<DeliveryKind, DeadHandler[]>();
 
 /** Called when a delivery of this kind ends dead (last attempt failed, or no webhook configured). */
@@ -92,7 +94,7 @@ export function noWebhookError(channel: string): string {
  * Decided when a delivery is queued and again when an operator re-queues one, so a retry can never
  * send what the session's policy still blocks.
  */
-function deliveryDecision(host: SessionObject, channel: string): { status: DeliveryStatus; error: string | null } {
+function deliveryDecision(host: SessionHost, channel: string): { status: DeliveryStatus; error: string | null } {
   const meta = host.meta;
   const policy = resolveSendPolicy({
     policy: host.cfg.session.sendPolicy,
@@ -113,7 +115,7 @@ function deliveryDecision(host: SessionObject, channel: string): { status: Deliv
  * its timer. The same idempotencyKey twice returns the existing row — never a second delivery.
  * The caller arms the alarm (`await host.timers.arm()`) after its transaction commits.
  */
-export function queueDelivery(host: SessionObject, d: QueueDeliveryInput): { id: string; status: DeliveryStatus } {
+export function queueDelivery(host: SessionHost, d: QueueDeliveryInput): { id: string; status: DeliveryStatus } {
   const existing = host.sql
     .exec<OutboxRow>("SELECT * FROM outbox WHERE idempotency_key = ?", d.idempotencyKey)
     .toArray()[0];
@@ -173,7 +175,7 @@ function view(r: OutboxRow): DeliveryView {
 }
 
 /** A delivery changed state: its event for the session's watchers, in the same transaction (docs/events.md). */
-function deliveryChanged(host: SessionObject, id: string): void {
+function deliveryChanged(host: SessionHost, id: string): void {
   const r = host.sql
     .exec<Pick<OutboxRow, "id" | "status" | "kind" | "channel" | "attempts" | "last_error">>(
       "SELECT id, status, kind, channel, attempts, last_error FROM outbox WHERE id = ?",
@@ -183,7 +185,7 @@ function deliveryChanged(host: SessionObject, id: string): void {
   host.events.delivery({ ...r, error: r.last_error });
 }
 
-function deliveryById(host: SessionObject, id: string): DeliveryView | null {
+function deliveryById(host: SessionHost, id: string): DeliveryView | null {
   const r = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
   return r ? view(r) : null;
 }
@@ -194,7 +196,7 @@ function deliveryById(host: SessionObject, id: string): DeliveryView | null {
  * `truncated`: the byte budget, not `limit`, ended the listing.
  */
 export function listDeliveries(
-  host: SessionObject,
+  host: SessionHost,
   opts: { status?: DeliveryStatus; limit: number },
 ): { deliveries: DeliveryView[]; truncated: boolean } {
   if (!host.hasStorage) return { deliveries: [], truncated: false };
@@ -226,7 +228,7 @@ export function listDeliveries(
  * Put a dead (or blocked) delivery back in the queue — when the policy and channel now allow it — with a fresh attempt budget, keeping its
  * idempotency key so a receiver that did get an earlier attempt can still de-duplicate.
  */
-export function retryDelivery(host: SessionObject, id: string): DeliveryView | null {
+export function retryDelivery(host: SessionHost, id: string): DeliveryView | null {
   if (!host.hasStorage) return null;
   return host.storage.transactionSync(() => {
     const row = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
@@ -255,15 +257,15 @@ export function retryDelivery(host: SessionObject, id: string): DeliveryView | n
 }
 
 /** Attempts currently in flight in this isolate, so two alarm passes never POST the same row at once. */
-const inFlight = new WeakMap<SessionObject, Set<string>>();
+const inFlight = new WeakMap<SessionHost, Set<string>>();
 
 /** Deliveries of this object whose webhook POST is in flight (their timer is pushed ahead meanwhile, so no timer row shows them). */
-export function deliveriesInFlight(host: SessionObject): number {
+export function deliveriesInFlight(host: SessionHost): number {
   return inFlight.get(host)?.size ?? 0;
 }
 
 /** One delivery attempt of a due `outbox` timer. */
-async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
+async function attempt(host: SessionHost, timer: TimerRow): Promise<void> {
   const busy = inFlight.get(host) ?? new Set<string>();
   inFlight.set(host, busy);
   if (busy.has(timer.ref)) return;
@@ -339,7 +341,7 @@ async function attempt(host: SessionObject, timer: TimerRow): Promise<void> {
 }
 
 /** Run the `onDeliveryDead` handlers of one dead delivery; the timer row stays until they succeed. */
-async function notifyDead(host: SessionObject, id: string): Promise<void> {
+async function notifyDead(host: SessionHost, id: string): Promise<void> {
   const row = host.sql.exec<OutboxRow>("SELECT * FROM outbox WHERE id = ?", id).toArray()[0];
   if (row?.status !== "dead") {
     host.timers.clear(OUTBOX_DEAD_TIMER, id);
@@ -364,7 +366,7 @@ async function notifyDead(host: SessionObject, id: string): Promise<void> {
 }
 
 /** Kick due deliveries right away instead of waiting for the alarm to come round. */
-async function attemptDueNow(host: SessionObject): Promise<void> {
+async function attemptDueNow(host: SessionHost): Promise<void> {
   const now = Date.now();
   const due = host.sql
     .exec<TimerRow>(
@@ -381,7 +383,7 @@ async function attemptDueNow(host: SessionObject): Promise<void> {
 }
 
 /** The route replies of this session go to: the one recorded from its inbound channel traffic. */
-export function recordedRoute(host: SessionObject): DeliveryRoute | null {
+export function recordedRoute(host: SessionHost): DeliveryRoute | null {
   return routeOf(host.meta);
 }
 
@@ -397,7 +399,7 @@ export function routeOf(m: SessionMeta | null | undefined): DeliveryRoute | null
 }
 
 /** Queue the reply of a run for its session's channel (inbound `deliver: true`), in the run-ending transaction. */
-export function queueReply(host: SessionObject, { run, input }: RunEndedEvent): void {
+export function queueReply(host: SessionHost, { run, input }: RunEndedEvent): void {
   if (!input.deliver || run.status !== "ok") return;
   const message = (run.reply ?? "").trim();
   if (!message) return;
@@ -421,8 +423,8 @@ export function queueReply(host: SessionObject, { run, input }: RunEndedEvent): 
 
 /** Delivery listing and manual retry (GET /v1/sessions/{key}/deliveries, POST …/{id}/retry). */
 const outboxRpc = {
-  list: (host: SessionObject, opts: { status?: DeliveryStatus; limit: number }) => listDeliveries(host, opts),
-  retry: async (host: SessionObject, id: string): Promise<DeliveryView | null> => {
+  list: (host: SessionHost, opts: { status?: DeliveryStatus; limit: number }) => listDeliveries(host, opts),
+  retry: async (host: SessionHost, id: string): Promise<DeliveryView | null> => {
     const v = retryDelivery(host, id);
     if (!v) return null;
     await host.timers.arm();
@@ -431,7 +433,7 @@ const outboxRpc = {
   },
 };
 
-declare module "../session/session-object" {
+declare module "../session/extensions" {
   interface ExtensionRpc {
     outbox: typeof outboxRpc;
   }

@@ -1,12 +1,8 @@
 import { fromRpcError, SwitchboardError } from "../errors";
 import { log } from "../log";
-import {
-  callExtension,
-  LEASE_MS,
-  type RunEndedEvent,
-  registerSessionExtension,
-  type SessionObject,
-} from "../session/session-object";
+import { callExtension, registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
+import { LEASE_MS, type RunEndedEvent } from "../session/run-types";
 import { defineTimerKind } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import { FINAL_STATUSES, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
@@ -63,7 +59,7 @@ const EXT = "a2a-flow" as const;
 // ---------------------------------------------------------------- dispatch and guard (timer driven)
 
 /** Push a timer ahead before doing I/O for it; null when it is not due (another pass has it). */
-function claimTimer(host: SessionObject, kind: string, ref: string, leaseMs: number): TimerRow | null {
+function claimTimer(host: SessionHost, kind: string, ref: string, leaseMs: number): TimerRow | null {
   return host.storage.transactionSync(() => {
     const t = host.timers.get(kind, ref);
     const now = Date.now();
@@ -73,7 +69,7 @@ function claimTimer(host: SessionObject, kind: string, ref: string, leaseMs: num
   });
 }
 
-function stepInput(host: SessionObject, f: FlowState): RunInput {
+function stepInput(host: SessionHost, f: FlowState): RunInput {
   // Provenance names the other side: the requester's turns come from the target and vice versa.
   const provenance: Provenance =
     f.step === "turn" && f.stepSession === f.requesterKey && f.requesterKey !== f.targetKey
@@ -99,12 +95,12 @@ function stepInput(host: SessionObject, f: FlowState): RunInput {
   };
 }
 
-function stubFor(host: SessionObject, key: string) {
+function stubFor(host: SessionHost, key: string) {
   return host.bindings.SESSIONS.getByName(key);
 }
 
 /** The `a2a` timer of a flow: dispatch the current step's run, or (once dispatched) guard it. */
-async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
+async function onFlowTimer(host: SessionHost, flowId: string): Promise<void> {
   const f0 = loadFlow(host, flowId);
   if (!f0 || f0.step === "done") {
     host.timers.clear(FLOW_TIMER, flowId);
@@ -171,7 +167,7 @@ async function onFlowTimer(host: SessionObject, flowId: string): Promise<void> {
 }
 
 /** The `a2a_notify` timer in the session that ran a step: report the run's end to the flow's owner until it acknowledges. */
-async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
+async function onNotifyTimer(host: SessionHost, t: TimerRow): Promise<void> {
   if (!claimTimer(host, NOTIFY_TIMER, t.ref, CALL_LEASE_MS)) return;
   const p = JSON.parse(t.payload ?? "{}") as { owner: string; flowId: string; stepNo: number; result?: StepResult };
   // The payload names the run (the timer's ref); its reply is read from the run row now, never copied into the timer.
@@ -187,7 +183,7 @@ async function onNotifyTimer(host: SessionObject, t: TimerRow): Promise<void> {
 }
 
 /** Work on due flow timers right away (after a run ended, after a callback) instead of at the next alarm. */
-async function runDueNow(host: SessionObject): Promise<void> {
+async function runDueNow(host: SessionHost): Promise<void> {
   const due = host.sql
     .exec<TimerRow>(
       "SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20",
@@ -207,7 +203,7 @@ async function runDueNow(host: SessionObject): Promise<void> {
   }
 }
 
-function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
+function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   if (input.kind === "send" && input.flowId && input.data?.a2a) {
     startFlow(host, run, input, input.data.a2a as A2aStart);
     return;
@@ -227,7 +223,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
 
 const a2aRpc = {
   /** A step that ran in another session ended (its `a2a_notify` timer calls this). */
-  stepEnded: async (host: SessionObject, arg: { flowId: string; stepNo: number; result: StepResult }) => {
+  stepEnded: async (host: SessionHost, arg: { flowId: string; stepNo: number; result: StepResult }) => {
     // A target deleted meanwhile has no flow to advance: acknowledge, or the caller would retry forever.
     if (!host.hasStorage) return { ok: true };
     const advanced = host.storage.transactionSync(() => stepEnded(host, arg.flowId, arg.stepNo, arg.result));
@@ -239,10 +235,10 @@ const a2aRpc = {
     return { ok: true };
   },
   /** Oldest first, up to 500 flows and FLOW_LIST_BYTES (src/flows/a2a-state.ts). */
-  list: (host: SessionObject) => listFlows(host),
+  list: (host: SessionHost) => listFlows(host),
 };
 
-defineTimerKind<SessionObject>(FLOW_TIMER, { policy: { maxAttempts: 6 }, onDead: stepGaveUp });
+defineTimerKind<SessionHost>(FLOW_TIMER, { policy: { maxAttempts: 6 }, onDead: stepGaveUp });
 // A report that never gets through needs no handler: the owner's guard re-checks the step's run by id.
 defineTimerKind(NOTIFY_TIMER, { policy: { maxAttempts: 8 } });
 
@@ -265,7 +261,7 @@ registerSessionExtension({
   rpc: a2aRpc,
 });
 
-declare module "../session/session-object" {
+declare module "../session/extensions" {
   interface ExtensionRpc {
     "a2a-flow": typeof a2aRpc;
   }

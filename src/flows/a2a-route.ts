@@ -1,6 +1,6 @@
 import { routeOf } from "../channels/outbox";
 import { type ParsedKey, parseCanonical } from "../keys";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
 
 // Where a flow's announce is delivered (without OpenClaw's list scan).
@@ -10,7 +10,7 @@ import type { DeliveryRoute, SessionMeta } from "../session/types";
  * else the one its key names (`<channel>:group|channel:<id>` → `to: "group:<id>"`). Never guessed
  * by scanning other sessions.
  */
-export function announceRoute(host: SessionObject): DeliveryRoute | null {
+export function announceRoute(host: SessionHost): DeliveryRoute | null {
   return announceRouteOf(host.meta, parseCanonical(host.key, host.cfg));
 }
 

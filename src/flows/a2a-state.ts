@@ -1,4 +1,4 @@
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { RunSnapshot } from "../session/types";
 
 /** The persisted state of an agent-to-agent flow (src/flows/a2a-flow.ts): its `flows` row and the timer kinds that drive it. */
@@ -66,12 +66,12 @@ export const FLOW_QUOTE_BYTES = 16 * 1024;
 export const TURN_EXCERPT_BYTES = 4 * 1024;
 const FLOW_LIST_BYTES = 2 * 1024 * 1024;
 
-export function loadFlow(host: SessionObject, id: string): FlowState | null {
+export function loadFlow(host: SessionHost, id: string): FlowState | null {
   const row = host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE id = ? AND kind = 'a2a'", id).toArray()[0];
   return row ? (JSON.parse(row.json) as FlowState) : null;
 }
 
-export function saveFlow(host: SessionObject, f: FlowState): void {
+export function saveFlow(host: SessionHost, f: FlowState): void {
   const now = Date.now();
   host.sql.exec(
     `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', ?, ?, ?, ?)
@@ -86,7 +86,7 @@ export function saveFlow(host: SessionObject, f: FlowState): void {
 }
 
 /** Oldest first, up to 500 flows and FLOW_LIST_BYTES (rows are read one by one and the read stops there). */
-export function listFlows(host: SessionObject): FlowState[] {
+export function listFlows(host: SessionHost): FlowState[] {
   const out: FlowState[] = [];
   if (!host.hasStorage) return out;
   let bytes = 0;

@@ -1,6 +1,6 @@
 import { queueDelivery } from "../channels/outbox";
 import { capText } from "../session/byte-budget";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { DeadTimer } from "../session/timer-policy";
 import type { RunInput, RunSnapshot } from "../session/types";
 import { ANNOUNCE_STEP_MESSAGE } from "./a2a-prompt";
@@ -27,13 +27,7 @@ import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
  * Move the flow to its next step and schedule its dispatch (due now), all in the caller's transaction.
  * `message`: the whole text a turn's run receives (the other side's last reply).
  */
-function enterStep(
-  host: SessionObject,
-  f: FlowState,
-  step: "turn" | "announce",
-  turn?: number,
-  message?: string,
-): void {
+function enterStep(host: SessionHost, f: FlowState, step: "turn" | "announce", turn?: number, message?: string): void {
   f.stepNo += 1;
   f.step = step;
   f.turn = turn;
@@ -51,7 +45,7 @@ function enterStep(
   host.timers.set(FLOW_TIMER, f.id, Date.now());
 }
 
-function finish(host: SessionObject, f: FlowState, outcome: FlowOutcome): void {
+function finish(host: SessionHost, f: FlowState, outcome: FlowOutcome): void {
   f.step = "done";
   f.outcome = outcome;
   f.stepSession = undefined;
@@ -60,7 +54,7 @@ function finish(host: SessionObject, f: FlowState, outcome: FlowOutcome): void {
 }
 
 /** The primary run ended in the target: create the flow (synchronously, inside the run-ending transaction). */
-export function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput, start: A2aStart): void {
+export function startFlow(host: SessionHost, run: RunSnapshot, input: RunInput, start: A2aStart): void {
   const flowId = input.flowId!;
   if (loadFlow(host, flowId)) return; // idempotent: the run ends once, but be safe
   const route = announceRoute(host);
@@ -96,7 +90,7 @@ export function startFlow(host: SessionObject, run: RunSnapshot, input: RunInput
  * A step's run ended (reported by its session, or found by the guard). Ignored unless it is the
  * flow's current step, so duplicate callbacks, a guard racing a callback and late runs are harmless.
  */
-export function stepEnded(host: SessionObject, flowId: string, stepNo: number, result: StepResult): boolean {
+export function stepEnded(host: SessionHost, flowId: string, stepNo: number, result: StepResult): boolean {
   const f = loadFlow(host, flowId);
   if (!f || f.step === "done" || f.stepNo !== stepNo) return false;
   const text = result.status === "ok" ? (result.reply ?? "").trim() : "";
@@ -140,7 +134,7 @@ export function stepEnded(host: SessionObject, flowId: string, stepNo: number, r
  * A step whose dispatch or guard kept failing (its session unreachable, storage errors) ends the flow
  * with the error, in the transaction that records the timer as dead: never a flow stuck mid-step.
  */
-export function stepGaveUp(host: SessionObject, dead: DeadTimer): void {
+export function stepGaveUp(host: SessionHost, dead: DeadTimer): void {
   const f = loadFlow(host, dead.ref);
   if (!f || f.step === "done") return;
   const step = f.step === "announce" ? "announce step" : `reply-back turn ${f.turn}`;

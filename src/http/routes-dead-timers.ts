@@ -1,7 +1,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import { notFound, SwitchboardError } from "../errors";
-import { callExtension } from "../session/session-object";
+import { callExtension } from "../session/extensions";
 import { deadTimersSchema, retriedTimerSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
 import { describe } from "./describe";

@@ -6,7 +6,7 @@ import { completeRun, runCompletionSchema } from "../runners/webhook-runner";
 import { capText } from "../session/byte-budget";
 import { sessionKeyOfRun } from "../session/run-id";
 import { type RunSnapshot, runSnapshotSchema } from "../session/run-schema";
-import { MAX_WAIT_MS } from "../session/session-object";
+import { MAX_WAIT_MS } from "../session/run-types";
 import type { AppEnv } from "./app-env";
 import { authorizeKey } from "./auth";
 import { describe } from "./describe";

@@ -1,5 +1,5 @@
 import { queueReply } from "../channels/outbox";
-import { registerSessionExtension } from "../session/session-object";
+import { registerSessionExtension } from "../session/extensions";
 import { parseSendCommand } from "./send-policy";
 
 /**

@@ -1,5 +1,6 @@
 import { agentModel, findAgent } from "../config/load";
 import { displayKey } from "../keys";
+import { registerSessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
@@ -47,3 +48,21 @@ export function runBuiltinModel(
     live,
   });
 }
+
+/**
+ * The built-in model runner is one more runner extension beside the webhook runtime and owner commands:
+ * it answers every message run of an agent whose runtime is the model (the default). Commands are the
+ * send-command extension's (src/policy/send-command.ts).
+ */
+registerSessionExtension({
+  name: "model-runner",
+  produceReply(host, run, input, signal) {
+    if (input.kind === "command") return undefined;
+    const runtime = findAgent(host.cfg, host.meta!.agentId)?.runtime;
+    if (runtime && runtime.type !== "model") return undefined;
+    return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), {
+      onDelta: (text) => host.events.delta(run.id, text),
+      onToolCall: (call) => host.events.toolCall(run.id, call),
+    });
+  },
+});

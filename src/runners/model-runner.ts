@@ -1,5 +1,6 @@
 import type { SharedV4ProviderOptions } from "@ai-sdk/provider";
 import { generateText, isStepCount, type ModelMessage, type StepResult, streamText, type ToolSet } from "ai";
+import type { RunnerResult } from "../session/run-types";
 import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
 import type { AttachmentPart } from "../spawn/attachment-parts";
 import { redactAttachmentArgs } from "../spawn/attachments";
@@ -11,15 +12,7 @@ import type { ResolvedModel } from "./models";
  * (the session object records them at once, so a run cut short by its deadline keeps the work it did
  * and a long run shows progress), so its result carries no messages of its own.
  */
-export interface RunnerResult {
-  /** Assistant and toolResult messages the session still has to record, in order (runners that report at the end). */
-  messages: TranscriptMessage[];
-  /** Final assistant text (the run's reply). */
-  reply: string;
-  usage: Usage;
-  model: string;
-  provider: string;
-}
+export type { RunnerResult };
 
 export interface ModelRunRequest {
   model: ResolvedModel;

@@ -3,7 +3,9 @@ import { signedWebhookHeaders } from "../channels/signed-webhook";
 import { findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
-import { type RunOutcome, type RunRow, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
+import type { RunOutcome, RunRow } from "../session/run-types";
 import type { RunInput, RunSnapshot } from "../session/types";
 import { readBoundedText } from "./bounded-response";
 import type { RunnerResult } from "./model-runner";
@@ -122,10 +124,10 @@ export function outcomeOf(c: RunCompletion, agentId: string): RunOutcome {
  * if this instance is evicted the completion ends the run through `finishRun` on the next instance,
  * and nothing waits in memory any more.
  */
-const runEnded = new WeakMap<SessionObject, Map<string, (run: RunSnapshot) => void>>();
+const runEnded = new WeakMap<SessionHost, Map<string, (run: RunSnapshot) => void>>();
 
 /** Keyed by object instance: an evicted instance's waiter must never be woken by its successor. */
-function waitersOf(host: SessionObject): Map<string, (run: RunSnapshot) => void> {
+function waitersOf(host: SessionHost): Map<string, (run: RunSnapshot) => void> {
   let m = runEnded.get(host);
   if (!m) {
     m = new Map();
@@ -134,7 +136,7 @@ function waitersOf(host: SessionObject): Map<string, (run: RunSnapshot) => void>
   return m;
 }
 
-function waitForRunEnd(host: SessionObject, runId: string, signal: AbortSignal): Promise<RunSnapshot> {
+function waitForRunEnd(host: SessionHost, runId: string, signal: AbortSignal): Promise<RunSnapshot> {
   const waiters = waitersOf(host);
   return new Promise((resolve, reject) => {
     const onAbort = () => {
@@ -152,7 +154,7 @@ function waitForRunEnd(host: SessionObject, runId: string, signal: AbortSignal):
 }
 
 async function runOnWebhook(
-  host: SessionObject,
+  host: SessionHost,
   run: RunRow,
   input: RunInput,
   signal: AbortSignal,
@@ -262,7 +264,7 @@ async function runOnWebhook(
 }
 
 /** Durably mark the run as held by its runtime (only while it is still running: a fast /complete may have ended it). */
-function markAwaiting(host: SessionObject, runId: string): void {
+function markAwaiting(host: SessionHost, runId: string): void {
   host.storage.transactionSync(() => {
     if (host.runRow(runId)?.status !== "running") return;
     const now = Date.now();

@@ -1,17 +1,18 @@
-import { registerSessionExtension, type SessionObject } from "./session-object";
+import { registerSessionExtension } from "./extensions";
+import type { SessionHost } from "./host";
 import { listDeadTimers, retryDeadTimer } from "./timer-policy";
 
 /** Dead timers over RPC, for GET /v1/sessions/{key}/timers/dead and its retry route (src/http/routes-dead-timers.ts). */
 const deadTimerRpc = {
-  list: (host: SessionObject, opts: { limit: number }) => listDeadTimers(host, opts.limit),
-  retry: async (host: SessionObject, arg: { kind: string; ref: string }) => {
+  list: (host: SessionHost, opts: { limit: number }) => listDeadTimers(host, opts.limit),
+  retry: async (host: SessionHost, arg: { kind: string; ref: string }) => {
     const r = retryDeadTimer(host, arg.kind, arg.ref);
     if (r?.retried) await host.timers.arm();
     return r;
   },
 };
 
-declare module "./session-object" {
+declare module "./extensions" {
   interface ExtensionRpc {
     "dead-timers": typeof deadTimerRpc;
   }

@@ -1,5 +1,5 @@
 import type { Config } from "../config/schema";
-import type { RunnerResult } from "../runners/model-runner";
+import type { RunnerResult } from "./run-types";
 import type { RunInput, SessionMeta, TranscriptMessage } from "./types";
 
 /**

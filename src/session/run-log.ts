@@ -1,5 +1,5 @@
 import { log } from "../log";
-import { registerSessionExtension } from "./session-object";
+import { registerSessionExtension } from "./extensions";
 
 /**
  * One `run_ended` log line per run, after its ending committed: the run id, the session key, how it

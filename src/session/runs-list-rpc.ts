@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { registerSessionExtension } from "./extensions";
+import type { SessionHost } from "./host";
 import { type RunSnapshot, runSnapshotSchema } from "./run-schema";
-import { type RunRow, registerSessionExtension, type SessionObject } from "./session-object";
+import type { RunRow } from "./run-types";
 
 /** Rows per listing (docs/limits.md): the console shows the recent runs of one session. */
 export const RUNS_LIST_MAX = 100;
@@ -27,7 +29,7 @@ function preview(run: RunSnapshot): RunSummary {
 }
 
 /** A session's most recent runs, newest first (by queue order), for GET /v1/sessions/{key}/runs. */
-export function listRuns(host: SessionObject, limit: number): RunSummary[] {
+export function listRuns(host: SessionHost, limit: number): RunSummary[] {
   // Reading a session that was never written must not create its tables.
   if (!host.hasStorage) return [];
   const n = Math.max(1, Math.min(limit, RUNS_LIST_MAX));
@@ -37,9 +39,9 @@ export function listRuns(host: SessionObject, limit: number): RunSummary[] {
     .map((r) => preview(host.snapshot(r)));
 }
 
-const runsRpc = { list: (host: SessionObject, opts: { limit: number }) => listRuns(host, opts.limit) };
+const runsRpc = { list: (host: SessionHost, opts: { limit: number }) => listRuns(host, opts.limit) };
 
-declare module "./session-object" {
+declare module "./extensions" {
   interface ExtensionRpc {
     runs: typeof runsRpc;
   }

@@ -1,4 +1,4 @@
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { ChildFinding, ChildOutcome } from "./announce-format";
 
 /**
@@ -16,7 +16,7 @@ export const SLOT_TIMER = "subagent-slot";
 export const childFlowId = (childKey: string) => `child:${childKey}`;
 
 /** Number of this session's children still holding a slot. */
-export function countActiveChildren(host: SessionObject): number {
+export function countActiveChildren(host: SessionHost): number {
   if (!host.meta) return 0;
   return host.sql
     .exec<{ n: number }>("SELECT COUNT(*) AS n FROM flows WHERE kind = ? AND state = 'running'", CHILD_FLOW)
@@ -27,7 +27,7 @@ export function countActiveChildren(host: SessionObject): number {
  * Called inside the transaction that released a slot, when no child of this session is running any
  * more: the sub-agent lifecycle resumes an announce it deferred for its descendants.
  */
-type SettledListener = (host: SessionObject) => void;
+type SettledListener = (host: SessionHost) => void;
 const settledListeners: SettledListener[] = [];
 export function onChildrenSettled(fn: SettledListener): void {
   settledListeners.push(fn);
@@ -37,7 +37,7 @@ export function onChildrenSettled(fn: SettledListener): void {
  * End a child's slot. `outcome` is what it announced; a slot released without one (the child was
  * deleted or never created) is marked `gone` and left out of its parent's results.
  */
-export function releaseSlotSync(host: SessionObject, childKey: string, outcome?: ChildOutcome): void {
+export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: ChildOutcome): void {
   const id = childFlowId(childKey);
   const row = host.sql
     .exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ? AND kind = ?", id, CHILD_FLOW)
@@ -60,7 +60,7 @@ export function releaseSlotSync(host: SessionObject, childKey: string, outcome?:
  * Children whose slot ended without a result (deleted, never created) are left out: there is nothing
  * of theirs to report, and a child spawned by an earlier run is not this run's work.
  */
-export function directChildResults(host: SessionObject, fromMs: number, toMs: number): ChildFinding[] {
+export function directChildResults(host: SessionHost, fromMs: number, toMs: number): ChildFinding[] {
   return host.sql
     .exec<{ state: string; json: string }>(
       "SELECT state, json FROM flows WHERE kind = ? AND state IN ('running', 'ended') AND created_at >= ? AND created_at <= ? ORDER BY created_at, rowid",

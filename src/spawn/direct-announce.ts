@@ -1,5 +1,5 @@
 import { queueDelivery, recordedRoute } from "../channels/outbox";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { DeliveryRoute, TranscriptMessage } from "../session/types";
 import type { ChildOutcome } from "./announce-format";
 import type { CompletionEvent } from "./completion-event";
@@ -49,10 +49,7 @@ export function internalMessage(text: string, childKey: string): TranscriptMessa
 }
 
 /** Where a child's announce goes: this session's route now, else the spawn-time one; a thread-bound child's thread. */
-export function announceRoute(
-  host: SessionObject,
-  h: Pick<AnnounceHandoff, "route" | "threadId">,
-): DeliveryRoute | null {
+export function announceRoute(host: SessionHost, h: Pick<AnnounceHandoff, "route" | "threadId">): DeliveryRoute | null {
   const base = recordedRoute(host) ?? (h.route?.channel ? h.route : null);
   return base && h.threadId ? { ...base, threadId: h.threadId } : base;
 }
@@ -63,7 +60,7 @@ export function announceRoute(
  * No route at all: the announce stays an internal injection, as in OpenClaw.
  */
 export function recordDirectAnnounce(
-  host: SessionObject,
+  host: SessionHost,
   h: Pick<AnnounceHandoff, "idempotencyKey" | "childKey" | "route" | "threadId"> & { message: string },
 ): { id: string; status: string } | undefined {
   host.transcript.append(internalMessage(h.message, h.childKey), null);

@@ -1,5 +1,6 @@
 import { onDeliveryDead } from "../channels/outbox";
-import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { callExtension, registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
 import type { TimerRow } from "../session/timers";
 import type { SessionMeta } from "../session/types";
 import { CHILD_FLOW, childFlowId, countActiveChildren, releaseSlotSync, SLOT_TIMER } from "./child-slots";
@@ -47,13 +48,13 @@ function childKeyOfAnnounce(idempotencyKey: string): string {
 }
 
 /** Read-only: never creates the requester session (a refused spawn changes nothing). */
-function spawnState(host: SessionObject): RequesterSpawnState {
+function spawnState(host: SessionHost): RequesterSpawnState {
   return { meta: host.meta, activeChildren: countActiveChildren(host) };
 }
 
 /** Reserve one active-child slot, or report the count that refused it. Single-threaded object + one transaction = no over-spawn. */
 async function reserveSlot(
-  host: SessionObject,
+  host: SessionHost,
   arg: { childKey: string; maxChildren: number; label?: string },
 ): Promise<{ ok: boolean; activeChildren: number }> {
   await host.ensureSession();
@@ -76,7 +77,7 @@ async function reserveSlot(
   return res;
 }
 
-async function releaseSlot(host: SessionObject, arg: { childKey: string }): Promise<void> {
+async function releaseSlot(host: SessionHost, arg: { childKey: string }): Promise<void> {
   if (!host.meta) return;
   host.storage.transactionSync(() => releaseSlotSync(host, arg.childKey));
   await host.timers.arm();
@@ -87,7 +88,7 @@ async function releaseSlot(host: SessionObject, arg: { childKey: string }): Prom
  * it gets an answer, so a retry after a lost reply must not record, deliver or run a turn twice.
  * The dedupe row and everything the announce causes are one transaction.
  */
-async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise<AnnounceHandoffResult> {
+async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<AnnounceHandoffResult> {
   // A sub-agent requester that was already archived or deleted is not brought back as an empty
   // session that nothing would ever archive; the announce has nowhere to go.
   if (!host.meta && host.key.includes(":subagent:")) return { duplicate: false, recorded: false, requesterGone: true };
@@ -122,7 +123,7 @@ async function receiveAnnounce(host: SessionObject, h: AnnounceHandoff): Promise
 }
 
 /** Safety net for a slot: release it when its child does not exist (spawn never completed, or the child was deleted). */
-async function checkSlot(host: SessionObject, timer: TimerRow): Promise<void> {
+async function checkSlot(host: SessionHost, timer: TimerRow): Promise<void> {
   const childKey = timer.ref;
   const row = host.sql
     .exec<{ state: string }>("SELECT state FROM flows WHERE id = ?", childFlowId(childKey))
@@ -139,14 +140,14 @@ async function checkSlot(host: SessionObject, timer: TimerRow): Promise<void> {
 }
 
 const requesterRpc = {
-  state: (host: SessionObject) => spawnState(host),
-  reserve: (host: SessionObject, arg: { childKey: string; maxChildren: number; label?: string }) =>
+  state: (host: SessionHost) => spawnState(host),
+  reserve: (host: SessionHost, arg: { childKey: string; maxChildren: number; label?: string }) =>
     reserveSlot(host, arg),
-  release: (host: SessionObject, arg: { childKey: string }) => releaseSlot(host, arg),
-  receiveAnnounce: (host: SessionObject, arg: AnnounceHandoff) => receiveAnnounce(host, arg),
+  release: (host: SessionHost, arg: { childKey: string }) => releaseSlot(host, arg),
+  receiveAnnounce: (host: SessionHost, arg: AnnounceHandoff) => receiveAnnounce(host, arg),
 };
 
-declare module "../session/session-object" {
+declare module "../session/extensions" {
   interface ExtensionRpc {
     "subagent-requester": typeof requesterRpc;
   }

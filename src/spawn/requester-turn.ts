@@ -1,6 +1,8 @@
 import { queueDelivery } from "../channels/outbox";
 import { utf8ByteLength } from "../policy/history-sanitize";
-import { type RunEndedEvent, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
+import type { RunEndedEvent } from "../session/run-types";
 import { defineTimerKind } from "../session/timer-policy";
 import type { DeliveryRoute } from "../session/types";
 import { type ChildOutcome, isSilentToken } from "./announce-format";
@@ -42,13 +44,13 @@ interface PendingEvent {
 }
 
 /** A sub-agent requester speaks to its parent, not a user: its turn is internal and delivers nothing. */
-function isSubagentRequester(host: SessionObject): boolean {
+function isSubagentRequester(host: SessionHost): boolean {
   return Boolean(host.meta?.subagent) || host.key.includes(":subagent:");
 }
 
 /** Inside the receive transaction: queue the completion for a turn. The slot stays held until it is absorbed. */
 export function acceptForTurn(
-  host: SessionObject,
+  host: SessionHost,
   h: AnnounceHandoff & { message: string; event: CompletionEvent },
 ): void {
   const now = Date.now();
@@ -74,7 +76,7 @@ export function acceptForTurn(
   host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now, undefined, { keepEarlier: true });
 }
 
-function pendingEvents(host: SessionObject): { id: string; e: PendingEvent }[] {
+function pendingEvents(host: SessionHost): { id: string; e: PendingEvent }[] {
   return host.sql
     .exec<{ id: string; json: string }>(
       "SELECT id, json FROM flows WHERE kind = ? AND state = 'turn_pending' ORDER BY created_at, rowid LIMIT ?",
@@ -86,7 +88,7 @@ function pendingEvents(host: SessionObject): { id: string; e: PendingEvent }[] {
 }
 
 /** The next turn's events: the oldest pending one and those after it for the same thread, within the bounds. */
-function nextBatch(host: SessionObject): { id: string; e: PendingEvent }[] {
+function nextBatch(host: SessionHost): { id: string; e: PendingEvent }[] {
   const pending = pendingEvents(host);
   if (pending.length === 0) return [];
   const thread = pending[0].e.threadId ?? null;
@@ -102,7 +104,7 @@ function nextBatch(host: SessionObject): { id: string; e: PendingEvent }[] {
   return batch;
 }
 
-function busy(host: SessionObject): boolean {
+function busy(host: SessionHost): boolean {
   return host.sql.exec("SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1").toArray().length > 0;
 }
 
@@ -111,7 +113,7 @@ function busy(host: SessionObject): boolean {
  * re-run finds the same run. While the requester is busy the turn waits (completions arriving
  * meanwhile join it); the end of the busy run brings the timer forward (`onRunEnded` below).
  */
-async function startCompletionTurn(host: SessionObject): Promise<void> {
+async function startCompletionTurn(host: SessionHost): Promise<void> {
   const batch = host.meta ? nextBatch(host) : [];
   if (batch.length === 0) {
     host.timers.clear(COMPLETION_TURN_TIMER, TURN_REF);
@@ -158,14 +160,14 @@ async function startCompletionTurn(host: SessionObject): Promise<void> {
 }
 
 /** Inside every run-ending transaction: completions that waited for this run get their turn now. */
-function onRunEnded(host: SessionObject, event: RunEndedEvent): void {
+function onRunEnded(host: SessionHost, event: RunEndedEvent): void {
   if (event.input.kind === "subagent_completion") onTurnEnded(host, event);
   if (host.timers.get(COMPLETION_TURN_TIMER, TURN_REF))
     host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Date.now(), undefined, { keepEarlier: true });
 }
 
 /** The turn's end: deliver its reply, or fall back to the direct announces. */
-function onTurnEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
+function onTurnEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const ids = Array.isArray(input.data?.events) ? (input.data.events as string[]) : [];
   const rows = ids
     .map((id) => ({
@@ -191,7 +193,7 @@ function onTurnEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
 
 /** End one event: absorbed by a turn, or told as its direct announce. Frees the child's slot with its outcome. */
 function settleEvent(
-  host: SessionObject,
+  host: SessionHost,
   id: string,
   e: PendingEvent,
   state: "turn_done" | "fallback",
@@ -210,7 +212,7 @@ function settleEvent(
 }
 
 // A turn that can never be queued gives up like every timer (docs/timers.md): its waiting completions are told directly.
-defineTimerKind<SessionObject>(COMPLETION_TURN_TIMER, {
+defineTimerKind<SessionHost>(COMPLETION_TURN_TIMER, {
   onDead(host) {
     const now = Date.now();
     for (const { id, e } of pendingEvents(host)) settleEvent(host, id, e, "fallback", now);
@@ -231,7 +233,7 @@ registerSessionExtension({
  * The reply of this session's latest completion turn since `sinceMs` that said something (not a
  * silent token): a parent sub-agent's synthesis of its children, which its own announce reports.
  */
-export function latestSynthesis(host: SessionObject, sinceMs: number): string | null {
+export function latestSynthesis(host: SessionHost, sinceMs: number): string | null {
   const rows = host.sql
     .exec<{ reply: string | null }>(
       "SELECT reply FROM runs WHERE kind = 'subagent_completion' AND status = 'ok' AND ended_at >= ? ORDER BY qseq DESC LIMIT ?",

@@ -1,5 +1,6 @@
 import { log } from "../log";
-import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { callExtension, registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
 import { defineTimerKind } from "../session/timer-policy";
 import { LANE_OBJECT } from "./subagent-lane";
 
@@ -21,19 +22,19 @@ const RELEASE = "release";
 export const LANE_POLL_MS = 60_000;
 const EXT = "subagent-lane" as const;
 
-function maxConcurrent(host: SessionObject): number {
+function maxConcurrent(host: SessionHost): number {
   return host.cfg.agents.defaults.subagents.maxConcurrent;
 }
 
-function laneStub(host: SessionObject) {
+function laneStub(host: SessionHost) {
   return host.bindings.REGISTRY.getByName(LANE_OBJECT);
 }
 
 /** Asks in flight per instance: every kick of a held queue would otherwise ask again. */
-const asking = new WeakSet<SessionObject>();
+const asking = new WeakSet<SessionHost>();
 
 /** Ask the lane for this child's slot. A throw leaves the acquire timer for the alarm to retry (timer-policy.ts). */
-async function acquire(host: SessionObject): Promise<void> {
+async function acquire(host: SessionHost): Promise<void> {
   if (host.meta?.subagent?.lane !== "waiting" || asking.has(host)) return;
   asking.add(host);
   try {
@@ -63,7 +64,7 @@ async function acquire(host: SessionObject): Promise<void> {
   }
 }
 
-async function release(host: SessionObject): Promise<void> {
+async function release(host: SessionHost): Promise<void> {
   const granted = await laneStub(host).laneRelease(host.key, maxConcurrent(host));
   host.timers.clear(LANE_TIMER, RELEASE);
   await host.timers.arm();
@@ -76,14 +77,14 @@ async function release(host: SessionObject): Promise<void> {
 }
 
 /** Ask the lane and start if granted: right after the spawn (sessions_spawn), and when a releasing child says it is our turn. */
-async function ask(host: SessionObject): Promise<{ ok: true }> {
+async function ask(host: SessionHost): Promise<{ ok: true }> {
   if (host.hasStorage) await acquire(host);
   return { ok: true };
 }
 
 const laneRpc = { ask, granted: ask };
 
-declare module "../session/session-object" {
+declare module "../session/extensions" {
   interface ExtensionRpc {
     "subagent-lane": typeof laneRpc;
   }
@@ -91,7 +92,7 @@ declare module "../session/session-object" {
 
 // The lane unreachable for all its attempts: run the task anyway (over the limit, visibly as a dead timer) rather than
 // never. A release that keeps failing would leak a slot, so it is tried for longer (about 2 h) before it is dead.
-defineTimerKind<SessionObject>(LANE_TIMER, {
+defineTimerKind<SessionHost>(LANE_TIMER, {
   policy: { maxAttempts: 14, maxDelayMs: 10 * 60_000 },
   onDead: (host, dead) => {
     const sub = host.meta?.subagent;

@@ -2,7 +2,9 @@ import { log } from "../log";
 import { transcriptPathOf } from "../registry/row";
 import { capText } from "../session/byte-budget";
 import { beginClosing } from "../session/closing";
-import { type RunEndedEvent, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
+import type { RunEndedEvent } from "../session/run-types";
 import { type DeadTimer, defineTimerKind } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { SubagentInfo } from "../session/types";
@@ -98,14 +100,14 @@ function announcedOutcome(m: AnnounceMaterial): ChildOutcome {
 type FlowState = "waiting" | "step" | "handoff" | "done" | "failed";
 const flowId = (taskRunId: string) => `announce:${taskRunId}`;
 
-function readFlow(host: SessionObject, taskRunId: string): { state: FlowState; material: AnnounceMaterial } | null {
+function readFlow(host: SessionHost, taskRunId: string): { state: FlowState; material: AnnounceMaterial } | null {
   const r = host.sql
     .exec<{ state: FlowState; json: string }>("SELECT state, json FROM flows WHERE id = ?", flowId(taskRunId))
     .toArray()[0];
   return r ? { state: r.state, material: JSON.parse(r.json) as AnnounceMaterial } : null;
 }
 
-function writeFlow(host: SessionObject, state: FlowState, m: AnnounceMaterial): void {
+function writeFlow(host: SessionHost, state: FlowState, m: AnnounceMaterial): void {
   const now = Date.now();
   host.sql.exec(
     `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -120,7 +122,7 @@ function writeFlow(host: SessionObject, state: FlowState, m: AnnounceMaterial): 
 }
 
 /** Inside the run-ending transaction of the child. */
-function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
+function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const sub = host.meta?.subagent;
   if (!sub) return;
   const now = Date.now();
@@ -200,7 +202,7 @@ function onRunEnded(host: SessionObject, { run, input }: RunEndedEvent): void {
  * the timer is stale (the flow moved on, or the session lost its sub-agent info) and is cleared.
  */
 function flowAt(
-  host: SessionObject,
+  host: SessionHost,
   taskRunId: string,
   state: FlowState,
   timerKind: string,
@@ -226,7 +228,7 @@ function shareChildResults(children: ChildFinding[]): ChildFinding[] {
 }
 
 /** Queue the announce step. Idempotent on the task run, so a timer re-run after an eviction finds the same run. */
-async function startAnnounceStep(host: SessionObject, taskRunId: string): Promise<void> {
+async function startAnnounceStep(host: SessionHost, taskRunId: string): Promise<void> {
   const at = flowAt(host, taskRunId, "step", ANNOUNCE_TIMER);
   if (!at) return;
   const { material: m, sub } = at;
@@ -269,7 +271,7 @@ async function startAnnounceStep(host: SessionObject, taskRunId: string): Promis
  * Hand the announce to the requester's object. A throw (requester unreachable, eviction) leaves the
  * timer in place and the alarm retries it with backoff; the requester de-duplicates on the key.
  */
-async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
+async function handOff(host: SessionHost, taskRunId: string): Promise<void> {
   const at = flowAt(host, taskRunId, "handoff", HANDOFF_TIMER);
   if (!at) return;
   const { material: m, sub } = at;
@@ -298,7 +300,7 @@ async function handOff(host: SessionObject, taskRunId: string): Promise<void> {
   });
 }
 
-function busy(host: SessionObject): boolean {
+function busy(host: SessionHost): boolean {
   // A failed announce is not "on its way": it waits for an operator retry, which archival must not block.
   const pendingFlow =
     host.sql
@@ -310,7 +312,7 @@ function busy(host: SessionObject): boolean {
 }
 
 /** Archive (keep) or delete (cleanup "delete") the child: from its own alarm, so it survives restarts. */
-async function removeChild(host: SessionObject, timer: TimerRow, archive: boolean): Promise<void> {
+async function removeChild(host: SessionHost, timer: TimerRow, archive: boolean): Promise<void> {
   // Already removed by a concurrent alarm pass: its storage (this timer included) is gone.
   if (!host.meta) return;
   const sub = host.meta.subagent;
@@ -355,7 +357,7 @@ async function removeChild(host: SessionObject, timer: TimerRow, archive: boolea
  * Move announces that waited for this session's children on to their announce step. Runs inside the
  * transaction that ended the last child's slot (or from the cap timer), so the step cannot be lost.
  */
-function resumeDeferredAnnounces(host: SessionObject): void {
+function resumeDeferredAnnounces(host: SessionHost): void {
   const waiting = host.sql
     .exec<{ json: string }>("SELECT json FROM flows WHERE kind = ? AND state = 'waiting'", ANNOUNCE_FLOW)
     .toArray();
@@ -372,7 +374,7 @@ onChildrenSettled(resumeDeferredAnnounces);
 /** The state each announce timer drives; its death leaves the flow "failed" and an operator retry puts it back. */
 const ANNOUNCE_TIMER_STATES: Record<string, FlowState> = { [ANNOUNCE_TIMER]: "step", [HANDOFF_TIMER]: "handoff" };
 
-function announceGaveUp(host: SessionObject, dead: DeadTimer): void {
+function announceGaveUp(host: SessionHost, dead: DeadTimer): void {
   const flow = readFlow(host, dead.ref);
   if (!flow || flow.state !== ANNOUNCE_TIMER_STATES[dead.kind]) return;
   writeFlow(host, "failed", {
@@ -381,7 +383,7 @@ function announceGaveUp(host: SessionObject, dead: DeadTimer): void {
   });
 }
 
-function reviveAnnounce(host: SessionObject, dead: DeadTimer): boolean {
+function reviveAnnounce(host: SessionHost, dead: DeadTimer): boolean {
   const flow = readFlow(host, dead.ref);
   if (flow?.state !== "failed" || flow.material.failure?.timer !== dead.kind) return false;
   const { failure: _failure, ...material } = flow.material;
@@ -389,9 +391,9 @@ function reviveAnnounce(host: SessionObject, dead: DeadTimer): boolean {
   return true;
 }
 
-defineTimerKind<SessionObject>(ANNOUNCE_TIMER, { onDead: announceGaveUp, revive: reviveAnnounce });
+defineTimerKind<SessionHost>(ANNOUNCE_TIMER, { onDead: announceGaveUp, revive: reviveAnnounce });
 // The requester may be busy or restarting for a while: about an hour of attempts before the hand-off gives up.
-defineTimerKind<SessionObject>(HANDOFF_TIMER, {
+defineTimerKind<SessionHost>(HANDOFF_TIMER, {
   policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 },
   onDead: announceGaveUp,
   revive: reviveAnnounce,
@@ -399,11 +401,11 @@ defineTimerKind<SessionObject>(HANDOFF_TIMER, {
 
 /** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]). */
 const lifecycleRpc = {
-  attachments: (host: SessionObject) => listAttachments(host),
-  attachment: (host: SessionObject, name: string) => readAttachment(host, String(name)),
+  attachments: (host: SessionHost) => listAttachments(host),
+  attachment: (host: SessionHost, name: string) => readAttachment(host, String(name)),
 };
 
-declare module "../session/session-object" {
+declare module "../session/extensions" {
   interface ExtensionRpc {
     "subagent-lifecycle": typeof lifecycleRpc;
   }

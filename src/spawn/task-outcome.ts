@@ -1,12 +1,12 @@
 import { textOf } from "../runners/model-runner";
 import { splitModelRef } from "../runners/models";
-import type { SessionObject } from "../session/session-object";
+import type { SessionHost } from "../session/host";
 import type { TranscriptMessage } from "../session/types";
 import { estimateCostUsd, partialProgress, type RunOutcome } from "./announce-format";
 
 /** What a sub-agent's ended task run leaves for its announce, read from its transcript rows and config. */
 
-export function latestToolResultText(host: SessionObject, runId: string): string | null {
+export function latestToolResultText(host: SessionHost, runId: string): string | null {
   const r = host.sql
     .exec<{ json: string }>(
       "SELECT json FROM messages WHERE run_id = ? AND role = 'toolResult' ORDER BY seq DESC LIMIT 1",
@@ -22,7 +22,7 @@ export function latestToolResultText(host: SessionObject, runId: string): string
  * Partial progress of a task run that timed out while it worked with tools (test/subagent-run-timeout.test.ts):
  * its tool calls and last assistant fragments, or null when it made no tool call.
  */
-export function partialProgressOf(host: SessionObject, runId: string, latestToolResult: string | null): string | null {
+export function partialProgressOf(host: SessionHost, runId: string, latestToolResult: string | null): string | null {
   const assistant = host.sql
     .exec<{ json: string }>("SELECT json FROM messages WHERE run_id = ? AND role = 'assistant' ORDER BY seq", runId)
     .toArray()
@@ -39,7 +39,7 @@ export function partialProgressOf(host: SessionObject, runId: string, latestTool
 }
 
 export function costOf(
-  host: SessionObject,
+  host: SessionHost,
   modelRef: string | undefined,
   usage: { input: number; output: number },
 ): number | null {

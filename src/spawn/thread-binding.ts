@@ -1,6 +1,7 @@
 import { fromRpcError, SwitchboardError } from "../errors";
 import { log } from "../log";
-import { callExtension, registerSessionExtension, type SessionObject } from "../session/session-object";
+import { callExtension, registerSessionExtension } from "../session/extensions";
+import type { SessionHost } from "../session/host";
 import type { DeliveryRoute, EnqueueRequest, RunSnapshot } from "../session/types";
 
 /**
@@ -39,12 +40,12 @@ function isThreadKey(key: string): boolean {
  * An inbound message to a bound thread key runs in the child. The route defaults to the bound thread,
  * and a route that names the channel but no thread gets the bound thread id, so replies stay in-thread.
  */
-function forwardInbound(host: SessionObject, req: EnqueueRequest): Promise<RunSnapshot | null> | null {
+function forwardInbound(host: SessionHost, req: EnqueueRequest): Promise<RunSnapshot | null> | null {
   if (req.input.kind !== "inbound" || !isThreadKey(host.key)) return null;
   return forwardIfBound(host, req);
 }
 
-async function forwardIfBound(host: SessionObject, req: EnqueueRequest): Promise<RunSnapshot | null> {
+async function forwardIfBound(host: SessionHost, req: EnqueueRequest): Promise<RunSnapshot | null> {
   const binding = await host.storage.get<ThreadBinding>(BINDING);
   if (!binding) return null;
   const given = req.input.route;
@@ -65,18 +66,18 @@ async function forwardIfBound(host: SessionObject, req: EnqueueRequest): Promise
 }
 
 const threadRpc = {
-  bind: async (host: SessionObject, b: ThreadBinding) => {
+  bind: async (host: SessionHost, b: ThreadBinding) => {
     await host.storage.put(BINDING, b);
   },
   /** Only the child that holds the binding releases it (a re-bound thread is left alone). */
-  unbind: async (host: SessionObject, childKey: string) => {
+  unbind: async (host: SessionHost, childKey: string) => {
     const b = await host.storage.get<ThreadBinding>(BINDING);
     if (b?.childKey === childKey) await host.storage.delete(BINDING);
   },
-  get: (host: SessionObject) => host.storage.get<ThreadBinding>(BINDING).then((b) => b ?? null),
+  get: (host: SessionHost) => host.storage.get<ThreadBinding>(BINDING).then((b) => b ?? null),
 };
 
-declare module "../session/session-object" {
+declare module "../session/extensions" {
   interface ExtensionRpc {
     "thread-binding": typeof threadRpc;
   }

@@ -8,7 +8,7 @@ import { log } from "../log";
 import { checkModelRef } from "../runners/models";
 import { INVALID_THINKING, parseThinkingLevel, THINKING_LEVELS } from "../runners/thinking";
 import { checkTextSize } from "../session/byte-budget";
-import { callExtension } from "../session/session-object";
+import { callExtension } from "../session/extensions";
 import type { SubagentInfo } from "../session/types";
 import { attachmentsReceipt, validateAttachments } from "../spawn/attachments";
 import type { SpawnChildRequest } from "../spawn/child-spawn";

@@ -1,6 +1,6 @@
 import { vi } from "vitest";
 import type { DeliveryStatus } from "../../src/channels/outbox";
-import { callExtension } from "../../src/session/session-object";
+import { callExtension } from "../../src/session/extensions";
 import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
 
