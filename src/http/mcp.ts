@@ -7,14 +7,17 @@ import type { ToolContext } from "../tools/context";
 import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, type ToolDefinition, toolsFor } from "../tools/registry";
+import { SEND_DEFAULT_TIMEOUT_SECONDS } from "../tools/sessions-send";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 import { describe } from "./describe";
+import { progressOf, progressStream } from "./mcp-progress";
 
 /**
  * `/mcp` (docs/contract.md, "Endpoints"): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
  *
- * Stateless on purpose: every POST carries one JSON-RPC message (or a batch) and gets a JSON answer,
+ * Stateless on purpose: every POST carries one JSON-RPC message (or a batch) and gets a JSON answer (or,
+ * for a waiting call that asked for progress, an SSE answer to that request: mcp-progress.ts),
  * no `Mcp-Session-Id`, no server-held stream — any Worker instance can answer any request, and the
  * tools' own state lives in the session objects. The surface is small (initialize, ping, tools/list,
  * tools/call), so it is implemented here rather than pulling the SDK's server (and its JSON-Schema
@@ -92,6 +95,17 @@ export function capMcpWait(toolName: string, rawArgs: unknown): unknown {
     if (camel === waitArg && typeof v === "number" && v > MCP_MAX_WAIT_SECONDS) args[k] = MCP_MAX_WAIT_SECONDS;
   }
   return args;
+}
+
+/** The wait in seconds a call of a waiting tool will make over MCP (capped), undefined for other tools. */
+function mcpWaitSeconds(toolName: string, rawArgs: unknown): number | undefined {
+  const waitArg = WAIT_ARGUMENTS[toolName];
+  if (!waitArg) return undefined;
+  const args = (capMcpWait(toolName, rawArgs) ?? {}) as Record<string, unknown>;
+  const snake = waitArg.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`);
+  const wait = args[waitArg] ?? args[snake];
+  // Absent: the tool's default wait (sessions_send is the one waiting tool).
+  return typeof wait === "number" ? wait : SEND_DEFAULT_TIMEOUT_SECONDS;
 }
 
 /** A tool result in MCP form: the payload as text (as `/tools/invoke` renders it) and as structured content. */
@@ -202,7 +216,7 @@ export function mcpRoutes(app: Hono<AppEnv>): void {
       tag: "tools",
       summary: "MCP endpoint (stateless Streamable HTTP, JSON responses)",
       description:
-        "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope.",
+        "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).",
       sessionHeader: true,
       requestBody: {
         required: true,
@@ -240,6 +254,18 @@ export function mcpRoutes(app: Hono<AppEnv>): void {
           rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`),
           400,
         );
+      // A single waiting tools/call with a progressToken is answered as SSE: progress notifications, then the response.
+      const single = (batch ? null : body) as JsonRpcMessage | null;
+      const progress =
+        single?.method === "tools/call" && typeof single.params === "object" && single.params !== null
+          ? progressOf(single.params as Record<string, unknown>, c.req.header("Accept"), mcpWaitSeconds)
+          : null;
+      if (progress) {
+        // Authentication and scope refusals keep their HTTP status: checked before the stream starts.
+        await toolContext(c);
+        const name = String((single!.params as Record<string, unknown>).name);
+        return progressStream(progress, name, answer(c, single));
+      }
       const responses: JsonRpcResponse[] = [];
       for (const msg of messages) {
         const r = await answer(c, msg);
