@@ -1,0 +1,149 @@
+import { useCallback, useEffect, useState } from "preact/hooks";
+import { api, enc } from "./api";
+import { ErrorLine } from "./errors";
+import { when } from "./format";
+import type { DeadTimer, Delivery } from "./types";
+
+const STATUSES = ["all", "pending", "delivered", "dead", "blocked"] as const;
+
+/** The session's outbox and its dead timers, with retry (routes-deliveries.ts, routes-dead-timers.ts). */
+export function DeliveriesTab(props: { sessionKey: string; version: number }) {
+  const base = `/v1/sessions/${enc(props.sessionKey)}`;
+  const [status, setStatus] = useState<(typeof STATUSES)[number]>("all");
+  const [deliveries, setDeliveries] = useState<Delivery[] | null>(null);
+  const [timers, setTimers] = useState<DeadTimer[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState("");
+
+  const load = useCallback(async () => {
+    const q = status === "all" ? "" : `&status=${status}`;
+    const [d, t] = await Promise.all([
+      api<{ deliveries: Delivery[] }>("GET", `${base}/deliveries?limit=100${q}`),
+      api<{ timers: DeadTimer[] }>("GET", `${base}/timers/dead?limit=100`),
+    ]);
+    setDeliveries(d.deliveries);
+    setTimers(t.timers);
+  }, [base, status]);
+
+  // `version` changes with every delivery event of the session stream.
+  useEffect(() => {
+    load().catch(setError);
+  }, [load, props.version]);
+
+  async function retry(what: string, path: string) {
+    setError(null);
+    try {
+      await api("POST", path);
+      setNotice(`${what} re-queued.`);
+      await load();
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  return (
+    <div class="deliveries">
+      <label>
+        Status{" "}
+        <select value={status} onChange={(e) => setStatus(e.currentTarget.value as typeof status)}>
+          {STATUSES.map((s) => (
+            <option key={s} value={s}>
+              {s}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button type="button" onClick={() => load().catch(setError)}>
+        Refresh
+      </button>
+      <p role="status">{notice}</p>
+      <ErrorLine error={error} />
+      <h2>Deliveries</h2>
+      {deliveries?.length === 0 && <p>No deliveries.</p>}
+      {deliveries && deliveries.length > 0 && (
+        <table class="rows">
+          <thead>
+            <tr>
+              <th scope="col">Delivery</th>
+              <th scope="col">Status</th>
+              <th scope="col">Channel</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last error</th>
+              <th scope="col">Updated</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {deliveries.map((d) => (
+              <tr key={d.id} data-delivery={d.id}>
+                <td data-label="Delivery">
+                  {d.kind} → {d.payload.to ?? "—"}: {d.payload.message.slice(0, 120)}
+                </td>
+                <td data-label="Status">
+                  <span class={`status status-${d.status}`}>{d.status}</span>
+                </td>
+                <td data-label="Channel">{d.channel}</td>
+                <td data-label="Attempts">{d.attempts}</td>
+                <td data-label="Last error">{d.lastError ?? ""}</td>
+                <td data-label="Updated">{when(d.deliveredAt ?? d.updatedAt)}</td>
+                <td>
+                  {(d.status === "dead" || d.status === "blocked") && (
+                    <button
+                      type="button"
+                      aria-label={`Retry delivery ${d.id}`}
+                      onClick={() => retry("Delivery", `${base}/deliveries/${enc(d.id)}/retry`)}
+                    >
+                      Retry
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <h2>Dead timers</h2>
+      {timers.length === 0 && <p>No dead timers.</p>}
+      {timers.length > 0 && (
+        <table class="rows">
+          <thead>
+            <tr>
+              <th scope="col">Timer</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last error</th>
+              <th scope="col">Died</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {timers.map((t) => (
+              <tr key={`${t.kind}/${t.ref}`}>
+                <td data-label="Timer">
+                  {t.kind}/{t.ref}
+                </td>
+                <td data-label="Attempts">{t.attempts}</td>
+                <td data-label="Last error">{t.lastError}</td>
+                <td data-label="Died">{when(t.diedAt)}</td>
+                <td>
+                  {t.retryable && (
+                    <button
+                      type="button"
+                      aria-label={`Retry timer ${t.kind}/${t.ref}`}
+                      onClick={() => retry("Timer", `${base}/timers/dead/${enc(t.kind)}/${enc(t.ref)}/retry`)}
+                    >
+                      Retry
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}

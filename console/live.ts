@@ -1,0 +1,90 @@
+// Live updates of one session (docs/events.md): the session stream, resumed by Last-Event-ID after a
+// dropped connection, so nothing is missed or repeated.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiError, enc } from "./api";
+import { readEvents, type SseEvent } from "./sse";
+
+/** `unavailable`: the Worker refused the stream (no such route yet, or no session yet); callers poll instead. */
+export type StreamState = "connecting" | "live" | "reconnecting" | "unavailable";
+
+const RETRY_MS = [1000, 2000, 5000, 10000];
+
+/**
+ * `onOpen` runs each time the stream is accepted: a stream without a resume point starts with events after
+ * the request (docs/events.md), so whatever happened before is read then, never before the stream is open.
+ */
+export function useSessionStream(
+  key: string,
+  onEvent: (e: SseEvent) => void,
+  onOpen: () => void,
+  reconnectSignal: number,
+): StreamState {
+  const [state, setState] = useState<StreamState>("connecting");
+  const handler = useRef(onEvent);
+  handler.current = onEvent;
+  const opened = useRef(onOpen);
+  opened.current = onOpen;
+  const lastEventId = useRef<string | undefined>(undefined);
+
+  useEffect(() => {
+    const abort = new AbortController();
+    let failures = 0;
+    (async () => {
+      while (!abort.signal.aborted) {
+        try {
+          setState(failures ? "reconnecting" : "connecting");
+          await readEvents(`/v1/sessions/${enc(key)}/events`, {
+            lastEventId: lastEventId.current,
+            signal: abort.signal,
+            onOpen: () => {
+              setState("live");
+              failures = 0;
+              opened.current();
+            },
+            onEvent: (e) => {
+              if (e.id !== undefined) lastEventId.current = e.id;
+              handler.current(e);
+            },
+          });
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          // A 4xx will not heal by retrying; 429 (too many watchers) and 5xx may.
+          if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) {
+            setState("unavailable");
+            return;
+          }
+        }
+        if (abort.signal.aborted) return;
+        setState("reconnecting");
+        await new Promise((r) => setTimeout(r, RETRY_MS[Math.min(failures++, RETRY_MS.length - 1)]));
+      }
+    })();
+    return () => abort.abort();
+  }, [key, reconnectSignal]);
+
+  return state;
+}
+
+/**
+ * The run's text as it is generated (GET /v1/runs/{id}/events), handed to `onText` as it grows; resolves
+ * with the final status. Rejects with an ApiError when the Worker has no such stream.
+ */
+export async function followRun(
+  runId: string,
+  signal: AbortSignal,
+  onText: (text: string) => void,
+): Promise<{ status: string; reply?: string; error?: string }> {
+  let text = "";
+  let final: { status: string; reply?: string; error?: string } | null = null;
+  await readEvents(`/v1/runs/${enc(runId)}/events`, {
+    signal,
+    onEvent: (e) => {
+      const data = JSON.parse(e.data);
+      if (e.event === "delta") {
+        text += data.text ?? "";
+        onText(text);
+      } else if (e.event === "status") final = data;
+    },
+  });
+  return final ?? { status: "unknown" };
+}

@@ -1,0 +1,149 @@
+// Everything the session page shows, kept current from the session's event stream (or, without one,
+// re-read after each change the operator makes).
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { api, enc } from "./api";
+import { followRun, type StreamState, useSessionStream } from "./live";
+import type { SseEvent } from "./sse";
+import type { HistoryMessage, Run, SessionRow } from "./types";
+import { RUN_ENDED } from "./types";
+
+/** Messages held on the page: the newest ones; older ones are in GET …/transcript.jsonl. */
+const MAX_MESSAGES = 200;
+const HISTORY_PAGE = 50;
+
+export interface SessionData {
+  row: SessionRow | null;
+  messages: HistoryMessage[];
+  runs: Run[];
+  /** Reply text of runs still generating, by run id. */
+  drafts: Record<string, string>;
+  stream: StreamState;
+  error: unknown;
+  /** Bumped on every delivery event, so the deliveries tab re-reads its list. */
+  deliveriesVersion: number;
+  send(message: string): Promise<void>;
+  abort(runId: string): Promise<void>;
+  patch(body: Record<string, unknown>): Promise<void>;
+}
+
+const seqOf = (m: HistoryMessage) => m.__switchboard?.seq;
+
+function mergeMessages(held: HistoryMessage[], incoming: HistoryMessage[]): HistoryMessage[] {
+  const bySeq = new Map<number, HistoryMessage>();
+  const unsequenced: HistoryMessage[] = [];
+  for (const m of [...held, ...incoming]) {
+    const seq = seqOf(m);
+    if (seq === undefined) unsequenced.push(m);
+    else bySeq.set(seq, m);
+  }
+  const sorted = [...bySeq.entries()].sort((a, b) => a[0] - b[0]).map(([, m]) => m);
+  return [...unsequenced, ...sorted].slice(-MAX_MESSAGES);
+}
+
+function upsertRun(runs: Run[], run: Partial<Run> & { runId: string }): Run[] {
+  const i = runs.findIndex((r) => r.runId === run.runId);
+  if (i < 0) return [{ status: "queued", kind: "inbound", createdAt: Date.now(), ...run }, ...runs].slice(0, 100);
+  const next = runs.slice();
+  next[i] = { ...runs[i], ...run };
+  return next;
+}
+
+export function useSessionData(key: string): SessionData {
+  const [row, setRow] = useState<SessionRow | null>(null);
+  const [messages, setMessages] = useState<HistoryMessage[]>([]);
+  const [runs, setRuns] = useState<Run[]>([]);
+  const [drafts, setDrafts] = useState<Record<string, string>>({});
+  const [error, setError] = useState<unknown>(null);
+  const [deliveriesVersion, setDeliveriesVersion] = useState(0);
+  const [reconnect, setReconnect] = useState(0);
+  const followed = useRef(new Map<string, AbortController>());
+  const path = `/v1/sessions/${enc(key)}`;
+
+  const reload = useCallback(async () => {
+    const [r, history, recent] = await Promise.all([
+      api<SessionRow>("GET", path).catch(() => null),
+      api<{ messages: HistoryMessage[] }>("GET", `${path}/history?limit=${HISTORY_PAGE}&includeTools=true`).catch(
+        () => ({ messages: [] }),
+      ),
+      api<{ runs: Run[] }>("GET", `${path}/runs?limit=20`),
+    ]);
+    setRow(r);
+    setMessages((held) => mergeMessages(held, history.messages));
+    setRuns(recent.runs);
+  }, [path]);
+
+  const onEvent = useCallback(
+    (e: SseEvent) => {
+      const data = JSON.parse(e.data);
+      if (e.event === "message") setMessages((held) => mergeMessages(held, [data]));
+      else if (e.event === "run") setRuns((held) => upsertRun(held, data));
+      else if (e.event === "delivery") setDeliveriesVersion((v) => v + 1);
+      else if (e.event === "gap") reload().catch(setError);
+    },
+    [reload],
+  );
+  const onOpen = useCallback(() => {
+    reload().catch(setError);
+  }, [reload]);
+  const stream = useSessionStream(key, onEvent, onOpen, reconnect);
+
+  useEffect(() => {
+    reload().catch(setError);
+    const held = followed.current;
+    return () => {
+      for (const c of held.values()) c.abort();
+      held.clear();
+    };
+  }, [reload]);
+
+  /** Show the run's reply as it is generated; without a run stream, wait for its end and re-read. */
+  const follow = useCallback(
+    async (runId: string) => {
+      if (followed.current.has(runId)) return;
+      const ctl = new AbortController();
+      followed.current.set(runId, ctl);
+      try {
+        const end = await followRun(runId, ctl.signal, (text) => setDrafts((d) => ({ ...d, [runId]: text })));
+        setRuns((held) => upsertRun(held, { runId, status: end.status, reply: end.reply, error: end.error }));
+      } catch {
+        if (ctl.signal.aborted) return;
+        const end = await api<Run>("GET", `/v1/runs/${enc(runId)}/wait?timeoutMs=60000`).catch(() => null);
+        if (end) setRuns((held) => upsertRun(held, end));
+      } finally {
+        followed.current.delete(runId);
+        setDrafts(({ [runId]: _done, ...rest }) => rest);
+      }
+      // The reply's message arrives on the session stream; without one, read it.
+      if (stream !== "live") await reload().catch(setError);
+    },
+    [reload, stream],
+  );
+
+  useEffect(() => {
+    for (const r of runs) if (!RUN_ENDED.has(r.status)) follow(r.runId);
+  }, [runs, follow]);
+
+  return {
+    row,
+    messages,
+    runs,
+    drafts,
+    stream,
+    error,
+    deliveriesVersion,
+    async send(message) {
+      const accepted = await api<{ runId: string }>("POST", `${path}/messages`, { message });
+      setRuns((held) => upsertRun(held, { runId: accepted.runId, status: "queued", kind: "inbound" }));
+      // The session may have been created by this message: a stream refused before can start now.
+      if (stream === "unavailable") setReconnect((n) => n + 1);
+      if (stream !== "live") await reload();
+    },
+    async abort(runId) {
+      const run = await api<Run>("POST", `/v1/runs/${enc(runId)}/abort`);
+      setRuns((held) => upsertRun(held, run));
+    },
+    async patch(body) {
+      setRow(await api<SessionRow>("PATCH", path, body));
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { DeliveriesTab } from "./deliveries";
+import { ErrorLine } from "./errors";
+import { SESSION_TABS, type SessionTab, sessionHref } from "./router";
+import { RunsTab } from "./runs";
+import { useSessionData } from "./session-data";
+import { SettingsTab } from "./settings";
+import { TranscriptTab } from "./transcript";
+
+const TAB_LABELS: Record<SessionTab, string> = {
+  transcript: "Transcript",
+  runs: "Runs",
+  deliveries: "Deliveries",
+  settings: "Label & policy",
+};
+
+const STREAM_LABELS = {
+  connecting: "connecting…",
+  live: "live",
+  reconnecting: "reconnecting…",
+  unavailable: "not streaming (refreshes after changes)",
+};
+
+export function SessionPage(props: { sessionKey: string; tab: SessionTab }) {
+  const data = useSessionData(props.sessionKey);
+  const row = data.row;
+  return (
+    <section aria-labelledby="session-title">
+      <p>
+        <a href="#/sessions">← Sessions</a>
+      </p>
+      <h1 id="session-title">{row?.label ? `${row.label} — ${props.sessionKey}` : props.sessionKey}</h1>
+      <p class="meta">
+        {row ? `${row.kind} · ${row.channel} · ${row.model ?? "default model"} · ${row.totalTokens} tokens` : ""}{" "}
+        <span class={`stream stream-${data.stream}`} data-testid="stream-state">
+          {STREAM_LABELS[data.stream]}
+        </span>
+      </p>
+      <ErrorLine error={data.error} />
+      <nav class="tabs" aria-label="Session">
+        {SESSION_TABS.map((t) => (
+          <a key={t} href={sessionHref(props.sessionKey, t)} aria-current={t === props.tab ? "page" : undefined}>
+            {TAB_LABELS[t]}
+          </a>
+        ))}
+      </nav>
+      {props.tab === "transcript" && <TranscriptTab data={data} />}
+      {props.tab === "runs" && <RunsTab data={data} />}
+      {props.tab === "deliveries" && <DeliveriesTab sessionKey={props.sessionKey} version={data.deliveriesVersion} />}
+      {props.tab === "settings" && <SettingsTab key={row?.sessionId ?? "loading"} data={data} />}
+    </section>
+  );
+}

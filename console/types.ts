@@ -1,0 +1,69 @@
+// Shapes of the /v1 answers the console reads (the OpenAPI document at /openapi.json has them all).
+
+export interface SessionRow {
+  key: string;
+  agentId: string;
+  kind: string;
+  channel: string;
+  displayName?: string;
+  label?: string;
+  updatedAt: number;
+  sessionId: string;
+  model?: string;
+  totalTokens: number;
+  sendPolicy?: "allow" | "deny";
+  status?: string;
+  archived?: boolean;
+}
+
+export interface Run {
+  runId: string;
+  sessionKey?: string;
+  status: string;
+  kind: string;
+  reply?: string;
+  error?: string;
+  createdAt: number;
+  startedAt?: number;
+  endedAt?: number;
+}
+
+export interface HistoryMessage {
+  role: string;
+  content?: unknown;
+  timestamp?: number;
+  __switchboard?: { seq?: number; runId?: string | null };
+  [field: string]: unknown;
+}
+
+export interface Delivery {
+  id: string;
+  kind: string;
+  channel: string;
+  status: "pending" | "delivered" | "blocked" | "dead";
+  attempts: number;
+  lastError: string | null;
+  updatedAt: number;
+  deliveredAt: number | null;
+  payload: { to: string | null; message: string };
+}
+
+export interface DeadTimer {
+  kind: string;
+  ref: string;
+  attempts: number;
+  lastError: string;
+  diedAt: number;
+  retryable: boolean;
+}
+
+export interface Agent {
+  id: string;
+  name?: string;
+  default: boolean;
+  model: string;
+  sandboxed: boolean;
+  runtime: string;
+}
+
+export const RUN_ENDED = new Set(["ok", "error", "timeout", "aborted"]);
