@@ -1,0 +1,321 @@
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { unstable_startWorker } from "wrangler";
+
+/**
+ * The operator console (/console) in a real browser: Debian's Chromium driven by playwright-core, against
+ * the Worker under `wrangler dev` (static assets routed as in production). The screenshots in
+ * docs/screenshots/ are written here, so the README's pictures are of the console as it is.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const OPERATOR = "browser-test-operator-token";
+const SCREENSHOTS = join(import.meta.dirname, "..", "..", "docs", "screenshots");
+const HOOK_SECRET = `whsec_${Buffer.from("browser-test-webhook-secret-0001").toString("base64")}`;
+const SEEDED = 60; // with 25 rows a page: three pages
+const RUN = Date.now().toString(36);
+const seededKey = (i: number) => `agent:main:seed-${RUN}-${String(i).padStart(2, "0")}`;
+
+let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
+let base = "";
+let context: BrowserContext;
+let page: Page;
+let profileDir = "";
+
+// A channel webhook under the test's control: it first answers 302 (a redirect is a dead letter at once,
+// src/channels/webhook.ts), then 200 once the test fixes it, so a retried delivery can succeed.
+let hookAnswer = 302;
+const hookBodies: any[] = [];
+let hook: Server;
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  let body = "";
+  for await (const chunk of req) body += chunk;
+  return body;
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<any> {
+  const res = await fetch(new URL(path, base), {
+    method,
+    headers: { Authorization: `Bearer ${OPERATOR}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text);
+}
+
+const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false });
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+  hook = createServer(async (req, res) => {
+    hookBodies.push(JSON.parse(await readBody(req)));
+    res.writeHead(hookAnswer, hookAnswer === 302 ? { Location: "http://127.0.0.1:1/" } : {}).end("ok");
+  });
+  await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
+  const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/deliver`;
+
+  // No fetch of the Request.cf sample from Cloudflare (scripts/dev.mjs): the test needs no network.
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  worker = await unstable_startWorker({
+    config: "wrangler.toml",
+    bindings: {
+      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
+      CONFIG: {
+        type: "json",
+        value: {
+          agents: {
+            defaults: { model: "builtin/echo" },
+            list: [
+              { id: "main", name: "Main", default: true },
+              { id: "research", name: "Research" },
+            ],
+          },
+          channels: { hook: { webhookUrl: hookUrl, webhookSecret: HOOK_SECRET } },
+          // Not supported here: shows up as a configuration warning on the agents page.
+          session: { maintenance: { mode: "enforce" } },
+        },
+      },
+    },
+    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
+  });
+  await worker.ready;
+  base = String(await worker.url);
+
+  // Sessions to page through: PATCH creates a session with its label, no run needed.
+  for (let i = 0; i < SEEDED; i += 10)
+    await Promise.all(
+      Array.from({ length: Math.min(10, SEEDED - i) }, (_, j) =>
+        api("PATCH", `/v1/sessions/${encodeURIComponent(seededKey(i + j))}`, { label: `Seed ${i + j}` }),
+      ),
+    );
+  // The index is written behind each session's change; wait until it lists them all.
+  await vi.waitFor(
+    async () => expect((await api("GET", "/v1/sessions?agentId=main&limit=1000")).count).toBeGreaterThanOrEqual(SEEDED),
+    { timeout: 30_000, interval: 200 },
+  );
+
+  profileDir = mkdtempSync(join(tmpdir(), "switchboard-chromium-"));
+  context = await chromium.launchPersistentContext(profileDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  // The console must load nothing from another origin (no CDN).
+  page.on("request", (req) => {
+    if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
+  });
+}, 120_000);
+
+const foreign: string[] = [];
+
+afterAll(async () => {
+  await context?.close();
+  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await worker?.dispose();
+  await new Promise((r) => hook?.close(r));
+});
+
+describe("operator console in Chromium", () => {
+  it("signs in with a pasted token, kept in session storage and never in the URL", async () => {
+    await page.goto(new URL("/console", base).href);
+    await expect.poll(() => page.getByRole("heading", { name: "Switchboard console" }).isVisible()).toBe(true);
+    await shot("sign-in");
+    const input = page.getByLabel("Token");
+    await input.fill("not-the-token");
+    await input.press("Enter");
+    await page.getByRole("alert").waitFor();
+    expect(await page.getByRole("alert").textContent()).toMatch(/^401 unauthorized: /);
+
+    await input.fill(OPERATOR);
+    await input.press("Enter"); // keyboard only
+    await page.getByRole("heading", { name: "Sessions" }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem("switchboard.console.token"))).toBe(OPERATOR);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(page.url()).not.toContain(OPERATOR);
+  });
+
+  it("pages through a seeded listing: next and previous across three pages, filters reach the API", async () => {
+    const rows = () => page.locator("table.sessions tbody tr td:first-child a").allTextContents();
+    const next = page.getByRole("button", { name: "Next →" });
+    const previous = page.getByRole("button", { name: "← Previous" });
+    await page.locator("table.sessions tbody tr").first().waitFor();
+    const page1 = await rows();
+    expect(page1).toHaveLength(25);
+    expect(await previous.isDisabled()).toBe(true);
+    await shot("sessions");
+
+    await next.focus();
+    await page.keyboard.press("Enter"); // buttons work from the keyboard
+    await expect.poll(() => page.getByTestId("page-number").textContent()).toBe("Page 2");
+    await expect.poll(rows).not.toEqual(page1);
+    const page2 = await rows();
+    expect(page2).toHaveLength(25);
+    await next.click();
+    await expect.poll(() => page.getByTestId("page-number").textContent()).toBe("Page 3");
+    await expect.poll(rows).not.toEqual(page2);
+    const page3 = await rows();
+    // Newest first, no row twice, every seeded session on one of the pages.
+    const all = [...page1, ...page2, ...page3];
+    expect(new Set(all).size).toBe(all.length);
+    for (let i = 0; i < SEEDED; i++) expect(all).toContain(seededKey(i));
+    expect(all.slice(0, SEEDED).every((k) => k.startsWith(`agent:main:seed-${RUN}-`))).toBe(true);
+    expect(all.indexOf(seededKey(SEEDED - 1))).toBeLessThan(all.indexOf(seededKey(0)));
+
+    await previous.click();
+    await expect.poll(() => page.getByTestId("page-number").textContent()).toBe("Page 2");
+    await expect.poll(rows).toEqual(page2);
+    await previous.click();
+    await expect.poll(rows).toEqual(page1);
+
+    // A kind no seeded session has: the API filters, the page says so.
+    await page.getByLabel("cron").check();
+    await page.getByText("No sessions match.").waitFor();
+    await page.getByLabel("cron").uncheck();
+    await expect.poll(rows).toEqual(page1);
+  });
+
+  it("opens a session and edits its label and send policy", async () => {
+    const key = seededKey(SEEDED - 1);
+    await page.getByRole("link", { name: key, exact: true }).click();
+    await page.getByRole("heading", { name: `Seed ${SEEDED - 1} — ${key}` }).waitFor();
+    await page.getByRole("link", { name: "Label & policy" }).click();
+    await page.getByLabel("Label").fill("Renamed in the console");
+    await page.getByRole("button", { name: "Save label" }).click();
+    await page.getByRole("heading", { name: `Renamed in the console — ${key}` }).waitFor();
+    await page.getByLabel("Send policy").selectOption("deny");
+    await page.getByRole("button", { name: "Save send policy" }).click();
+    await page.getByText("Send policy saved.").waitFor();
+    const row = await api("GET", `/v1/sessions/${encodeURIComponent(key)}`);
+    expect([row.label, row.sendPolicy]).toEqual(["Renamed in the console", "deny"]);
+  });
+
+  it("sends a message and shows the run's reply as it arrives, with the run's status", async () => {
+    const key = seededKey(SEEDED - 2);
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, base).href);
+    await expect.poll(() => page.getByTestId("stream-state").textContent()).toBe("live");
+    await page.getByLabel("Message").fill("hello from the browser");
+    await page.getByRole("button", { name: "Send" }).click();
+    // builtin/echo answers with the user's message.
+    const reply = page.locator('li[data-role="assistant"]', { hasText: "hello from the browser" });
+    await reply.waitFor({ timeout: 20_000 });
+    expect(await page.locator('li[data-role="user"]').allTextContents()).toEqual([
+      expect.stringContaining("hello from the browser"),
+    ]);
+    await shot("session");
+    await page.getByRole("link", { name: "Runs" }).click();
+    await expect.poll(() => page.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
+  });
+
+  it("watches a run started elsewhere: its reply appears live, without a reload or a re-read", async () => {
+    const key = seededKey(SEEDED - 3);
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, base).href);
+    await expect.poll(() => page.getByTestId("stream-state").textContent()).toBe("live");
+    await page.getByText("No messages yet.").waitFor();
+    // Anything the page fetches from now on, other than the event streams, would be a re-read.
+    const reads: string[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (!/\/events(\?|$)/.test(new URL(r.url()).pathname + new URL(r.url()).search)) reads.push(r.url());
+    };
+    page.on("request", onRequest);
+    await page.evaluate("window.__notReloaded = true");
+
+    // The message is sent by someone else (the API), not by this page: only the session stream can show it.
+    const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "sent elsewhere" });
+    await page.locator('li[data-role="user"]', { hasText: "sent elsewhere" }).waitFor({ timeout: 20_000 });
+    await page.locator('li[data-role="assistant"]', { hasText: "sent elsewhere" }).waitFor({ timeout: 20_000 });
+    expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("ok");
+    page.off("request", onRequest);
+
+    expect(await page.evaluate("window.__notReloaded")).toBe(true);
+    expect(reads.filter((u) => /\/history|\/sessions\/[^/]+$/.test(new URL(u).pathname))).toEqual([]);
+    await page.getByRole("link", { name: "Runs" }).click();
+    await expect.poll(() => page.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
+  });
+
+  it("retries a dead delivery until it is delivered", async () => {
+    const key = `agent:main:hook-${RUN}`;
+    const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, {
+      message: "deliver me",
+      channel: "hook",
+      to: "chat-1",
+      deliver: true,
+    });
+    await api("GET", `/v1/runs/${sent.runId}/wait?timeoutMs=20000`);
+    await expect
+      .poll(
+        async () => (await api("GET", `/v1/sessions/${encodeURIComponent(key)}/deliveries`)).deliveries[0]?.status,
+        {
+          timeout: 20_000,
+        },
+      )
+      .toBe("dead");
+
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/deliveries`, base).href);
+    const row = page.locator("tr[data-delivery]");
+    await row.locator(".status", { hasText: "dead" }).waitFor();
+    expect(await row.locator('td[data-label="Attempts"]').textContent()).toBe("1");
+    await shot("deliveries");
+
+    hookAnswer = 200;
+    await row.getByRole("button", { name: /^Retry delivery / }).click();
+    await page.getByText("Delivery re-queued.").waitFor();
+    await expect
+      .poll(
+        async () => {
+          await page.getByRole("button", { name: "Refresh" }).click();
+          return row.locator(".status").textContent();
+        },
+        { timeout: 20_000 },
+      )
+      .toBe("delivered");
+    expect(hookBodies.map((b) => [b.message, b.to])).toEqual([
+      ["deliver me", "chat-1"],
+      ["deliver me", "chat-1"],
+    ]);
+  });
+
+  it("shows the agents and the effective configuration with its warnings, secrets redacted", async () => {
+    await page.getByRole("link", { name: "Agents & config" }).click();
+    await page.getByTestId("effective-config").waitFor();
+    await expect
+      .poll(() => page.locator("table.rows tbody tr td:first-child").allTextContents())
+      .toEqual(["Main (main) · default", "Research (research)"]);
+    const config = await page.getByTestId("effective-config").textContent();
+    expect(config).toContain('"webhookSecret": "[redacted]"');
+    expect(config).not.toContain(HOOK_SECRET);
+    expect(await page.getByTestId("config-warnings").textContent()).toContain("maintenance");
+    await shot("agents");
+  });
+
+  it("fits a phone-sized screen", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(seededKey(SEEDED - 2))}/transcript`, base).href);
+    await page.locator('li[data-role="assistant"]').first().waitFor();
+    // Nothing wider than the screen: no sideways scrolling.
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+    await shot("phone-session");
+    await page.goto(new URL("/console/#/sessions", base).href);
+    await page.locator("table.sessions tbody tr").first().waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+    expect(foreign).toEqual([]);
+  });
+});
