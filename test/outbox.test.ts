@@ -1,7 +1,8 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { onDeliveryDead, queueDelivery } from "../src/channels/outbox";
+import { queueDelivery } from "../src/channels/outbox";
+import { onDeliveryDead } from "../src/channels/outbox-attempts";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs } from "../src/channels/webhook";
 import { setConfigOverride } from "../src/config/load";

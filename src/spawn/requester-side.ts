@@ -1,4 +1,4 @@
-import { onDeliveryDead } from "../channels/outbox";
+import { onDeliveryDead } from "../channels/outbox-attempts";
 import { callExtension, registerSessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { TimerRow } from "../session/timers";

@@ -1,7 +1,7 @@
 import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { vi } from "vitest";
-import { deliveriesInFlight } from "../../src/channels/outbox";
+import { deliveriesInFlight } from "../../src/channels/outbox-attempts";
 import type { SessionObject } from "../../src/session/session-object";
 
 /**

@@ -1,5 +1,5 @@
 import { vi } from "vitest";
-import type { DeliveryStatus } from "../../src/channels/outbox";
+import type { DeliveryStatus } from "../../src/channels/outbox-rows";
 import { callExtension } from "../../src/session/extensions";
 import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
