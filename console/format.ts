@@ -1,6 +1,20 @@
-export function when(ms: number | null | undefined): string {
+import { h } from "preact";
+
+function relative(ms: number, now: number): string {
+  const seconds = Math.round((now - ms) / 1000);
+  if (seconds < 60) return "just now";
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 60) return `${minutes} min ago`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 48) return `${hours} h ago`;
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** A time as people scan it ("3 min ago"), the exact UTC time in a <time> element for hover and readers. */
+export function when(ms: number | null | undefined) {
   if (!ms) return "—";
-  return new Date(ms).toISOString().replace("T", " ").slice(0, 19);
+  const iso = new Date(ms).toISOString();
+  return h("time", { dateTime: iso, title: `${iso.replace("T", " ").slice(0, 19)} UTC` }, relative(ms, Date.now()));
 }
 
 /** The readable text of a history message: its text parts joined, tool calls named. */

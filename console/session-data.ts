@@ -76,11 +76,14 @@ export function useSessionData(key: string): SessionData {
     (e: SseEvent) => {
       const data = JSON.parse(e.data);
       if (e.event === "message") setMessages((held) => mergeMessages(held, [data]));
-      else if (e.event === "run") setRuns((held) => upsertRun(held, data));
-      else if (e.event === "delivery") setDeliveriesVersion((v) => v + 1);
+      else if (e.event === "run") {
+        setRuns((held) => upsertRun(held, data));
+        // A finished run changed the row (token counts, model): only the row is read again.
+        if (RUN_ENDED.has(data.status)) api<SessionRow>("GET", path).then(setRow, setError);
+      } else if (e.event === "delivery") setDeliveriesVersion((v) => v + 1);
       else if (e.event === "gap") reload().catch(setError);
     },
-    [reload],
+    [reload, path],
   );
   const onOpen = useCallback(() => {
     reload().catch(setError);
