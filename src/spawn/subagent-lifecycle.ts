@@ -1,28 +1,32 @@
 import { log } from "../log";
 import { transcriptPathOf } from "../registry/row";
 import { capText } from "../session/byte-budget";
-import { beginClosing } from "../session/closing";
 import { registerSessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
-import { type DeadTimer, defineTimerKind } from "../session/timer-policy";
-import type { TimerRow } from "../session/timers";
 import type { SubagentInfo } from "../session/types";
 import {
-  announceResult,
+  ANNOUNCE_FLOW,
+  ANNOUNCE_TIMER,
+  announcedOutcome,
+  DESCENDANTS_TIMER,
+  flowAt,
+  HANDOFF_TIMER,
+  readFlow,
+  resumeDeferredAnnounces,
+  writeFlow,
+} from "./announce-flow";
+import {
   type ChildFinding,
-  type ChildOutcome,
   formatSubagentAnnounce,
   freezeResult as freeze,
   isSilentToken,
-  type RunOutcome,
   type SubagentAnnounceInput,
-  statusLabel,
 } from "./announce-format";
-import { archivedEntryOf, exportToArchive } from "./archive";
-import { countActiveChildren, directChildResults, onChildrenSettled } from "./child-slots";
+import { ARCHIVE_TIMER, DELETE_TIMER, removeChild } from "./child-removal";
+import { countActiveChildren, directChildResults } from "./child-slots";
 import { listAttachments, readAttachment } from "./child-spawn";
-import { type CompletionEvent, completionEventOf } from "./completion-event";
+import { completionEventOf } from "./completion-event";
 import { announceIdempotencyKey } from "./direct-announce";
 import { handAnnounceToRequester, releaseChildSlot } from "./requester-side";
 import { latestSynthesis } from "./requester-turn";
@@ -44,15 +48,10 @@ import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./ta
  *   N minutes after the child's last run  → `subagent-archive` timer: export to R2, clear, leave the index
  *
  * Status comes from the task run's outcome, never from model text; the announce step only adds Notes.
+ * The flow row and its timers: announce-flow.ts; archive and delete: child-removal.ts.
  */
 
 export const LIFECYCLE_EXTENSION = "subagent-lifecycle" as const;
-const ANNOUNCE_FLOW = "subagent_announce_out";
-export const ANNOUNCE_TIMER = "subagent-announce";
-export const HANDOFF_TIMER = "subagent-handoff";
-export const ARCHIVE_TIMER = "subagent-archive";
-export const DELETE_TIMER = "subagent-delete";
-export const DESCENDANTS_TIMER = "subagent-descendants";
 /**
  * A parent waits this long at most for its own children before announcing without the missing ones
  * (they are listed as still running). Children end by their own deadlines well before this; the cap
@@ -61,65 +60,6 @@ export const DESCENDANTS_TIMER = "subagent-descendants";
 export const DESCENDANT_WAIT_MAX_MS = 6 * 60 * 60_000;
 /** What all direct children's results together may take in the announce material. */
 const CHILD_RESULTS_MAX_BYTES = 100 * 1024;
-/** Archival waits this long again while an announce is still on its way or a run is active. */
-const ARCHIVE_RETRY_MS = 60_000;
-
-/** What the announce needs, frozen when the task run ends (state of the flow row `announce:<taskRunId>`). */
-interface AnnounceMaterial {
-  taskRunId: string;
-  outcome: RunOutcome;
-  error?: string;
-  finalReply: string | null;
-  /** Result when the final reply is empty: partial progress (timeout amid tool calls) or the latest tool result. */
-  fallbackResult: string | null;
-  taskStartedAt: number;
-  taskEndedAt: number;
-  /** The task ended while its own children still ran; the announce waited for them. */
-  deferred?: boolean;
-  /** Direct children spawned during the task run, in creation order (fixed when the announce step starts). */
-  children?: ChildFinding[];
-  runtimeMs?: number;
-  usage: { input: number; output: number };
-  costUsd: number | null;
-  /** Set when the announce step ended: the text to hand off, or null for silence. */
-  message?: string | null;
-  /** State "failed": the timer that gave up (listed under GET /v1/sessions/{key}/timers/dead) and why. */
-  failure?: { timer: string; attempts: number; error: string };
-  /** Set with `message` in "requester" delivery: the completion event the requester's turn runs on. */
-  event?: CompletionEvent;
-}
-
-/** Status and Result of the announce, as the step's prompt and the hand-off to the requester see them. */
-function announcedOutcome(m: AnnounceMaterial): ChildOutcome {
-  return {
-    status: statusLabel(m.outcome, m.error),
-    result: announceResult({ finalReply: m.finalReply, latestToolResult: m.fallbackResult, children: m.children }),
-  };
-}
-
-type FlowState = "waiting" | "step" | "handoff" | "done" | "failed";
-const flowId = (taskRunId: string) => `announce:${taskRunId}`;
-
-function readFlow(host: SessionHost, taskRunId: string): { state: FlowState; material: AnnounceMaterial } | null {
-  const r = host.sql
-    .exec<{ state: FlowState; json: string }>("SELECT state, json FROM flows WHERE id = ?", flowId(taskRunId))
-    .toArray()[0];
-  return r ? { state: r.state, material: JSON.parse(r.json) as AnnounceMaterial } : null;
-}
-
-function writeFlow(host: SessionHost, state: FlowState, m: AnnounceMaterial): void {
-  const now = Date.now();
-  host.sql.exec(
-    `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
-    flowId(m.taskRunId),
-    ANNOUNCE_FLOW,
-    state,
-    JSON.stringify(m),
-    now,
-    now,
-  );
-}
 
 /** Inside the run-ending transaction of the child. */
 function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
@@ -195,25 +135,6 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const archiveMinutes = host.cfg.agents.defaults.subagents.archiveAfterMinutes;
   if (sub.cleanup === "keep" && archiveMinutes > 0)
     host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);
-}
-
-/**
- * The flow a lifecycle timer acts on, when it is still in the state the timer was set for; otherwise
- * the timer is stale (the flow moved on, or the session lost its sub-agent info) and is cleared.
- */
-function flowAt(
-  host: SessionHost,
-  taskRunId: string,
-  state: FlowState,
-  timerKind: string,
-): { material: AnnounceMaterial; sub: SubagentInfo } | null {
-  const flow = readFlow(host, taskRunId);
-  const sub = host.meta?.subagent;
-  if (!flow || flow.state !== state || !sub) {
-    host.timers.clear(timerKind, taskRunId);
-    return null;
-  }
-  return { material: flow.material, sub };
 }
 
 /**
@@ -299,106 +220,6 @@ async function handOff(host: SessionHost, taskRunId: string): Promise<void> {
     if (sub.cleanup === "delete") host.timers.set(DELETE_TIMER, "child", Date.now());
   });
 }
-
-function busy(host: SessionHost): boolean {
-  // A failed announce is not "on its way": it waits for an operator retry, which archival must not block.
-  const pendingFlow =
-    host.sql
-      .exec("SELECT id FROM flows WHERE kind = ? AND state NOT IN ('done', 'failed') LIMIT 1", ANNOUNCE_FLOW)
-      .toArray().length > 0;
-  const activeRun =
-    host.sql.exec("SELECT id FROM runs WHERE status IN ('queued', 'running') LIMIT 1").toArray().length > 0;
-  return pendingFlow || activeRun;
-}
-
-/** Archive (keep) or delete (cleanup "delete") the child: from its own alarm, so it survives restarts. */
-async function removeChild(host: SessionHost, timer: TimerRow, archive: boolean): Promise<void> {
-  // Already removed by a concurrent alarm pass: its storage (this timer included) is gone.
-  if (!host.meta) return;
-  const sub = host.meta.subagent;
-  if (!sub) {
-    host.timers.clear(timer.kind, timer.ref);
-    return;
-  }
-  // Never drop an announce still on its way (or a run in progress): try again shortly.
-  if (busy(host)) {
-    host.timers.set(timer.kind, timer.ref, Date.now() + ARCHIVE_RETRY_MS);
-    return;
-  }
-  // No archive bucket: the session's storage is its only copy, so it is kept (GET /healthz tells the operator).
-  if (archive && !host.bindings.ARCHIVE) {
-    host.timers.clear(timer.kind, timer.ref);
-    log.warn("subagent_archive_skipped", {
-      sessionKey: host.key,
-      reason: "no ARCHIVE bucket is bound; the session is kept",
-    });
-    return;
-  }
-  // Closed synchronously after the checks above (no await since): a message arriving during the export is refused (409),
-  // never accepted and then cleared with the storage (session/closing.ts). A failed export reopens it.
-  const release = beginClosing(host, archive ? "archived" : "deleted");
-  try {
-    // Only kept children are archived (deleted ones take the DELETE_TIMER path); the index keeps an archived row.
-    const archivedAs =
-      archive &&
-      (await exportToArchive(host, {
-        retainAttachments: host.cfg.tools.sessions_spawn.attachments.retainOnSessionKeep,
-      }))
-        ? archivedEntryOf(host)
-        : undefined;
-    // deleteSession clears every table (attachments included), the alarm and the registry row (or marks it archived).
-    await host.deleteSession(archivedAs ? { archivedAs } : {});
-  } finally {
-    release();
-  }
-}
-
-/**
- * Move announces that waited for this session's children on to their announce step. Runs inside the
- * transaction that ended the last child's slot (or from the cap timer), so the step cannot be lost.
- */
-function resumeDeferredAnnounces(host: SessionHost): void {
-  const waiting = host.sql
-    .exec<{ json: string }>("SELECT json FROM flows WHERE kind = ? AND state = 'waiting'", ANNOUNCE_FLOW)
-    .toArray();
-  for (const r of waiting) {
-    const m = JSON.parse(r.json) as AnnounceMaterial;
-    writeFlow(host, "step", m);
-    host.timers.clear(DESCENDANTS_TIMER, m.taskRunId);
-    host.timers.set(ANNOUNCE_TIMER, m.taskRunId, Date.now());
-  }
-}
-
-onChildrenSettled(resumeDeferredAnnounces);
-
-/** The state each announce timer drives; its death leaves the flow "failed" and an operator retry puts it back. */
-const ANNOUNCE_TIMER_STATES: Record<string, FlowState> = { [ANNOUNCE_TIMER]: "step", [HANDOFF_TIMER]: "handoff" };
-
-function announceGaveUp(host: SessionHost, dead: DeadTimer): void {
-  const flow = readFlow(host, dead.ref);
-  if (!flow || flow.state !== ANNOUNCE_TIMER_STATES[dead.kind]) return;
-  writeFlow(host, "failed", {
-    ...flow.material,
-    failure: { timer: dead.kind, attempts: dead.attempts, error: dead.lastError },
-  });
-}
-
-function reviveAnnounce(host: SessionHost, dead: DeadTimer): boolean {
-  const flow = readFlow(host, dead.ref);
-  if (flow?.state !== "failed" || flow.material.failure?.timer !== dead.kind) return false;
-  const { failure: _failure, ...material } = flow.material;
-  writeFlow(host, ANNOUNCE_TIMER_STATES[dead.kind], material);
-  return true;
-}
-
-defineTimerKind<SessionHost>(ANNOUNCE_TIMER, { onDead: announceGaveUp, revive: reviveAnnounce });
-// The requester may be busy or restarting for a while: about an hour of attempts before the hand-off gives up.
-defineTimerKind<SessionHost>(HANDOFF_TIMER, {
-  policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 },
-  onDead: announceGaveUp,
-  revive: reviveAnnounce,
-});
-
 /** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]). */
 const lifecycleRpc = {
   attachments: (host: SessionHost) => listAttachments(host),
