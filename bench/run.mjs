@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
@@ -259,11 +260,11 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|events runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
-  if (only !== "sizes" && only !== "index") {
+  if (only !== "sizes" && only !== "index" && only !== "events") {
     await seed(request);
     await sanityCheck(request);
   }
@@ -313,6 +314,13 @@ async function main() {
     log("", index.lines.join("\n"), "");
   }
 
+  let events = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "events") {
+    log("Measuring event streams…");
+    events = await benchEvents({ request, base: gateway.base, token: TOKEN, log });
+    log("", events.lines.join("\n"), "");
+  }
+
   let sends = null;
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
@@ -347,6 +355,10 @@ async function main() {
     "## Session index: 1 shard vs 16 (docs/scale.md)",
     "",
     ...index.lines,
+    "",
+    "## Event streams (docs/events.md)",
+    "",
+    ...events.lines,
     "",
     "## Sends (1,000 fire-and-forget sends)",
     "",
