@@ -55,11 +55,15 @@ beforeAll(async () => {
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
   hook = createServer(async (req, res) => {
-    hookBodies.push(JSON.parse(await readBody(req)));
+    const body = JSON.parse(await readBody(req));
+    // The "slow" agent's webhook runtime: accepts each run and never completes it, so it stays running.
+    if (req.url === "/runtime") return void res.writeHead(202).end();
+    hookBodies.push(body);
     res.writeHead(hookAnswer, hookAnswer === 302 ? { Location: "http://127.0.0.1:1/" } : {}).end("ok");
   });
   await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
-  const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/deliver`;
+  const hookBase = `http://127.0.0.1:${(hook.address() as AddressInfo).port}`;
+  const hookUrl = `${hookBase}/deliver`;
 
   // No fetch of the Request.cf sample from Cloudflare (scripts/dev.mjs): the test needs no network.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -67,6 +71,7 @@ beforeAll(async () => {
     config: "wrangler.toml",
     bindings: {
       GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
+      SIGNING_SECRET: { type: "plain_text", value: "browser-test-signing-secret" },
       CONFIG: {
         type: "json",
         value: {
@@ -75,6 +80,7 @@ beforeAll(async () => {
             list: [
               { id: "main", name: "Main", default: true },
               { id: "research", name: "Research" },
+              { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
             ],
           },
           channels: { hook: { webhookUrl: hookUrl, webhookSecret: HOOK_SECRET } },
@@ -250,6 +256,22 @@ describe("operator console in Chromium", () => {
     await expect.poll(() => page.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
   });
 
+  it("aborts a running run from its session's runs", async () => {
+    const key = "agent:slow:abort-me";
+    const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "take your time" });
+    await vi.waitFor(async () => expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("running"), {
+      timeout: 20_000,
+      interval: 100,
+    });
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/runs`, base).href);
+    const row = page.locator("table.runs tbody tr", { hasText: sent.runId });
+    await row.locator(".status", { hasText: "running" }).waitFor();
+    await row.getByRole("button", { name: `Abort run ${sent.runId}` }).click();
+    await row.locator(".status", { hasText: "aborted" }).waitFor();
+    expect(await row.getByRole("button").count()).toBe(0);
+    expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("aborted");
+  });
+
   it("retries a dead delivery until it is delivered", async () => {
     const key = "agent:main:hook-chat";
     const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, {
@@ -297,7 +319,7 @@ describe("operator console in Chromium", () => {
     await page.getByTestId("effective-config").waitFor();
     await expect
       .poll(() => page.locator("table.rows tbody tr td:first-child").allTextContents())
-      .toEqual(["Main (main) · default", "Research (research)"]);
+      .toEqual(["Main (main) · default", "Research (research)", "Slow (slow)"]);
     const config = await page.getByTestId("effective-config").textContent();
     expect(config).toContain('"webhookSecret": "[redacted]"');
     expect(config).not.toContain(HOOK_SECRET);
