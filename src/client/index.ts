@@ -19,7 +19,7 @@ import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
 import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sessions-history";
 import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
-import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn";
+import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
 
 export type { JsonSchema, Refusal, RunSnapshot, SessionRow, ToolDescriptor };
 
