@@ -1,6 +1,6 @@
-import type { z } from "zod";
 import { SwitchboardError } from "../errors";
 import { log, rememberSecrets } from "../log";
+import { issuesText } from "../zod-issue-text";
 import { carryOverOpenClaw } from "./carry-over";
 import { type AgentConfig, type Config, ConfigSchema } from "./schema";
 import { unusedKeys } from "./unused-keys";
@@ -56,7 +56,8 @@ export function parseConfig(raw: unknown): Config | SwitchboardError {
   }
   const carried = carryOverOpenClaw(doc as Record<string, unknown>);
   const parsed = ConfigSchema.safeParse(carried.doc);
-  if (!parsed.success) return new SwitchboardError("config_error", `Invalid CONFIG: ${describeIssues(parsed.error)}`);
+  if (!parsed.success)
+    return new SwitchboardError("config_error", `Invalid CONFIG: ${issuesText(parsed.error.issues, "(root)")}`);
   const cfg = parsed.data;
   const ids = new Set<string>();
   for (const [i, a] of cfg.agents.list.entries()) {
@@ -75,13 +76,6 @@ const WARNINGS = new WeakMap<Config, string[]>();
 /** What carried over from an OpenClaw config only by mapping, clamping or ignoring (GET /healthz, operator). */
 export function configWarnings(cfg: Config): string[] {
   return WARNINGS.get(cfg) ?? [];
-}
-
-export function describeIssues(err: z.ZodError): string {
-  return err.issues
-    .slice(0, 5)
-    .map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`)
-    .join("; ");
 }
 
 /** Default agent = `agents.list[].default` → first listed, as in OpenClaw. */

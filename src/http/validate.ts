@@ -3,6 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { validator } from "hono-openapi";
 import { z } from "zod";
 import { invalid, SwitchboardError } from "../errors";
+import { issueText, type ValidationIssue } from "../zod-issue-text";
 
 /**
  * Request validation through Hono's validator middleware (hono-openapi's `validator`, which also puts
@@ -14,7 +15,7 @@ export function valid<T extends keyof ValidationTargets, S extends z.ZodType>(ta
     if (result.success) return;
     if (target === "json" && !isJsonRequest(c))
       throw invalid("Request body must be valid JSON (send it with Content-Type: application/json)");
-    throw invalid(issueText(result.error[0], target === "json" ? "body" : target));
+    throw invalid(requestIssueText(result.error[0], target === "json" ? "body" : target));
   });
 }
 
@@ -22,15 +23,11 @@ function isJsonRequest(c: Context): boolean {
   return /^application\/([\w.-]+\+)?json$/i.test((c.req.header("Content-Type") ?? "").split(";")[0].trim());
 }
 
-/** A Standard Schema issue (what zod reports through the validator). */
-type Issue = { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> };
-
 /** `<field path>: <message>`; an issue about the whole body of a JSON request says what the body must be. */
-export function issueText(issue: Issue, whole: string): string {
-  const path = (issue.path ?? []).map((p) => (typeof p === "object" ? p.key : p)).map(String);
-  if (path.length === 0 && whole === "body" && /expected object/.test(issue.message))
+function requestIssueText(issue: ValidationIssue, whole: string): string {
+  if (!issue.path?.length && whole === "body" && /expected object/.test(issue.message))
     return "Request body must be a JSON object";
-  return `${path.join(".") || whole}: ${issue.message}`;
+  return issueText(issue, whole);
 }
 
 /** Hono's validator throws this when a JSON body does not parse; it becomes our envelope (app.ts onError). */

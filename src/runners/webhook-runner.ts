@@ -7,6 +7,7 @@ import { registerSessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunOutcome, RunRow } from "../session/run-types";
 import type { RunInput, RunSnapshot } from "../session/types";
+import { issueText } from "../zod-issue-text";
 import { readBoundedText } from "./bounded-response";
 import type { RunnerResult } from "./model-runner";
 import { toUsage } from "./model-runner";
@@ -86,8 +87,7 @@ export interface WebhookRunRequest {
 export function parseRunCompletion(raw: unknown): RunCompletion & ({ reply: string } | { error: string }) {
   const r = runCompletionSchema.safeParse(raw);
   if (!r.success) {
-    const i = r.error.issues[0];
-    throw invalid(`${i.path.join(".") || "body"}: ${i.message}`);
+    throw invalid(issueText(r.error.issues[0], "body"));
   }
   return r.data as RunCompletion & ({ reply: string } | { error: string });
 }

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Config } from "../config/schema";
 import { invalid, notFound } from "../errors";
+import { issueField, issueText } from "../zod-issue-text";
 import { agentsList, agentsListSchema } from "./agents-list";
 import type { Caller, ToolContext } from "./context";
 import { sessionsHistory, sessionsHistorySchema } from "./sessions-history";
@@ -113,11 +114,11 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
     const issue = parsed.error.issues[0];
     // Strict schemas (sessions_spawn): an unknown parameter is named, never dropped in silence.
     if (issue.code === "unrecognized_keys") throw invalid(`${issue.keys[0]}: unknown parameter for ${tool.name}`);
-    const field = issue.path.length ? issue.path.join(".") : "args";
+    const field = issueField(issue, "args");
     // zod 4 issues omit `input` unless asked, so "missing" is read from the args themselves.
     const missing =
       issue.code === "invalid_type" && issue.path.length === 1 && args[String(issue.path[0])] === undefined;
-    throw invalid(missing ? `${field} required` : `${field}: ${issue.message}`);
+    throw invalid(missing ? `${field} required` : issueText(issue, "args"));
   }
   return parsed.data as Record<string, unknown>;
 }
