@@ -1,3 +1,4 @@
+import { backoffDelayMs } from "../backoff";
 import { signedWebhookHeaders } from "./signed-webhook";
 
 /**
@@ -42,9 +43,7 @@ const ERROR_BODY_READ_BYTES = 4_096;
  * so there is no thundering herd to spread.
  */
 export function nextRetryDelayMs(attempt: number): number {
-  const n = Number.isFinite(attempt) ? Math.max(1, Math.floor(attempt)) : attempt > 0 ? Infinity : 1;
-  if (n > 30) return MAX_RETRY_DELAY_MS; // 2^30 × 5 s is far past the cap; avoid float blow-up
-  return Math.min(MAX_RETRY_DELAY_MS, BASE_RETRY_DELAY_MS * 2 ** (n - 1));
+  return backoffDelayMs({ baseDelayMs: BASE_RETRY_DELAY_MS, maxDelayMs: MAX_RETRY_DELAY_MS, jitter: "none" }, attempt);
 }
 
 /** 2xx delivered; 429 and 5xx are the receiver saying "later"; anything else will not improve. */

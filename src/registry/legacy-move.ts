@@ -1,3 +1,4 @@
+import { type Backoff, backoffDelayMs } from "../backoff";
 import { log } from "../log";
 import type { IndexEntry, SessionRow } from "./row";
 import { shardName, shardOf } from "./shard-hash";
@@ -16,6 +17,8 @@ export const MOVE_SCHEMA = `
 export const MOVE_BATCH_ROWS = 200;
 /** A failing batch is retried with backoff this many times; then the move stops (rows stay here, still read) and says so in the log. */
 export const MOVE_MAX_ATTEMPTS = 8;
+/** 2 s, 4 s … 256 s: the cap is never reached before MOVE_MAX_ATTEMPTS ends the move. */
+const MOVE_BACKOFF: Backoff = { baseDelayMs: 2_000, maxDelayMs: 2_000 * 2 ** MOVE_MAX_ATTEMPTS, jitter: "none" };
 
 type StoredRow = {
   key: string;
@@ -105,7 +108,7 @@ async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
       return;
     }
     sql.exec("UPDATE move_state SET attempts = ?", attempts);
-    await ctx.storage.setAlarm(Date.now() + 1_000 * 2 ** attempts);
+    await ctx.storage.setAlarm(Date.now() + backoffDelayMs(MOVE_BACKOFF, attempts));
     return;
   }
   ctx.storage.transactionSync(() => {

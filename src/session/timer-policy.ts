@@ -1,3 +1,4 @@
+import { backoffDelayMs } from "../backoff";
 import { log } from "../log";
 import type { TimerRow, Timers } from "./timers";
 
@@ -87,8 +88,7 @@ export function isRetryable(kind: string): boolean {
  * not all retry in the same second.
  */
 export function retryDelayMs(policy: TimerPolicy, failures: number, random: () => number = Math.random): number {
-  const exp = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(Math.max(0, failures - 1), 30));
-  return Math.round(exp / 2 + random() * (exp / 2));
+  return backoffDelayMs({ ...policy, jitter: "equal" }, failures, random);
 }
 
 function errorText(err: unknown): string {
