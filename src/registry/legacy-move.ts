@@ -1,7 +1,8 @@
 import { type Backoff, backoffDelayMs } from "../backoff";
 import { log } from "../log";
+import { indexShardStub, indexShardStubOf } from "./registry-stubs";
 import type { IndexEntry, SessionRow } from "./row";
-import { shardName, shardOf } from "./shard-hash";
+import { shardOf } from "./shard-hash";
 
 /**
  * Moving the pre-sharding index (`registry:<agentId>`, one object per agent) into its shards. The old
@@ -88,13 +89,8 @@ async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
     // newer than the deletion is a recreated session and stays.
     for (const r of removed) {
       const agentId = state.agent_id;
-      await env.REGISTRY.getByName(shardName(agentId, shardOf(r.key, state.shards))).removeIfNotNewer(
-        r.key,
-        r.removed_at,
-      );
-      await env.REGISTRY.getByName(shardName(agentId, shardOf(r.session_id, state.shards))).forgetSessionId(
-        r.session_id,
-      );
+      await indexShardStubOf(env, agentId, r.key, state.shards).removeIfNotNewer(r.key, r.removed_at);
+      await indexShardStubOf(env, agentId, r.session_id, state.shards).forgetSessionId(r.session_id);
     }
   } catch (err) {
     const attempts = state.attempts + 1;
@@ -121,18 +117,21 @@ async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
 
 /** Rows and their sessionId locators, grouped by shard: one RPC per shard touched. */
 export async function copyToShards(env: Env, shards: number, entries: IndexEntry[]): Promise<void> {
-  const rows = new Map<string, IndexEntry[]>();
-  const ids = new Map<string, { sessionId: string; key: string; spawnedBy: string | null }[]>();
+  type Batch<T> = { agentId: string; shard: number; items: T[] };
+  const group = <T>(into: Map<string, Batch<T>>, agentId: string, value: string, item: T) => {
+    const shard = shardOf(value, shards);
+    const id = `${agentId}\n${shard}`;
+    if (!into.has(id)) into.set(id, { agentId, shard, items: [] });
+    into.get(id)!.items.push(item);
+  };
+  const rows = new Map<string, Batch<IndexEntry>>();
+  const ids = new Map<string, Batch<{ sessionId: string; key: string; spawnedBy: string | null }>>();
   for (const e of entries) {
-    const rowShard = shardName(e.agentId, shardOf(e.key, shards));
-    const idShard = shardName(e.agentId, shardOf(e.sessionId, shards));
-    if (!rows.has(rowShard)) rows.set(rowShard, []);
-    if (!ids.has(idShard)) ids.set(idShard, []);
-    rows.get(rowShard)!.push(e);
-    ids.get(idShard)!.push({ sessionId: e.sessionId, key: e.key, spawnedBy: e.spawnedBy });
+    group(rows, e.agentId, e.key, e);
+    group(ids, e.agentId, e.sessionId, { sessionId: e.sessionId, key: e.key, spawnedBy: e.spawnedBy });
   }
   await Promise.all([
-    ...[...rows].map(([name, batch]) => env.REGISTRY.getByName(name).upsertMany(batch)),
-    ...[...ids].map(([name, batch]) => env.REGISTRY.getByName(name).indexSessionIds(batch)),
+    ...[...rows.values()].map((b) => indexShardStub(env, b.agentId, b.shard).upsertMany(b.items)),
+    ...[...ids.values()].map((b) => indexShardStub(env, b.agentId, b.shard).indexSessionIds(b.items)),
   ]);
 }

@@ -1,10 +1,9 @@
 import type { Config } from "../config/schema";
 import { copyToShards } from "./legacy-move";
-import type { ListPage, ListQuery, RegistryObject } from "./registry-object";
+import type { ListPage, ListQuery } from "./registry-object";
+import { indexShardStub, indexShardStubOf, legacyIndexStub, type RegistryStub } from "./registry-stubs";
 import type { IndexEntry, SessionRow } from "./row";
-import { legacyName, shardName, shardOf } from "./shard-hash";
 
-type RegistryStub = DurableObjectStub<RegistryObject>;
 type IndexedRow = { key: string; spawnedBy: string | null; row: SessionRow };
 
 /**
@@ -76,17 +75,17 @@ export class SessionIndex {
   ) {}
 
   private shard(n: number): RegistryStub {
-    return this.env.REGISTRY.getByName(shardName(this.agentId, n));
+    return indexShardStub(this.env, this.agentId, n);
   }
 
   /** The shard holding the row of `key`. */
   rowShard(key: string): RegistryStub {
-    return this.shard(shardOf(key, this.shards));
+    return indexShardStubOf(this.env, this.agentId, key, this.shards);
   }
 
   /** The shard holding the locator of `sessionId`. */
   idShard(sessionId: string): RegistryStub {
-    return this.shard(shardOf(sessionId, this.shards));
+    return indexShardStubOf(this.env, this.agentId, sessionId, this.shards);
   }
 
   allShards(): RegistryStub[] {
@@ -96,7 +95,7 @@ export class SessionIndex {
   /** The pre-sharding object while it still holds rows (asking it starts its move), else null. */
   private async legacy(): Promise<RegistryStub | null> {
     if (drainedLegacy.has(this.agentId)) return null;
-    const stub = this.env.REGISTRY.getByName(legacyName(this.agentId));
+    const stub = legacyIndexStub(this.env, this.agentId);
     if ((await stub.moveOut(this.agentId, this.shards)).pending) return stub;
     drainedLegacy.add(this.agentId);
     return null;
@@ -172,7 +171,7 @@ export class SessionIndex {
     const paced = await this.rowShard(entry.key).upsert(entry);
     // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
     if (!drainedLegacy.has(this.agentId)) {
-      const { drained } = await this.env.REGISTRY.getByName(legacyName(this.agentId)).forget(entry.key);
+      const { drained } = await legacyIndexStub(this.env, this.agentId).forget(entry.key);
       if (drained) drainedLegacy.add(this.agentId);
     }
     return paced;
@@ -187,7 +186,7 @@ export class SessionIndex {
   async remove(key: string, sessionId: string | undefined): Promise<void> {
     await this.rowShard(key).remove(key);
     if (sessionId) await this.idShard(sessionId).forgetSessionId(sessionId);
-    if (!drainedLegacy.has(this.agentId)) await this.env.REGISTRY.getByName(legacyName(this.agentId)).remove(key);
+    if (!drainedLegacy.has(this.agentId)) await legacyIndexStub(this.env, this.agentId).remove(key);
   }
 
   /** Rows over all shards (tests, bench). */
