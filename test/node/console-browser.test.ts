@@ -49,7 +49,11 @@ async function api(method: string, path: string, body?: unknown): Promise<any> {
   return JSON.parse(text);
 }
 
-const shot = (name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false });
+/** The pointer is moved away first, so no hover state differs between runs. */
+async function shot(name: string): Promise<void> {
+  await page.mouse.move(0, 0);
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false, animations: "disabled" });
+}
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM))
@@ -141,6 +145,11 @@ describe("operator console in Chromium", () => {
     await page.goto(new URL("/console", base).href);
     await expect.poll(() => page.getByRole("heading", { name: "Switchboard console" }).isVisible()).toBe(true);
     await shot("sign-in");
+    // Keyboard: Tab reaches the token field first, and the focused control shows a visible outline.
+    await page.keyboard.press("Tab");
+    expect(await page.evaluate("document.activeElement.id")).toBe("token");
+    expect(await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")).toBe("solid");
+    expect(await page.evaluate("getComputedStyle(document.activeElement).outlineWidth")).toBe("3px");
     const input = page.getByLabel("Token");
     await input.fill("not-the-token");
     await input.press("Enter");
