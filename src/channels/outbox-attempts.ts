@@ -153,15 +153,7 @@ export async function notifyDead(host: SessionHost, id: string): Promise<void> {
 
 /** Kick due deliveries right away instead of waiting for the alarm to come round. */
 export async function attemptDueNow(host: SessionHost): Promise<void> {
-  const now = Date.now();
-  const due = host.sql
-    .exec<TimerRow>(
-      "SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20",
-      OUTBOX_TIMER,
-      OUTBOX_DEAD_TIMER,
-      now,
-    )
-    .toArray();
+  const due = host.timers.dueOfKinds([OUTBOX_TIMER, OUTBOX_DEAD_TIMER], Date.now());
   for (const t of due) {
     if (t.kind === OUTBOX_TIMER) await attempt(host, t);
     else await notifyDead(host, t.ref);

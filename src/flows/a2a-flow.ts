@@ -184,14 +184,7 @@ async function onNotifyTimer(host: SessionHost, t: TimerRow): Promise<void> {
 
 /** Work on due flow timers right away (after a run ended, after a callback) instead of at the next alarm. */
 async function runDueNow(host: SessionHost): Promise<void> {
-  const due = host.sql
-    .exec<TimerRow>(
-      "SELECT * FROM timers WHERE kind IN (?, ?) AND due_at <= ? ORDER BY due_at LIMIT 20",
-      FLOW_TIMER,
-      NOTIFY_TIMER,
-      Date.now(),
-    )
-    .toArray();
+  const due = host.timers.dueOfKinds([FLOW_TIMER, NOTIFY_TIMER], Date.now());
   for (const t of due) {
     try {
       if (t.kind === FLOW_TIMER) await onFlowTimer(host, t.ref);

@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { runMigrations } from "../migrations";
 import { type LaneAnswer, STALE_CHECKS, SubagentLane } from "../spawn/subagent-lane";
 import { MOVE_SCHEMA, moveBatch } from "./legacy-move";
 import type { IndexEntry, SessionRow } from "./row";
@@ -65,16 +66,7 @@ export class RegistryObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    ctx.blockConcurrencyWhile(async () => {
-      this.sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-      const row = this.sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
-      let v = row?.version ?? 0;
-      if (!row) this.sql.exec("INSERT INTO schema_version (version) VALUES (0)");
-      while (v < MIGRATIONS.length) {
-        this.sql.exec(MIGRATIONS[v++]);
-        this.sql.exec("UPDATE schema_version SET version = ?", v);
-      }
-    });
+    ctx.blockConcurrencyWhile(async () => runMigrations(this.sql, MIGRATIONS));
   }
 
   /**

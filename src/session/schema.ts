@@ -1,3 +1,4 @@
+import { type MigrationStep, runMigrations } from "../migrations";
 import { jsonBytes } from "./byte-budget";
 import { historyHeadOf } from "./history-head";
 import type { TranscriptMessage } from "./types";
@@ -6,7 +7,7 @@ import type { TranscriptMessage } from "./types";
  * SQLite schema of a session object. Versions live in a table because `PRAGMA user_version`
  * is not available in Durable Object SQLite; each migration runs once, in order.
  */
-const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
+const MIGRATIONS: MigrationStep[] = [
   `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
 
@@ -149,17 +150,7 @@ const MIGRATIONS: (string | ((sql: SqlStorage) => void))[] = [
 ];
 
 export function migrate(sql: SqlStorage): void {
-  sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
-  const row = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
-  let version = row?.version ?? 0;
-  if (!row) sql.exec("INSERT INTO schema_version (version) VALUES (0)");
-  while (version < MIGRATIONS.length) {
-    const step = MIGRATIONS[version];
-    if (typeof step === "string") sql.exec(step);
-    else step(sql);
-    version++;
-    sql.exec("UPDATE schema_version SET version = ?", version);
-  }
+  runMigrations(sql, MIGRATIONS);
 }
 
 /** Sizes and history heads for messages that have none (written before the byte-budget migration). */

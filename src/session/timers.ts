@@ -60,6 +60,21 @@ export class Timers {
       .toArray();
   }
 
+  /**
+   * Rows of these kinds due now, for an owner that works on its own timers right away (after a run ended,
+   * after a callback) instead of waiting for the alarm; the alarm still runs whatever this leaves.
+   */
+  dueOfKinds(kinds: readonly string[], now: number, limit = 20): TimerRow[] {
+    return this.sql
+      .exec<TimerRow>(
+        `SELECT * FROM timers WHERE kind IN (${kinds.map(() => "?").join(", ")}) AND due_at <= ? ORDER BY due_at LIMIT ?`,
+        ...kinds,
+        now,
+        limit,
+      )
+      .toArray();
+  }
+
   count(): number {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM timers").one().n;
   }
