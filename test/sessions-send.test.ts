@@ -319,8 +319,12 @@ describe("sessions_send: enqueue vs wait", () => {
       const users = page.json.messages.filter((m: any) => m.role === "user" && m.content[0].text.startsWith("m"));
       expect(users).toHaveLength(N);
     }, 20_000);
-    const runs = await Promise.all(last.map((id) => call("GET", `/v1/runs/${id}`)));
-    expect(runs.every((r) => r.json.status === "ok")).toBe(true);
+    // A run's user message enters the transcript when the run starts; the last run may still be
+    // streaming its reply when the 60th message is seen, so wait for every run to end.
+    await until(async () => {
+      const runs = await Promise.all(last.map((id) => call("GET", `/v1/runs/${id}`)));
+      expect(runs.map((r) => r.json.status)).toEqual(last.map(() => "ok"));
+    }, 20_000);
     // Transcript order = the order the object accepted the sends (no loss, no duplicates).
     const page = await call("GET", `/v1/sessions/${enc(target)}/history?limit=1000`);
     const texts = page.json.messages
