@@ -1,3 +1,4 @@
+import { getFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunSnapshot } from "../session/types";
 
@@ -67,21 +68,11 @@ export const TURN_EXCERPT_BYTES = 4 * 1024;
 const FLOW_LIST_BYTES = 2 * 1024 * 1024;
 
 export function loadFlow(host: SessionHost, id: string): FlowState | null {
-  const row = host.sql.exec<{ json: string }>("SELECT json FROM flows WHERE id = ? AND kind = 'a2a'", id).toArray()[0];
-  return row ? (JSON.parse(row.json) as FlowState) : null;
+  return getFlowRow<FlowState>(host.sql, id, "a2a")?.data ?? null;
 }
 
 export function saveFlow(host: SessionHost, f: FlowState): void {
-  const now = Date.now();
-  host.sql.exec(
-    `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, 'a2a', ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
-    f.id,
-    f.step,
-    JSON.stringify(f),
-    now,
-    now,
-  );
+  putFlowRow(host.sql, { id: f.id, kind: "a2a", state: f.step, data: f }, "update");
   if (f.step === "done") host.timers.clear(FLOW_TIMER, f.id);
 }
 

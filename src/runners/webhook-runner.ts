@@ -4,6 +4,7 @@ import { findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { registerSessionExtension } from "../session/extensions";
+import { deleteFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunOutcome, RunRow } from "../session/run-types";
 import type { RunInput, RunSnapshot } from "../session/types";
@@ -267,14 +268,7 @@ async function runOnWebhook(
 function markAwaiting(host: SessionHost, runId: string): void {
   host.storage.transactionSync(() => {
     if (host.runRow(runId)?.status !== "running") return;
-    const now = Date.now();
-    host.sql.exec(
-      "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'awaiting', '{}', ?, ?) ON CONFLICT (id) DO NOTHING",
-      awaitingId(runId),
-      AWAITING_KIND,
-      now,
-      now,
-    );
+    putFlowRow(host.sql, { id: awaitingId(runId), kind: AWAITING_KIND, state: "awaiting", data: {} }, "ignore");
   });
 }
 
@@ -301,10 +295,10 @@ registerSessionExtension({
     return runOnWebhook(host, run, input, signal, runtime);
   },
   holdsRun(host, runId) {
-    return host.sql.exec("SELECT 1 FROM flows WHERE id = ?", awaitingId(runId)).toArray().length > 0;
+    return hasFlowRow(host.sql, awaitingId(runId));
   },
   onRunEnded(host, event) {
-    host.sql.exec("DELETE FROM flows WHERE id = ?", awaitingId(event.run.runId));
+    deleteFlowRow(host.sql, awaitingId(event.run.runId));
   },
   afterRunEnded(host, event) {
     runEnded.get(host)?.get(event.run.runId)?.(event.run);

@@ -1,3 +1,4 @@
+import { getFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import { type DeadTimer, defineTimerKind } from "../session/timer-policy";
 import type { SubagentInfo } from "../session/types";
@@ -56,24 +57,12 @@ export function readFlow(
   host: SessionHost,
   taskRunId: string,
 ): { state: FlowState; material: AnnounceMaterial } | null {
-  const r = host.sql
-    .exec<{ state: FlowState; json: string }>("SELECT state, json FROM flows WHERE id = ?", flowId(taskRunId))
-    .toArray()[0];
-  return r ? { state: r.state, material: JSON.parse(r.json) as AnnounceMaterial } : null;
+  const r = getFlowRow<AnnounceMaterial, FlowState>(host.sql, flowId(taskRunId));
+  return r ? { state: r.state, material: r.data } : null;
 }
 
 export function writeFlow(host: SessionHost, state: FlowState, m: AnnounceMaterial): void {
-  const now = Date.now();
-  host.sql.exec(
-    `INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (id) DO UPDATE SET state = excluded.state, json = excluded.json, updated_at = excluded.updated_at`,
-    flowId(m.taskRunId),
-    ANNOUNCE_FLOW,
-    state,
-    JSON.stringify(m),
-    now,
-    now,
-  );
+  putFlowRow(host.sql, { id: flowId(m.taskRunId), kind: ANNOUNCE_FLOW, state, data: m }, "update");
 }
 
 /**

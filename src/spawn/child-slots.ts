@@ -1,3 +1,4 @@
+import { getFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { ChildFinding, ChildOutcome } from "./announce-format";
 
@@ -39,12 +40,10 @@ export function onChildrenSettled(fn: SettledListener): void {
  */
 export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: ChildOutcome): void {
   const id = childFlowId(childKey);
-  const row = host.sql
-    .exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ? AND kind = ?", id, CHILD_FLOW)
-    .toArray()[0];
+  const row = getFlowRow<{ childKey: string; label?: string }>(host.sql, id, CHILD_FLOW);
   host.timers.clear(SLOT_TIMER, childKey);
   if (row?.state !== "running") return;
-  const json = { ...(JSON.parse(row.json) as { childKey: string; label?: string }), ...(outcome ? { outcome } : {}) };
+  const json = { ...row.data, ...(outcome ? { outcome } : {}) };
   host.sql.exec(
     "UPDATE flows SET state = ?, json = ?, updated_at = ? WHERE id = ?",
     outcome ? "ended" : "gone",

@@ -1,5 +1,6 @@
 import { onDeliveryDead } from "../channels/outbox-attempts";
 import { callExtension, registerSessionExtension } from "../session/extensions";
+import { getFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { TimerRow } from "../session/timers";
 import type { SessionMeta } from "../session/types";
@@ -62,14 +63,8 @@ async function reserveSlot(
     const n = countActiveChildren(host);
     if (n >= arg.maxChildren) return { ok: false, activeChildren: n };
     const now = Date.now();
-    host.sql.exec(
-      "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'running', ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-      childFlowId(arg.childKey),
-      CHILD_FLOW,
-      JSON.stringify({ childKey: arg.childKey, ...(arg.label ? { label: arg.label } : {}) }),
-      now,
-      now,
-    );
+    const data = { childKey: arg.childKey, ...(arg.label ? { label: arg.label } : {}) };
+    putFlowRow(host.sql, { id: childFlowId(arg.childKey), kind: CHILD_FLOW, state: "running", data }, "ignore", now);
     host.timers.set(SLOT_TIMER, arg.childKey, now + SLOT_FIRST_CHECK_MS);
     return { ok: true, activeChildren: n + 1 };
   });
@@ -97,8 +92,7 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
     h.delivery === "requester" && h.message && h.event && host.meta ? { message: h.message, event: h.event } : null;
   await host.ensureSession();
   const result = host.storage.transactionSync((): AnnounceHandoffResult => {
-    const seen = host.sql.exec("SELECT id FROM flows WHERE id = ?", h.idempotencyKey).toArray().length > 0;
-    if (seen) return { duplicate: true, recorded: false };
+    if (hasFlowRow(host.sql, h.idempotencyKey)) return { duplicate: true, recorded: false };
     if (turn) {
       acceptForTurn(host, { ...h, ...turn });
       return { duplicate: false, recorded: false, turnQueued: true };
@@ -106,13 +100,15 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
     const now = Date.now();
     releaseSlotSync(host, h.childKey, h.outcome);
     const delivery = h.message ? recordDirectAnnounce(host, { ...h, message: h.message }) : undefined;
-    host.sql.exec(
-      "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-      h.idempotencyKey,
-      ANNOUNCE_IN_FLOW,
-      h.message ? "recorded" : "silent",
-      JSON.stringify({ childKey: h.childKey, childRunId: h.childRunId, deliveryId: delivery?.id ?? null }),
-      now,
+    putFlowRow(
+      host.sql,
+      {
+        id: h.idempotencyKey,
+        kind: ANNOUNCE_IN_FLOW,
+        state: h.message ? "recorded" : "silent",
+        data: { childKey: h.childKey, childRunId: h.childRunId, deliveryId: delivery?.id ?? null },
+      },
+      "fail",
       now,
     );
     return { duplicate: false, recorded: Boolean(h.message), ...(delivery ? { delivery } : {}) };
@@ -125,9 +121,7 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
 /** Safety net for a slot: release it when its child does not exist (spawn never completed, or the child was deleted). */
 async function checkSlot(host: SessionHost, timer: TimerRow): Promise<void> {
   const childKey = timer.ref;
-  const row = host.sql
-    .exec<{ state: string }>("SELECT state FROM flows WHERE id = ?", childFlowId(childKey))
-    .toArray()[0];
+  const row = getFlowRow(host.sql, childFlowId(childKey));
   if (row?.state !== "running") {
     host.timers.clear(SLOT_TIMER, childKey);
     return;
@@ -179,19 +173,17 @@ onDeliveryDead("subagent_announce", (host, d) => {
   const text = `[Subagent announce undelivered] The completion announce of ${childKey} could not be delivered to ${where}: ${d.error}. It is recorded above in this session's transcript.`;
   host.storage.transactionSync(() => {
     const noticeId = `announce-dead:${d.id}`;
-    if (host.sql.exec("SELECT id FROM flows WHERE id = ?", noticeId).toArray().length > 0) return;
+    if (hasFlowRow(host.sql, noticeId)) return;
     const now = Date.now();
     host.transcript.append(internalMessage(text, childKey), null);
     if (host.meta) {
       host.meta.updatedAt = now;
       host.saveMeta();
     }
-    host.sql.exec(
-      "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'recorded', ?, ?, ?)",
-      noticeId,
-      DEAD_NOTICE_FLOW,
-      JSON.stringify({ deliveryId: d.id, childKey }),
-      now,
+    putFlowRow(
+      host.sql,
+      { id: noticeId, kind: DEAD_NOTICE_FLOW, state: "recorded", data: { deliveryId: d.id, childKey } },
+      "fail",
       now,
     );
   });

@@ -1,6 +1,7 @@
 import { queueDelivery } from "../channels/outbox";
 import { utf8ByteLength } from "../policy/history-sanitize";
 import { registerSessionExtension } from "../session/extensions";
+import { getFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
 import { defineTimerKind } from "../session/timer-policy";
@@ -63,14 +64,7 @@ export function acceptForTurn(
     ...(h.outcome ? { outcome: h.outcome } : {}),
     event: h.event,
   };
-  host.sql.exec(
-    "INSERT INTO flows (id, kind, state, json, created_at, updated_at) VALUES (?, ?, 'turn_pending', ?, ?, ?)",
-    h.idempotencyKey,
-    ANNOUNCE_IN_FLOW,
-    JSON.stringify(row),
-    now,
-    now,
-  );
+  putFlowRow(host.sql, { id: h.idempotencyKey, kind: ANNOUNCE_IN_FLOW, state: "turn_pending", data: row }, "fail", now);
   // The pending event (and its timer) now guarantee the slot ends; the existence check must not end it first.
   host.timers.clear(SLOT_TIMER, h.childKey);
   host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now, undefined, { keepEarlier: true });
@@ -170,14 +164,9 @@ function onRunEnded(host: SessionHost, event: RunEndedEvent): void {
 function onTurnEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const ids = Array.isArray(input.data?.events) ? (input.data.events as string[]) : [];
   const rows = ids
-    .map((id) => ({
-      id,
-      row: host.sql
-        .exec<{ state: string; json: string }>("SELECT state, json FROM flows WHERE id = ?", id)
-        .toArray()[0],
-    }))
+    .map((id) => ({ id, row: getFlowRow<PendingEvent>(host.sql, id) }))
     .filter((r) => r.row?.state === "turn_queued")
-    .map((r) => ({ id: r.id, e: JSON.parse(r.row!.json) as PendingEvent }));
+    .map((r) => ({ id: r.id, e: r.row!.data }));
   if (rows.length === 0) return;
   const reply = run.status === "ok" ? (run.reply ?? "").trim() : "";
   const silent = isSilentToken(reply, "NO_REPLY") || isSilentToken(reply, "ANNOUNCE_SKIP");
