@@ -1,6 +1,7 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { EVENT_LIMITS } from "../src/events/limits";
+import type { SessionObject } from "../src/session/session-object";
 import { call, enc, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 import { openStream, type SseEvent } from "./helpers/sse";
 
@@ -41,6 +42,33 @@ describe("GET /v1/sessions/{key}/events", () => {
     // The same message as sessions_history shows it.
     const history = await call("GET", `/v1/sessions/${enc(key)}/history?includeTools=true`);
     expect(history.json.messages[3]).toMatchObject({ role: "assistant", content: assistant.content });
+    await sse.cancel();
+  });
+
+  it("an event recorded in a transaction that rolls back never reaches a watcher (its seq is handed out again)", async () => {
+    const key = "agent:main:events-rollback";
+    await sendAndWait(key, "first");
+    const { sse } = await openStream(`/v1/sessions/${enc(key)}/events`);
+    await runInDurableObject(sessionStub(key), (obj: SessionObject, state) => {
+      expect(() =>
+        state.storage.transactionSync(() => {
+          obj.events.delivery({
+            id: "ghost",
+            status: "dead",
+            kind: "announce",
+            channel: "x",
+            attempts: 1,
+            error: null,
+          });
+          throw new Error("rolled back");
+        }),
+      ).toThrow("rolled back");
+    });
+    await sendAndWait(key, "second");
+    const events = await sse.takeN(5);
+    expect(events.map(summary)).toEqual(echoed("second"));
+    // The rolled-back event's seq (6) went to the next real event, sent once.
+    expect(events.map((e) => Number(e.id))).toEqual([6, 7, 8, 9, 10]);
     await sse.cancel();
   });
 

@@ -33,6 +33,22 @@ export class EventLog {
     return seq;
   }
 
+  /**
+   * The events of `batch` that are stored as written. An event recorded inside a transaction that then
+   * threw was rolled back (and its seq may be handed out again): it must never reach a watcher. One
+   * indexed range read per flushed batch, and only while someone watches (session-events.ts).
+   */
+  committed<E extends { seq: number; data: string }>(batch: E[]): E[] {
+    const stored = new Map<number, string>();
+    for (const r of this.sql.exec<{ seq: number; data: string }>(
+      "SELECT seq, data FROM events WHERE seq BETWEEN ? AND ?",
+      Math.min(...batch.map((e) => e.seq)),
+      Math.max(...batch.map((e) => e.seq)),
+    ))
+      stored.set(r.seq, r.data);
+    return batch.filter((e) => stored.get(e.seq) === e.data);
+  }
+
   /** The newest event's seq (0 before the first): a watcher without a resume point starts after it. */
   lastSeq(): number {
     return this.sql.exec<{ s: number | null }>("SELECT MAX(seq) AS s FROM events").one().s ?? 0;

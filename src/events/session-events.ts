@@ -22,8 +22,8 @@ export interface EventsHost {
  */
 export class SessionEvents {
   readonly log: EventLog;
-  /** Blocks written in the current transaction, sent once it has committed (a microtask later). */
-  private pending: { seq: number; block: string }[] = [];
+  /** Events written in the current transaction, sent once it has committed (a microtask later). */
+  private pending: { seq: number; data: string; block: string }[] = [];
   /** The text of each running run's current model step, for a watcher that joins mid-run. Memory only. */
   private readonly stepText = new Map<string, string>();
 
@@ -79,7 +79,7 @@ export class SessionEvents {
   private record(type: SessionEventType, data: string): void {
     const seq = this.log.append(type, data);
     if (this.pending.length === 0) queueMicrotask(() => this.flush());
-    this.pending.push({ seq, block: sseBlock(seq, type, data) });
+    this.pending.push({ seq, data, block: sseBlock(seq, type, data) });
   }
 
   /** Send the committed events to the live session watchers, in seq order. */
@@ -87,12 +87,17 @@ export class SessionEvents {
     const batch = this.pending;
     this.pending = [];
     if (batch.length === 0) return;
-    for (const ws of this.ctx.getWebSockets(SESSION_TAG)) {
-      const w = ws.deserializeAttachment() as Watcher;
-      if (w.kind !== "session" || !w.live) continue;
+    const watchers = this.ctx
+      .getWebSockets(SESSION_TAG)
+      .map((ws) => ({ ws, w: ws.deserializeAttachment() as Watcher }))
+      .filter(({ w }) => w.kind === "session" && w.live);
+    if (watchers.length === 0) return;
+    const committed = this.log.committed(batch);
+    for (const { ws, w } of watchers) {
+      if (w.kind !== "session") continue;
       // A page read between the write and this flush already carried the events up to its cursor.
       let text = "";
-      for (const e of batch) if (e.seq > w.cursor) text += e.block;
+      for (const e of committed) if (e.seq > w.cursor) text += e.block;
       if (text) send(ws, text);
     }
   }
