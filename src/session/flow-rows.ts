@@ -55,6 +55,23 @@ export function getFlowRow<T, S extends string = string>(
   return r ? { state: r.state as S, data: JSON.parse(r.json) as T } : null;
 }
 
+/**
+ * Move flow `id` to `state` (replacing its data when given). `from`: only if it is still in that state
+ * (a compare-and-set for steps two passes may race on).
+ */
+export function moveFlowRow(
+  sql: SqlStorage,
+  id: string,
+  state: string,
+  opts: { data?: unknown; from?: string; now?: number } = {},
+): void {
+  const now = opts.now ?? Date.now();
+  const set = opts.data === undefined ? "state = ?, updated_at = ?" : "state = ?, json = ?, updated_at = ?";
+  const setArgs = opts.data === undefined ? [state, now] : [state, JSON.stringify(opts.data), now];
+  if (opts.from === undefined) sql.exec(`UPDATE flows SET ${set} WHERE id = ?`, ...setArgs, id);
+  else sql.exec(`UPDATE flows SET ${set} WHERE id = ? AND state = ?`, ...setArgs, id, opts.from);
+}
+
 export function hasFlowRow(sql: SqlStorage, id: string): boolean {
   return sql.exec("SELECT 1 FROM flows WHERE id = ?", id).toArray().length > 0;
 }

@@ -1,4 +1,4 @@
-import { getFlowRow } from "../session/flow-rows";
+import { getFlowRow, moveFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { ChildFinding, ChildOutcome } from "./announce-format";
 
@@ -43,14 +43,7 @@ export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: C
   const row = getFlowRow<{ childKey: string; label?: string }>(host.sql, id, CHILD_FLOW);
   host.timers.clear(SLOT_TIMER, childKey);
   if (row?.state !== "running") return;
-  const json = { ...row.data, ...(outcome ? { outcome } : {}) };
-  host.sql.exec(
-    "UPDATE flows SET state = ?, json = ?, updated_at = ? WHERE id = ?",
-    outcome ? "ended" : "gone",
-    JSON.stringify(json),
-    Date.now(),
-    id,
-  );
+  moveFlowRow(host.sql, id, outcome ? "ended" : "gone", { data: { ...row.data, ...(outcome ? { outcome } : {}) } });
   if (countActiveChildren(host) === 0) for (const fn of settledListeners) fn(host);
 }
 

@@ -1,7 +1,7 @@
 import { queueDelivery } from "../channels/outbox";
 import { utf8ByteLength } from "../policy/history-sanitize";
 import { registerSessionExtension } from "../session/extensions";
-import { getFlowRow, putFlowRow } from "../session/flow-rows";
+import { getFlowRow, moveFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
 import { defineTimerKind } from "../session/timer-policy";
@@ -138,12 +138,7 @@ async function startCompletionTurn(host: SessionHost): Promise<void> {
     },
     (h) => {
       const now = Date.now();
-      for (const id of ids)
-        h.sql.exec(
-          "UPDATE flows SET state = 'turn_queued', updated_at = ? WHERE id = ? AND state = 'turn_pending'",
-          now,
-          id,
-        );
+      for (const id of ids) moveFlowRow(h.sql, id, "turn_queued", { from: "turn_pending", now });
       const more =
         h.sql.exec("SELECT id FROM flows WHERE kind = ? AND state = 'turn_pending' LIMIT 1", ANNOUNCE_IN_FLOW).toArray()
           .length > 0;
@@ -196,7 +191,7 @@ function settleEvent(
       route: e.route,
       threadId: e.threadId,
     });
-  host.sql.exec("UPDATE flows SET state = ?, updated_at = ? WHERE id = ?", state, now, id);
+  moveFlowRow(host.sql, id, state, { now });
   releaseSlotSync(host, e.childKey, e.outcome);
 }
 
