@@ -13,6 +13,7 @@ import "./tools/sessions-spawn"; // sessions_spawn
 import "./spawn/subagent-lifecycle"; // sub-agent announce, hand-off, archive and delete
 import "./spawn/subagent-lane-client"; // maxConcurrent: a sub-agent task starts when the lane grants it a slot
 import "./session/dead-timer-rpc"; // dead timers over /v1 (GET …/timers/dead, retry)
+import "./session/send-into-rpc"; // sessions_send: target checks + enqueue in one call
 import "./session/runs-list-rpc"; // a session's recent runs over /v1 (GET …/runs, the console)
 import "./session/run-log"; // one run_ended log line per run (src/log.ts)
 import "./spawn/thread-binding"; // thread=true: a thread key whose inbound messages run in the sub-agent

@@ -18,7 +18,7 @@ function phases(header: string | null): Record<string, number> {
 }
 
 describe("Server-Timing (docs/scale.md, where a send's time goes)", () => {
-  it("a sessions_send answer times auth, the caller, the target reads and the enqueue; total bounds them", async () => {
+  it("a sessions_send answer times auth, the caller, the requester read and the one call into the target; total bounds them", async () => {
     setConfigOverride(baseConfig());
     installFakes(() => "ok");
     const r = await call("POST", "/tools/invoke", {
@@ -29,7 +29,8 @@ describe("Server-Timing (docs/scale.md, where a send's time goes)", () => {
     expect(r.status).toBe(200);
     expect(r.json.result.details.status).toBe("accepted");
     const p = phases(r.headers.get("Server-Timing"));
-    expect(Object.keys(p).sort()).toEqual(["auth", "caller", "enqueue", "meta", "resolve", "total"]);
+    // No `meta` phase: the target's lineage and send policy are checked inside the enqueue call (src/session/send-into-rpc.ts).
+    expect(Object.keys(p).sort()).toEqual(["auth", "caller", "enqueue", "requester", "resolve", "total"]);
     for (const v of Object.values(p)) expect(v).toBeGreaterThanOrEqual(0);
     expect(p.total).toBeGreaterThanOrEqual(p.enqueue);
     await quiesce();

@@ -3,10 +3,11 @@ import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { fromRpcError } from "../errors";
 import { type A2aStart, announceRouteOf, messageContextPrompt } from "../flows/a2a-flow";
 import { deriveChannel, displayKey, type ParsedKey, parseCanonical } from "../keys";
-import { resolveSendPolicy } from "../policy/send-policy";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
 import { checkTextSize } from "../session/byte-budget";
+import { callExtension } from "../session/extensions";
+import type { SendIntoResult } from "../session/send-into-rpc";
 import type { RunSnapshot, SessionMeta } from "../session/types";
 import { isRefusal, type Refusal, refusal, type ToolContext, timed } from "./context";
 import { registerTool } from "./registry";
@@ -162,65 +163,60 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
       sessionKey: shownKey,
     };
 
-  // The facts every other check needs, read in parallel: target lineage + policy, requester channel.
-  const [targetMeta, requesterMeta] = await timed(
-    ctx,
-    "meta",
-    Promise.all([
-      maybeMeta(ctx.env, targetKey),
-      requesterKey === targetKey ? Promise.resolve(null) : maybeMeta(ctx.env, requesterKey),
-    ]),
-  );
-  const denied = guardTarget(ctx, "send", target, targetMeta?.spawnedBy, vis, rawTarget);
-  if (denied) return { ...denied, runId: crypto.randomUUID(), sessionKey: shownKey };
+  // The target's lineage and send policy are checked inside the target, in the call that queues the run
+  // (src/session/send-into-rpc.ts): one round trip into the target. With a visibility that admits only the
+  // target's parent, the refusal is the one a non-child target gets.
+  const asNonChild = guardTarget(ctx, "send", target, null, vis, rawTarget);
 
-  const policy = resolveSendPolicy({
-    policy: ctx.cfg.session.sendPolicy,
-    override: targetMeta?.sendPolicy,
-    sessionKey: targetKey,
-    channel: targetMeta?.channel ?? targetMeta?.lastChannel,
-    chatType: targetMeta?.chatType,
-  });
-  if (policy === "deny") return refuse("error", BLOCKED_BY_POLICY, { sessionKey: shownKey });
-
+  // The requester's channel (the run's context prompt and provenance); a send into its own session reads it
+  // from the target, which is the requester.
+  const requesterMeta = await timed(ctx, "requester", maybeMeta(ctx.env, requesterKey));
   const requesterParsed = parseCanonical(requesterKey, ctx.cfg);
-  const channel = deriveChannel(requesterParsed, (requesterKey === targetKey ? targetMeta : requesterMeta) ?? {});
+  const channel = deriveChannel(requesterParsed, requesterMeta ?? {});
   const requesterChannel = channel === "unknown" ? undefined : channel;
   const a2a: A2aStart = {
     requesterKey,
-    requesterExisted: requesterMeta !== null,
+    requesterExisted: requesterKey !== targetKey && requesterMeta !== null,
     requesterChannel,
     targetDisplayKey: shownKey,
     maxTurns: ctx.cfg.session.agentToAgent.maxPingPongTurns,
   };
 
-  let run: RunSnapshot;
+  let sent: SendIntoResult;
   try {
-    run = await timed(
+    sent = await timed(
       ctx,
       "enqueue",
-      ctx.env.SESSIONS.getByName(targetKey).enqueue({
-        input: {
-          kind: "send",
-          message: args.message,
-          provenance: {
-            kind: "inter_session",
-            sourceSessionKey: requesterKey,
-            sourceChannel: requesterChannel,
-            sourceTool: "sessions_send",
+      callExtension(ctx.env.SESSIONS.getByName(targetKey), "send-into", "enqueue", {
+        req: {
+          input: {
+            kind: "send",
+            message: args.message,
+            provenance: {
+              kind: "inter_session",
+              sourceSessionKey: requesterKey,
+              sourceChannel: requesterChannel,
+              sourceTool: "sessions_send",
+            },
+            extraSystemPrompt: messageContextPrompt(a2a),
+            flowId: crypto.randomUUID(),
+            data: { a2a },
           },
-          extraSystemPrompt: messageContextPrompt(a2a),
-          flowId: crypto.randomUUID(),
-          data: { a2a },
+          // Scoped to the requester, so two callers choosing the same key never collide.
+          idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
         },
-        // Scoped to the requester, so two callers choosing the same key never collide.
-        idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
+        ...(asNonChild ? { requireChildOf: requesterKey } : {}),
       }),
     );
   } catch (err) {
     const e = fromRpcError(err);
     return refuse("error", e instanceof Error ? e.message : String(e), { sessionKey: shownKey });
   }
+  if ("refused" in sent) {
+    if (sent.refused === "policy") return refuse("error", BLOCKED_BY_POLICY, { sessionKey: shownKey });
+    return { ...(asNonChild as Refusal), runId: crypto.randomUUID(), sessionKey: shownKey };
+  }
+  const { run, meta: targetMeta } = sent;
 
   const route = announceRouteOf(targetMeta, target);
   const delivery: SendDelivery = {

@@ -1,0 +1,44 @@
+import { resolveSendPolicy } from "../policy/send-policy";
+import { registerSessionExtension } from "./extensions";
+import type { SessionHost } from "./host";
+import type { EnqueueRequest, RunSnapshot, SessionMeta } from "./types";
+
+/** A sessions_send into this session: the checks that need its own state, then the enqueue (src/tools/sessions-send.ts). */
+export type SendIntoRequest = {
+  req: EnqueueRequest;
+  /** Refuse unless this session was spawned by `requesterKey` (a tree/sandboxed caller that is not its parent otherwise). */
+  requireChildOf?: string;
+};
+export type SendIntoResult =
+  | { refused: "lineage" | "policy" }
+  /** `meta` is the session as it was before this enqueue (null: the send creates it); the caller derives the announce route. */
+  | { run: RunSnapshot; meta: SessionMeta | null };
+
+/**
+ * One round trip instead of two (docs/scale.md, "Where a send's time goes"): the lineage and send-policy
+ * checks read this object's meta in the same call that queues the run, so no other request interleaves
+ * between the check and the enqueue, and the caller never reads the meta beforehand.
+ */
+const sendIntoRpc = {
+  enqueue: async (host: SessionHost, arg: SendIntoRequest): Promise<SendIntoResult> => {
+    const meta = host.meta ? structuredClone(host.meta) : null;
+    if (arg.requireChildOf !== undefined && meta?.spawnedBy !== arg.requireChildOf) return { refused: "lineage" };
+    const policy = resolveSendPolicy({
+      policy: host.cfg.session.sendPolicy,
+      override: meta?.sendPolicy,
+      sessionKey: host.key,
+      channel: meta?.channel ?? meta?.lastChannel,
+      chatType: meta?.chatType,
+    });
+    if (policy === "deny") return { refused: "policy" };
+    return { run: await host.enqueue(arg.req), meta };
+  },
+};
+
+declare module "./extensions" {
+  interface ExtensionRpc {
+    "send-into": typeof sendIntoRpc;
+  }
+}
+
+registerSessionExtension({ name: "send-into", rpc: sendIntoRpc });
