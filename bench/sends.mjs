@@ -373,7 +373,7 @@ export function parseServerTiming(header) {
 }
 
 /**
- * Where a send's time goes: the Server-Timing phases of sessions_send (auth, caller, resolve, meta,
+ * Where a send's time goes: the Server-Timing phases of sessions_send (auth, caller, resolve, requester,
  * enqueue, total) next to a bare object call's, p50 over 200 calls each at concurrency 8, plus the
  * client-side latency (what is not in "total" is the dev proxy and the network stack).
  */
