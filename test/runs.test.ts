@@ -341,3 +341,18 @@ describe("restart safety (eviction mid-run)", () => {
     expect(await again).toMatchObject({ status: "ok", reply: "made it" });
   });
 });
+
+describe("runners (src/session/extensions.ts produceReply)", () => {
+  it("a run no runner claims ends error naming its kind and agent, and nothing answers it", async () => {
+    const fake = useFakeProvider();
+    const key = "agent:main:runs-unclaimed";
+    // A command run whose text is no /send command: the send-command runner declines it and the model
+    // runner never takes commands, so no runner claims it.
+    const run = await sessionStub(key).enqueue({ input: { kind: "command", message: "just text" } });
+    expect(await wait(run.runId)).toMatchObject({
+      status: "error",
+      error: "No runner answers command runs of agent main",
+    });
+    expect(fake.calls).toHaveLength(0);
+  });
+});
