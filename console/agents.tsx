@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { ApiError, api } from "./api";
 import { ErrorLine } from "./errors";
+import { RowsHead } from "./table-parts";
 import type { Agent } from "./types";
 
 interface EffectiveConfig {
@@ -27,14 +28,7 @@ export function AgentsPage() {
       <h1 id="agents-title">Agents</h1>
       <ErrorLine error={error} />
       <table class="rows">
-        <thead>
-          <tr>
-            <th scope="col">Agent</th>
-            <th scope="col">Model</th>
-            <th scope="col">Runtime</th>
-            <th scope="col">Sandboxed</th>
-          </tr>
-        </thead>
+        <RowsHead columns={["Agent", "Model", "Runtime", "Sandboxed"]} />
         <tbody>
           {agents.map((a) => (
             <tr key={a.id}>

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from "preact/hooks";
 import { api, enc } from "./api";
 import { ErrorLine } from "./errors";
 import { when } from "./format";
+import { RowsHead, StatusBadge } from "./table-parts";
 import type { DeadTimer, Delivery } from "./types";
 
 const STATUSES = ["all", "pending", "delivered", "dead", "blocked"] as const;
@@ -62,19 +63,7 @@ export function DeliveriesTab(props: { sessionKey: string; version: number }) {
       {deliveries?.length === 0 && <p>No deliveries.</p>}
       {deliveries && deliveries.length > 0 && (
         <table class="rows">
-          <thead>
-            <tr>
-              <th scope="col">Delivery</th>
-              <th scope="col">Status</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last error</th>
-              <th scope="col">Updated</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <RowsHead columns={["Delivery", "Status", "Channel", "Attempts", "Last error", "Updated"]} actions />
           <tbody>
             {deliveries.map((d) => (
               <tr key={d.id} data-delivery={d.id}>
@@ -82,7 +71,7 @@ export function DeliveriesTab(props: { sessionKey: string; version: number }) {
                   {d.kind} → {d.payload.to ?? "—"}: {d.payload.message.slice(0, 120)}
                 </td>
                 <td data-label="Status">
-                  <span class={`status status-${d.status}`}>{d.status}</span>
+                  <StatusBadge status={d.status} />
                 </td>
                 <td data-label="Channel">{d.channel}</td>
                 <td data-label="Attempts">{d.attempts}</td>
@@ -108,17 +97,7 @@ export function DeliveriesTab(props: { sessionKey: string; version: number }) {
       {timers.length === 0 && <p>No dead timers.</p>}
       {timers.length > 0 && (
         <table class="rows">
-          <thead>
-            <tr>
-              <th scope="col">Timer</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last error</th>
-              <th scope="col">Died</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <RowsHead columns={["Timer", "Attempts", "Last error", "Died"]} actions />
           <tbody>
             {timers.map((t) => (
               <tr key={`${t.kind}/${t.ref}`}>

@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { ErrorLine } from "./errors";
 import { when } from "./format";
 import type { SessionData } from "./session-data";
+import { RowsHead, StatusBadge } from "./table-parts";
 import { RUN_ENDED } from "./types";
 
 export function RunsTab(props: { data: SessionData }) {
@@ -12,18 +13,7 @@ export function RunsTab(props: { data: SessionData }) {
     <>
       <ErrorLine error={error} />
       <table class="rows runs">
-        <thead>
-          <tr>
-            <th scope="col">Run</th>
-            <th scope="col">Kind</th>
-            <th scope="col">Status</th>
-            <th scope="col">Created</th>
-            <th scope="col">Outcome</th>
-            <th scope="col">
-              <span class="sr-only">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <RowsHead columns={["Run", "Kind", "Status", "Created", "Outcome"]} actions />
         <tbody>
           {runs.map((r) => (
             <tr key={r.runId}>
@@ -32,7 +22,7 @@ export function RunsTab(props: { data: SessionData }) {
               </td>
               <td data-label="Kind">{r.kind}</td>
               <td data-label="Status">
-                <span class={`status status-${r.status}`}>{r.status}</span>
+                <StatusBadge status={r.status} />
               </td>
               <td data-label="Created">{when(r.createdAt)}</td>
               <td data-label="Outcome">{r.error ?? r.reply ?? ""}</td>

@@ -3,6 +3,7 @@ import { api } from "./api";
 import { ErrorLine } from "./errors";
 import { when } from "./format";
 import { sessionHref } from "./router";
+import { RowsHead } from "./table-parts";
 import type { Agent, SessionRow } from "./types";
 
 const KINDS = ["main", "group", "cron", "hook", "node", "other"] as const;
@@ -143,15 +144,7 @@ export function SessionsPage() {
       {page && page.sessions.length === 0 && <p>No sessions match.</p>}
       {page && page.sessions.length > 0 && (
         <table class="rows sessions">
-          <thead>
-            <tr>
-              <th scope="col">Session</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Label</th>
-              <th scope="col">Channel</th>
-              <th scope="col">Updated</th>
-            </tr>
-          </thead>
+          <RowsHead columns={["Session", "Kind", "Label", "Channel", "Updated"]} />
           <tbody>
             {page.sessions.map((s) => (
               <tr key={s.key}>
