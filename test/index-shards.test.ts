@@ -2,13 +2,12 @@ import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } fro
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
-import { parseCanonical } from "../src/keys";
 import { RegistryObject } from "../src/registry/registry-object";
-import { type IndexEntry, indexEntryOf } from "../src/registry/row";
+import type { IndexEntry } from "../src/registry/row";
 import { sessionIndex } from "../src/registry/session-index";
 import { legacyName, shardName, shardOf } from "../src/registry/shard-hash";
-import type { SessionMeta } from "../src/session/types";
 import { call, enc, flushIndex, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { syntheticIndexEntries } from "./helpers/index-rows";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -22,27 +21,7 @@ function configure(agents: string[], extra: Record<string, unknown> = {}) {
   });
 }
 
-function entries(rows: { key: string; updatedAt: number; spawnedBy?: string }[]): IndexEntry[] {
-  const cfg = loadConfig(env);
-  return rows.map((r) => {
-    const parsed = parseCanonical(r.key, cfg);
-    const meta: SessionMeta = {
-      key: parsed.canonicalKey,
-      agentId: parsed.agentId,
-      sessionId: crypto.randomUUID(),
-      kind: parsed.kind,
-      createdAt: r.updatedAt,
-      updatedAt: r.updatedAt,
-      inputTokens: 0,
-      outputTokens: 0,
-      totalTokens: 0,
-      systemSent: false,
-      abortedLastRun: false,
-      ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
-    };
-    return indexEntryOf(meta, parsed);
-  });
-}
+const entries = syntheticIndexEntries;
 
 const shardRows = (agentId: string, n: number) =>
   runInDurableObject(

@@ -2,13 +2,11 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
-import { parseCanonical } from "../src/keys";
 import { RegistryObject } from "../src/registry/registry-object";
-import { indexEntryOf } from "../src/registry/row";
 import { sessionIndex } from "../src/registry/session-index";
-import type { SessionMeta } from "../src/session/types";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { type SyntheticRow, syntheticIndexEntries } from "./helpers/index-rows";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -22,28 +20,8 @@ function configure(agents: (string | Record<string, unknown>)[], extra: Record<s
 }
 
 /** Index rows straight into an agent's registry shard (fast seeding of many sessions). */
-async function seed(agentId: string, rows: { key: string; updatedAt: number; spawnedBy?: string; label?: string }[]) {
-  const cfg = loadConfig(env);
-  const entries = rows.map((r) => {
-    const parsed = parseCanonical(r.key, cfg);
-    const meta: SessionMeta = {
-      key: parsed.canonicalKey,
-      agentId: parsed.agentId,
-      sessionId: crypto.randomUUID(),
-      kind: parsed.kind,
-      createdAt: r.updatedAt,
-      updatedAt: r.updatedAt,
-      inputTokens: 0,
-      outputTokens: 0,
-      totalTokens: 0,
-      systemSent: false,
-      abortedLastRun: false,
-      ...(r.spawnedBy ? { spawnedBy: r.spawnedBy } : {}),
-      ...(r.label ? { label: r.label } : {}),
-    };
-    return indexEntryOf(meta, parsed);
-  });
-  await sessionIndex(env, cfg, agentId).upsertMany(entries);
+async function seed(agentId: string, rows: SyntheticRow[]) {
+  await sessionIndex(env, loadConfig(env), agentId).upsertMany(syntheticIndexEntries(rows));
 }
 
 const keysOf = (r: { details: any }) => r.details.sessions.map((s: any) => s.key);
