@@ -1,12 +1,59 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import { heartbeatTimer } from "../src/events/heartbeat-timer";
 import { EVENT_LIMITS } from "../src/events/limits";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 import { openStream, type SseEvent } from "./helpers/sse";
 
 const DEFAULTS = { ...EVENT_LIMITS };
-afterEach(() => Object.assign(EVENT_LIMITS, DEFAULTS));
+const REAL_HEARTBEAT = { ...heartbeatTimer };
+afterEach(() => {
+  Object.assign(EVENT_LIMITS, DEFAULTS);
+  Object.assign(heartbeatTimer, REAL_HEARTBEAT);
+});
+
+/**
+ * Heartbeats driven by the test instead of wall time: `elapse()` is one interval passing for every running
+ * heartbeat. Each heartbeat's loop is started by the bridge, so it runs in the stream's own request and its
+ * ping may write to the response (vitest's fake timers would fire it in the test's context, which workerd
+ * refuses).
+ */
+function drivenHeartbeats() {
+  const intervals: number[] = [];
+  let running = 0;
+  let pass = () => {};
+  let passed = new Promise<void>((r) => {
+    pass = r;
+  });
+  heartbeatTimer.every = (ms, beat) => {
+    intervals.push(ms);
+    running++;
+    let stopped = false;
+    (async () => {
+      for (;;) {
+        await passed;
+        if (stopped) return;
+        beat();
+      }
+    })();
+    return () => {
+      if (!stopped) running--;
+      stopped = true;
+    };
+  };
+  return {
+    intervals,
+    running: () => running,
+    elapse() {
+      const release = pass;
+      passed = new Promise<void>((r) => {
+        pass = r;
+      });
+      release();
+    },
+  };
+}
 
 const summary = (e: SseEvent) => {
   const d = JSON.parse(e.data);
@@ -179,14 +226,24 @@ describe("GET /v1/sessions/{key}/events", () => {
     await fast.sse.cancel();
   });
 
-  it("sends a `: ping` heartbeat on an idle stream", async () => {
-    EVENT_LIMITS.heartbeatMs = 20;
+  it("sends a `: ping` heartbeat every 15 s on an idle stream, and stops it when the stream ends", async () => {
+    const timer = drivenHeartbeats();
     const key = "agent:main:events-ping";
     await sendAndWait(key, "x");
     const { sse } = await openStream(`/v1/sessions/${enc(key)}/events`);
+    expect(timer.intervals).toEqual([15_000]);
+    // No interval passed yet: the next thing on the stream is this event, not a ping.
+    await sendAndWait(key, "y");
+    expect((await sse.takeN(5)).map(summary)).toEqual(echoed("y"));
+    expect(sse.comments).toEqual([]);
+    timer.elapse();
     expect(await sse.nextComment()).toBe("ping");
+    timer.elapse();
     expect(await sse.nextComment()).toBe("ping");
+    expect(sse.comments).toEqual(["ping", "ping"]);
+    expect(timer.running()).toBe(1);
     await sse.cancel();
+    await expect.poll(timer.running).toBe(0);
   });
 
   it("reports delivery state changes", async () => {

@@ -1,4 +1,5 @@
 import { SwitchboardError } from "../errors";
+import { heartbeatTimer } from "./heartbeat-timer";
 import { EVENT_LIMITS, MORE, NEXT } from "./limits";
 
 /**
@@ -20,12 +21,12 @@ export async function eventStreamResponse(upgrade: Promise<Response>): Promise<R
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let ended = false;
   let pageOwed = false;
-  const heartbeat = setInterval(() => push(": ping\n\n"), EVENT_LIMITS.heartbeatMs);
+  const stopHeartbeat = heartbeatTimer.every(EVENT_LIMITS.heartbeatMs, () => push(": ping\n\n"));
 
   const end = (reason: string) => {
     if (ended) return;
     ended = true;
-    clearInterval(heartbeat);
+    stopHeartbeat();
     try {
       ws.close(1000, reason);
     } catch {
