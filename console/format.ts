@@ -2,6 +2,7 @@ import { h } from "preact";
 
 function relative(ms: number, now: number): string {
   const seconds = Math.round((now - ms) / 1000);
+  // A time ahead of this browser's clock (the two clocks differ) reads "just now" too, never "-3 s ago".
   if (seconds < 60) return "just now";
   const minutes = Math.round(seconds / 60);
   if (minutes < 60) return `${minutes} min ago`;

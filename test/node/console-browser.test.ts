@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -10,7 +10,8 @@ import { unstable_startWorker } from "wrangler";
 /**
  * The operator console (/console) in a real browser: Debian's Chromium driven by playwright-core, against
  * the Worker under `wrangler dev` (static assets routed as in production). The screenshots in
- * docs/screenshots/ are written here, so the README's pictures are of the console as it is.
+ * docs/screenshots/ are written here, so the README's pictures are of the console as it is; they are
+ * byte-stable from run to run (see `shot`), so a committed picture changes only when the console's look does.
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -18,6 +19,7 @@ const OPERATOR = "browser-test-operator-token";
 const SCREENSHOTS = join(import.meta.dirname, "..", "..", "docs", "screenshots");
 const HOOK_SECRET = `whsec_${Buffer.from("browser-test-webhook-secret-0001").toString("base64")}`;
 const SEEDED = 60; // with 25 rows a page: three pages
+const TOKEN_KEY = "switchboard.console.token";
 const seededKey = (i: number) => `agent:main:seed-${String(i).padStart(2, "0")}`;
 
 let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
@@ -25,6 +27,10 @@ let base = "";
 let context: BrowserContext;
 let page: Page;
 let profileDir = "";
+// The console's clock stands still at the start of the run (set before anything is seeded): everything the
+// console shows happened after it, so each relative time reads "just now" however slow the run is (a time
+// ahead of the page's clock reads "just now", console/format.ts).
+let clockFrozenAt = 0;
 
 // A channel webhook under the test's control: it first answers 302 (a redirect is a dead letter at once,
 // src/channels/webhook.ts), then 200 once the test fixes it, so a retried delivery can succeed.
@@ -49,10 +55,33 @@ async function api(method: string, path: string, body?: unknown): Promise<any> {
   return JSON.parse(text);
 }
 
-/** The pointer is moved away first, so no hover state differs between runs. */
-async function shot(name: string): Promise<void> {
+/**
+ * Write docs/screenshots/<name>.png, after checking that the picture depends only on what the page shows:
+ * the same view rendered from scratch in a fresh tab (same URL, viewport, frozen clock, token) must be
+ * byte-identical. The pointer is moved away first, so no hover state differs.
+ */
+async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true }): Promise<void> {
   await page.mouse.move(0, 0);
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: false, animations: "disabled" });
+  const picture = await page.screenshot({ fullPage: false, animations: "disabled" });
+  const fresh = await context.newPage();
+  try {
+    await fresh.setViewportSize(page.viewportSize()!);
+    if (opts.signedIn)
+      await fresh.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
+    await fresh.goto(page.url());
+    const text = await page.locator("body").innerText();
+    await expect.poll(() => fresh.locator("body").innerText(), { timeout: 20_000 }).toBe(text);
+    await fresh.mouse.move(0, 0);
+    const again = await fresh.screenshot({ fullPage: false, animations: "disabled" });
+    if (!again.equals(picture)) {
+      const kept = join(tmpdir(), `switchboard-${name}-fresh.png`);
+      writeFileSync(kept, again);
+      expect.fail(`${name}.png: a fresh render of the same view differs in its pixels (kept as ${kept})`);
+    }
+  } finally {
+    await fresh.close();
+  }
+  writeFileSync(join(SCREENSHOTS, `${name}.png`), picture);
 }
 
 beforeAll(async () => {
@@ -98,6 +127,7 @@ beforeAll(async () => {
   await worker.ready;
   base = String(await worker.url);
 
+  clockFrozenAt = Date.now();
   // Sessions to page through: PATCH creates a session with its label, no run needed.
   // One after another, so the listing's order (newest first) and the screenshots are the same every run.
   for (let i = 0; i < SEEDED; i++)
@@ -122,8 +152,12 @@ beforeAll(async () => {
       "--disable-background-networking",
       "--disable-component-update",
       "--disable-sync",
+      // A page updated live is otherwise re-rastered in parts, and the edges of rounded borders come out
+      // one colour step different from a one-pass raster: the screenshots would change between runs.
+      "--disable-partial-raster",
     ],
   });
+  await context.clock.setFixedTime(clockFrozenAt);
   page = context.pages()[0] ?? (await context.newPage());
   // The console must load nothing from another origin (no CDN).
   page.on("request", (req) => {
@@ -144,7 +178,7 @@ describe("operator console in Chromium", () => {
   it("signs in with a pasted token, kept in session storage and never in the URL", async () => {
     await page.goto(new URL("/console", base).href);
     await expect.poll(() => page.getByRole("heading", { name: "Switchboard console" }).isVisible()).toBe(true);
-    await shot("sign-in");
+    await shot("sign-in", { signedIn: false });
     // Keyboard: Tab reaches the token field first, and the focused control shows a visible outline.
     await page.keyboard.press("Tab");
     expect(await page.evaluate("document.activeElement.id")).toBe("token");
@@ -159,7 +193,7 @@ describe("operator console in Chromium", () => {
     await input.fill(OPERATOR);
     await input.press("Enter"); // keyboard only
     await page.getByRole("heading", { name: "Sessions" }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem("switchboard.console.token"))).toBe(OPERATOR);
+    expect(await page.evaluate((key) => sessionStorage.getItem(key), TOKEN_KEY)).toBe(OPERATOR);
     expect(await page.evaluate(() => localStorage.length)).toBe(0);
     expect(page.url()).not.toContain(OPERATOR);
   });
