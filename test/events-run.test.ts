@@ -1,13 +1,20 @@
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { EVENT_LIMITS } from "../src/events/limits";
+import type { SessionObject } from "../src/session/session-object";
 import { useFakeProvider } from "./helpers/fake-provider";
-import { call, enc, RESEARCH_TOKEN, sendAndWait } from "./helpers/http";
+import { call, enc, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 import { openStream } from "./helpers/sse";
 
+const DEFAULTS = { ...EVENT_LIMITS };
 afterEach(() => {
   vi.restoreAllMocks();
   setConfigOverride(null);
+  Object.assign(EVENT_LIMITS, DEFAULTS);
 });
+
+const textOf = (e: { data: string }) => JSON.parse(e.data).text;
 
 async function post(key: string, message: string): Promise<string> {
   const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message });
@@ -37,7 +44,9 @@ describe("GET /v1/runs/{runId}/events", () => {
     expect(deltas.join("")).toBe(text);
     expect(events.map((e) => e.event)).toEqual([...deltas.map(() => "delta"), "status"]);
     expect(JSON.parse(events.at(-1)!.data)).toEqual({ status: "ok", reply: text });
-    expect(events.every((e) => e.id === undefined)).toBe(true);
+    // Ids: one incarnation (this instance's record of the run), numbered 1, 2, … in stream order.
+    const incarnation = events[0].id!.split(":")[0];
+    expect(events.map((e) => e.id)).toEqual(events.map((_, i) => `${incarnation}:${i + 1}`));
     expect((await call("GET", `/v1/runs/${held}`)).json.status).toBe("ok");
   });
 
@@ -46,9 +55,76 @@ describe("GET /v1/runs/{runId}/events", () => {
     const run = await sendAndWait(key, "all done");
     const { sse } = await openStream(`/v1/runs/${run.runId}/events`);
     expect(await sse.rest()).toEqual([
-      { event: "delta", data: JSON.stringify({ text: "all done" }) },
-      { event: "status", data: JSON.stringify({ status: "ok", reply: "all done" }) },
+      { id: "ended:1", event: "delta", data: JSON.stringify({ text: "all done" }) },
+      { id: "ended:2", event: "status", data: JSON.stringify({ status: "ok", reply: "all done" }) },
     ]);
+  });
+
+  it("a run that already ended, resumed: after its own ids only the rest; after an id of the live stream a reset, then the whole reply", async () => {
+    const key = "agent:main:run-events-ended-resume";
+    const run = await sendAndWait(key, "done twice");
+    const afterDelta = await openStream(`/v1/runs/${run.runId}/events`, { headers: { "Last-Event-ID": "ended:1" } });
+    expect(await afterDelta.sse.rest()).toEqual([
+      { id: "ended:2", event: "status", data: JSON.stringify({ status: "ok", reply: "done twice" }) },
+    ]);
+    // A client that saw part of the live text (its record is gone with the run's end) starts over.
+    const stale = await openStream(`/v1/runs/${run.runId}/events?lastEventId=0a1b2c3d4e5f:3`);
+    expect(await stale.sse.rest()).toEqual([
+      { event: "reset", data: JSON.stringify({ lastEventId: "0a1b2c3d4e5f:3" }) },
+      { id: "ended:1", event: "delta", data: JSON.stringify({ text: "done twice" }) },
+      { id: "ended:2", event: "status", data: JSON.stringify({ status: "ok", reply: "done twice" }) },
+    ]);
+  });
+
+  it("resumes a running run by Last-Event-ID without repeats; from further back than is kept, or another incarnation: reset, then the text so far", async () => {
+    EVENT_LIMITS.runReplayEvents = 3;
+    const fake = useFakeProvider();
+    const key = "agent:main:run-events-resume";
+    const runId = await post(key, "hold");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    // The text as a streaming model would produce it (the fake provider answers in one piece).
+    const generate = (text: string) =>
+      runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, text));
+
+    const first = await openStream(`/v1/runs/${runId}/events`);
+    await generate("Hel");
+    await generate("lo");
+    const seen = await first.sse.takeN(2);
+    await first.sse.cancel();
+    const incarnation = seen[0].id!.split(":")[0];
+    expect(seen.map((e) => e.id)).toEqual([`${incarnation}:1`, `${incarnation}:2`]);
+
+    // Generated while nobody watched; the reconnect gets exactly those, then continues live.
+    await generate(" wor");
+    await generate("ld");
+    const again = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen[1].id! } });
+    const resumed = await again.sse.takeN(2);
+    expect(resumed.map(textOf)).toEqual([" wor", "ld"]);
+    expect(resumed.map((e) => e.id)).toEqual([`${incarnation}:3`, `${incarnation}:4`]);
+    await generate("!");
+    expect((await again.sse.takeN(1)).map((e) => [e.id, textOf(e)])).toEqual([[`${incarnation}:5`, "!"]]);
+
+    // Event 2 is no longer kept (3 are: 3, 4, 5): a reset, then the text so far as one delta with the newest id.
+    const tooOld = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen[0].id! } });
+    const soFar = { id: `${incarnation}:5`, event: "delta", data: JSON.stringify({ text: "Hello world!" }) };
+    expect(await tooOld.sse.takeN(2)).toEqual([
+      { event: "reset", data: JSON.stringify({ lastEventId: seen[0].id }) },
+      soFar,
+    ]);
+    // An id of another record of the run (kept by an instance that has since restarted) is never a position here.
+    const foreign = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": "0a1b2c3d4e5f:4" } });
+    expect(await foreign.sse.takeN(2)).toEqual([
+      { event: "reset", data: JSON.stringify({ lastEventId: "0a1b2c3d4e5f:4" }) },
+      soFar,
+    ]);
+
+    fake.pending()[0].reply("Hello world!");
+    const status = {
+      id: `${incarnation}:6`,
+      event: "status",
+      data: JSON.stringify({ status: "ok", reply: "Hello world!" }),
+    };
+    for (const w of [again, tooOld, foreign]) expect(await w.sse.rest()).toEqual([status]);
   });
 
   it("a run aborted while watched ends its stream with its status (no text was generated)", async () => {
@@ -59,7 +135,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     const { sse } = await openStream(`/v1/runs/${runId}/events`);
     expect((await call("POST", `/v1/runs/${runId}/abort`)).status).toBe(200);
     expect(await sse.rest()).toEqual([
-      { event: "status", data: JSON.stringify({ status: "aborted", error: "Run aborted" }) },
+      { id: "ended:2", event: "status", data: JSON.stringify({ status: "aborted", error: "Run aborted" }) },
     ]);
   });
 

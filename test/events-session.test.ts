@@ -54,6 +54,13 @@ function drivenHeartbeats() {
     },
   };
 }
+/** The position an (opaque) event id stands for within its incarnation: `<sessionId>:<seq>` (src/events/event-ids.ts). */
+const seqOf = (id: string | undefined) => Number(id?.split(":").at(-1));
+/** The session's current `sessionId`, which event ids carry. */
+async function sessionIdOf(key: string): Promise<string> {
+  const r = await call("GET", `/v1/sessions/${enc(key)}/history?limit=1`);
+  return r.json.sessionId;
+}
 
 const summary = (e: SseEvent) => {
   const d = JSON.parse(e.data);
@@ -82,7 +89,7 @@ describe("GET /v1/sessions/{key}/events", () => {
     const events = await sse.takeN(5);
     expect(events.map(summary)).toEqual(echoed("hello there"));
     // Live from the moment of the request: the first send's five events are not replayed.
-    expect(events.map((e) => Number(e.id))).toEqual([6, 7, 8, 9, 10]);
+    expect(events.map((e) => seqOf(e.id))).toEqual([6, 7, 8, 9, 10]);
     expect(JSON.parse(events[4].data)).toMatchObject({ runId: run.runId, status: "ok", kind: "inbound" });
     const assistant = JSON.parse(events[3].data);
     expect(assistant.__switchboard).toEqual({ seq: 4, runId: run.runId });
@@ -115,7 +122,7 @@ describe("GET /v1/sessions/{key}/events", () => {
     const events = await sse.takeN(5);
     expect(events.map(summary)).toEqual(echoed("second"));
     // The rolled-back event's seq (6) went to the next real event, sent once.
-    expect(events.map((e) => Number(e.id))).toEqual([6, 7, 8, 9, 10]);
+    expect(events.map((e) => seqOf(e.id))).toEqual([6, 7, 8, 9, 10]);
     await sse.cancel();
   });
 
@@ -136,13 +143,13 @@ describe("GET /v1/sessions/{key}/events", () => {
     const again = await openStream(`/v1/sessions/${enc(key)}/events`, { headers: { "Last-Event-ID": lastId } });
     const replayed = await again.sse.takeN(10);
     expect(replayed.map(summary)).toEqual([...echoed("two"), ...echoed("three")]);
-    expect(replayed.map((e) => Number(e.id))).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
+    expect(replayed.map((e) => seqOf(e.id))).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
     // Still connected across a second eviction (the socket hibernates with its resume point), then live.
     await evictDurableObject(sessionStub(key));
     await sendAndWait(key, "four");
     const live = await again.sse.takeN(5);
     expect(live.map(summary)).toEqual(echoed("four"));
-    expect(live.map((e) => Number(e.id))).toEqual([16, 17, 18, 19, 20]);
+    expect(live.map((e) => seqOf(e.id))).toEqual([16, 17, 18, 19, 20]);
     await again.sse.cancel();
   });
 
@@ -150,9 +157,10 @@ describe("GET /v1/sessions/{key}/events", () => {
     EVENT_LIMITS.replayPageEvents = 3;
     const key = "agent:main:events-pages";
     for (const t of ["a", "b", "c"]) await sendAndWait(key, t);
-    const { sse } = await openStream(`/v1/sessions/${enc(key)}/events?lastEventId=2`);
+    const from = `${await sessionIdOf(key)}:2`;
+    const { sse } = await openStream(`/v1/sessions/${enc(key)}/events?lastEventId=${enc(from)}`);
     const events = await sse.takeN(13);
-    expect(events.map((e) => Number(e.id))).toEqual(Array.from({ length: 13 }, (_, i) => i + 3));
+    expect(events.map((e) => seqOf(e.id))).toEqual(Array.from({ length: 13 }, (_, i) => i + 3));
     expect(events.map(summary).slice(-5)).toEqual(echoed("c"));
     await sendAndWait(key, "d");
     expect((await sse.takeN(5)).map(summary)).toEqual(echoed("d"));
@@ -165,8 +173,9 @@ describe("GET /v1/sessions/{key}/events", () => {
     await sendAndWait(key, "x");
     const { sse } = await openStream(`/v1/sessions/${enc(key)}/events`, { headers: { "Last-Event-ID": "0" } });
     const [gap, ...rest] = await sse.takeN(5);
-    expect(gap).toEqual({ event: "gap", data: JSON.stringify({ lastEventId: 0, oldestId: 2 }) });
-    expect(rest.map((e) => Number(e.id))).toEqual([2, 3, 4, 5]);
+    const oldestId = `${await sessionIdOf(key)}:2`;
+    expect(gap).toEqual({ event: "gap", data: JSON.stringify({ lastEventId: "0", oldestId }) });
+    expect(rest.map((e) => seqOf(e.id))).toEqual([2, 3, 4, 5]);
     await sse.cancel();
   });
 
@@ -182,7 +191,7 @@ describe("GET /v1/sessions/{key}/events", () => {
     const expected = [...echoed("m1"), ...echoed("m2"), ...echoed("m3")];
     for (const got of all) {
       expect(got.map(summary)).toEqual(expected);
-      expect(got.map((e) => Number(e.id))).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
+      expect(got.map((e) => seqOf(e.id))).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
     }
     await Promise.all(watchers.map((w) => w.sse.cancel()));
   });

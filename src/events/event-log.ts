@@ -1,10 +1,11 @@
+import { eventId } from "./event-ids";
 import { EVENT_LIMITS } from "./limits";
 
 export type SessionEventType = "message" | "run" | "delivery";
 
 /** One SSE block as the watcher receives it (docs/events.md). */
-export function sseBlock(seq: number | null, type: string, data: string): string {
-  return `${seq === null ? "" : `id: ${seq}\n`}event: ${type}\ndata: ${data}\n\n`;
+export function sseBlock(id: string | null, type: string, data: string): string {
+  return `${id === null ? "" : `id: ${id}\n`}event: ${type}\ndata: ${data}\n\n`;
 }
 
 export interface ReplayPage {
@@ -18,7 +19,8 @@ export interface ReplayPage {
 /**
  * The session's event log in SQLite: one row per event, written by the caller inside the transaction of
  * the change it reports, so a reported change and its event commit together. Seqs come from
- * AUTOINCREMENT and are never reused after pruning, so `Last-Event-ID` stays meaningful.
+ * AUTOINCREMENT and are never reused after pruning; they restart only with the session's storage, which
+ * is why event ids carry the session's incarnation (event-ids.ts).
  */
 export class EventLog {
   constructor(private readonly sql: SqlStorage) {}
@@ -33,22 +35,6 @@ export class EventLog {
     return seq;
   }
 
-  /**
-   * The events of `batch` that are stored as written. An event recorded inside a transaction that then
-   * threw was rolled back (and its seq may be handed out again): it must never reach a watcher. One
-   * indexed range read per flushed batch, and only while someone watches (session-events.ts).
-   */
-  committed<E extends { seq: number; data: string }>(batch: E[]): E[] {
-    const stored = new Map<number, string>();
-    for (const r of this.sql.exec<{ seq: number; data: string }>(
-      "SELECT seq, data FROM events WHERE seq BETWEEN ? AND ?",
-      Math.min(...batch.map((e) => e.seq)),
-      Math.max(...batch.map((e) => e.seq)),
-    ))
-      stored.set(r.seq, r.data);
-    return batch.filter((e) => stored.get(e.seq) === e.data);
-  }
-
   /** The newest event's seq (0 before the first): a watcher without a resume point starts after it. */
   lastSeq(): number {
     return this.sql.exec<{ s: number | null }>("SELECT MAX(seq) AS s FROM events").one().s ?? 0;
@@ -59,7 +45,7 @@ export class EventLog {
   }
 
   /** Events after `cursor`, oldest first, within the replay page's row and byte bounds (at least one). */
-  page(cursor: number): ReplayPage {
+  page(cursor: number, incarnation: string): ReplayPage {
     let text = "";
     let last = cursor;
     let rows = 0;
@@ -68,7 +54,7 @@ export class EventLog {
       cursor,
       EVENT_LIMITS.replayPageEvents,
     )) {
-      const block = sseBlock(r.seq, r.type, r.data);
+      const block = sseBlock(eventId(incarnation, r.seq), r.type, r.data);
       if (rows > 0 && text.length + block.length > EVENT_LIMITS.replayPageBytes)
         return { text, cursor: last, more: true };
       text += block;

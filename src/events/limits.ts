@@ -12,6 +12,11 @@ export const EVENT_LIMITS = {
   replayPageBytes: 256 * 1024,
   /** Events kept per session; older rows are deleted as new ones are written. */
   retainedEvents: 10_000,
+  /** What one running run's stream keeps in memory for a watcher that resumes (run-stream.ts). */
+  runReplayEvents: 1000,
+  runReplayChars: 256 * 1024,
+  /** Runs whose stream records one object holds at once (one runs at a time; the cap is a backstop). */
+  runRecords: 8,
   /** `: ping` comment interval, so proxies keep an idle stream open. */
   heartbeatMs: 15_000,
 };

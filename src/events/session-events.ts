@@ -1,31 +1,40 @@
 import type { RunSnapshot } from "../session/types";
+import { CommitGate } from "./commit-gate";
+import { eventId, resumeAfter } from "./event-ids";
 import { EventLog, type SessionEventType, sseBlock } from "./event-log";
 import { EVENT_LIMITS, MORE, NEXT } from "./limits";
+import { RunStreams, resetBlock, runTag } from "./run-stream";
+import { send } from "./socket-send";
 
 /** What a watcher's socket remembers across hibernation (its serialized attachment). */
 type Watcher = { kind: "session"; cursor: number; live: boolean } | { kind: "run"; runId: string };
 
-const SESSION_TAG = "session";
-const runTag = (runId: string) => `run:${runId}`;
+/** Why a stream ended before its natural end: the data of its last event, `end` (docs/events.md). */
+export type StreamEndReason = "deleted" | "archived";
 
-/** What this module needs of its session object: whether the session exists, and its runs. */
+const SESSION_TAG = "session";
+
+/** What this module needs of its session object: whether the session exists, its incarnation, its runs. */
 export interface EventsHost {
   hasSession(): boolean;
+  /** The session's `sessionId`: new each time the key's session is created again (event-ids.ts). */
+  incarnation(): string | null;
   runSnapshot(runId: string): RunSnapshot | null;
 }
+
+/** What waits for its transaction to commit (commit-gate.ts). */
+type Committed = { seq: number; type: SessionEventType; data: string } | { runEnded: RunSnapshot };
 
 /**
  * The session's watchers (docs/events.md). Each is a hibernatable WebSocket from the Worker, which turns it
  * into SSE. Events are written to SQLite with their change (event-log.ts) and sent to the sockets from
- * memory after the transaction, so watching costs no storage read per event, and an idle watched
- * session can hibernate: the sockets and their attachments survive it.
+ * memory once that change's transaction has committed (commit-gate.ts), so watching costs no storage read
+ * per event, and an idle watched session can hibernate: the sockets and their attachments survive it.
  */
 export class SessionEvents {
   readonly log: EventLog;
-  /** Events written in the current transaction, sent once it has committed (a microtask later). */
-  private pending: { seq: number; data: string; block: string }[] = [];
-  /** The text of each running run's current model step, for a watcher that joins mid-run. Memory only. */
-  private readonly stepText = new Map<string, string>();
+  readonly runs: RunStreams;
+  private readonly gate: CommitGate<Committed>;
 
   constructor(
     sql: SqlStorage,
@@ -33,6 +42,8 @@ export class SessionEvents {
     private readonly host: EventsHost,
   ) {
     this.log = new EventLog(sql);
+    this.runs = new RunStreams(ctx);
+    this.gate = new CommitGate<Committed>(ctx.storage, (items) => this.publish(items));
   }
 
   // ------------------------------------------------------------ recording (inside the change's transaction)
@@ -54,7 +65,7 @@ export class SessionEvents {
       ...(s.error !== undefined ? { error: s.error } : {}),
     };
     this.record("run", JSON.stringify(data));
-    if (s.status !== "queued" && s.status !== "running") queueMicrotask(() => this.runEnded(s));
+    if (s.status !== "queued" && s.status !== "running") this.gate.afterCommit({ runEnded: s });
   }
 
   delivery(d: {
@@ -77,68 +88,74 @@ export class SessionEvents {
   }
 
   private record(type: SessionEventType, data: string): void {
-    const seq = this.log.append(type, data);
-    if (this.pending.length === 0) queueMicrotask(() => this.flush());
-    this.pending.push({ seq, data, block: sseBlock(seq, type, data) });
+    this.gate.offer(
+      () => this.log.append(type, data),
+      (seq) => ({ seq, type, data }),
+    );
   }
 
-  /** Send the committed events to the live session watchers, in seq order. */
-  private flush(): void {
-    const batch = this.pending;
-    this.pending = [];
-    if (batch.length === 0) return;
-    const watchers = this.ctx
-      .getWebSockets(SESSION_TAG)
-      .map((ws) => ({ ws, w: ws.deserializeAttachment() as Watcher }))
-      .filter(({ w }) => w.kind === "session" && w.live);
-    if (watchers.length === 0) return;
-    const committed = this.log.committed(batch);
-    for (const { ws, w } of watchers) {
-      if (w.kind !== "session") continue;
-      // A page read between the write and this flush already carried the events up to its cursor.
-      let text = "";
-      for (const e of committed) if (e.seq > w.cursor) text += e.block;
-      if (text) send(ws, text);
+  /** A transaction committed: send its events to the live session watchers in seq order, end its runs' streams. */
+  private publish(items: Committed[]): void {
+    const events = items.filter((i) => "seq" in i);
+    const incarnation = this.host.incarnation();
+    if (events.length > 0 && incarnation !== null) {
+      const blocks = events.map((e) => ({ seq: e.seq, block: sseBlock(eventId(incarnation, e.seq), e.type, e.data) }));
+      for (const ws of this.ctx.getWebSockets(SESSION_TAG)) {
+        const w = ws.deserializeAttachment() as Watcher;
+        if (w.kind !== "session" || !w.live) continue;
+        // The replay guard: a page that already carried an event (read before its publication) moved the
+        // cursor past it, so it is not sent twice (test/events-commit.test.ts).
+        let text = "";
+        for (const e of blocks) if (e.seq > w.cursor) text += e.block;
+        if (text) send(ws, text);
+      }
     }
+    for (const i of items) if ("runEnded" in i) this.runs.ended(i.runEnded);
   }
 
   // ------------------------------------------------------------ run text (memory only, never stored)
 
   delta(runId: string, text: string): void {
-    if (!text) return;
-    this.stepText.set(runId, (this.stepText.get(runId) ?? "") + text);
-    const block = sseBlock(null, "delta", JSON.stringify({ text }));
-    for (const ws of this.ctx.getWebSockets(runTag(runId))) send(ws, block);
+    this.runs.delta(runId, text);
   }
 
   toolCall(runId: string, call: { toolCallId: string; toolName: string; args: unknown }): void {
-    const block = sseBlock(null, "tool-call", JSON.stringify(call));
-    for (const ws of this.ctx.getWebSockets(runTag(runId))) send(ws, block);
+    this.runs.toolCall(runId, call);
   }
 
-  /** A model step finished: the next delta starts a new step's text. */
   stepEnded(runId: string): void {
-    this.stepText.delete(runId);
-  }
-
-  private runEnded(s: RunSnapshot): void {
-    this.stepText.delete(s.runId);
-    for (const ws of this.ctx.getWebSockets(runTag(s.runId))) {
-      send(ws, statusBlock(s));
-      ws.close(1000, "run ended");
-    }
+    this.runs.stepEnded(runId);
   }
 
   // ------------------------------------------------------------ watchers
 
   /**
-   * Accept a watcher (the Worker's WebSocket upgrade; docs/events.md). `after`: the resume point of a
-   * session watcher (null = live from now). The session stream starts with its replay, one bounded page
-   * at a time; the run stream with the run's text so far, or its whole result when it has ended.
+   * The session's storage is about to be deleted (delete, archive): every watcher of either stream gets
+   * a last event, `end` with the reason, and is closed. Its resume id would mean nothing to a session
+   * created again under the key (event-ids.ts).
+   */
+  endAll(reason: StreamEndReason): void {
+    const block = sseBlock(null, "end", JSON.stringify({ reason }));
+    for (const ws of this.ctx.getWebSockets()) {
+      send(ws, block);
+      try {
+        ws.close(1000, `session ${reason}`);
+      } catch {
+        /* already closed */
+      }
+    }
+    this.runs.clear();
+  }
+
+  /**
+   * Accept a watcher (the Worker's WebSocket upgrade; docs/events.md). `after`: its resume id (null = live
+   * from now). The session stream starts with its replay, one bounded page at a time; the run stream with
+   * what run-stream.ts keeps of the run.
    */
   accept(request: Request): Response {
     const req = watchRequestOf(request);
-    if (!this.host.hasSession()) return errorResponse(404, "not_found", "Session not found");
+    const incarnation = this.host.incarnation();
+    if (!this.host.hasSession() || incarnation === null) return errorResponse(404, "not_found", "Session not found");
     let run: RunSnapshot | null = null;
     if (req.stream === "run") {
       run = this.host.runSnapshot(req.runId);
@@ -151,32 +168,39 @@ export class SessionEvents {
         `Too many watchers of this session (at most ${EVENT_LIMITS.maxWatchersPerSession}, docs/limits.md); close one and retry.`,
       );
     const { 0: client, 1: server } = new WebSocketPair();
-    if (req.stream === "run" && run) {
+    if (run) {
       this.ctx.acceptWebSocket(server, [runTag(run.runId)]);
       server.serializeAttachment({ kind: "run", runId: run.runId } satisfies Watcher);
-      if (run.status === "queued" || run.status === "running") {
-        const soFar = this.stepText.get(run.runId);
-        if (soFar) send(server, sseBlock(null, "delta", JSON.stringify({ text: soFar })));
-      } else {
-        if (run.reply) send(server, sseBlock(null, "delta", JSON.stringify({ text: run.reply })));
-        send(server, statusBlock(run));
-        server.close(1000, "run ended");
-      }
-    } else if (req.stream === "session") {
+      this.runs.start(server, run, req.after);
+    } else {
       this.ctx.acceptWebSocket(server, [SESSION_TAG]);
-      if (req.after === null) {
-        server.serializeAttachment({ kind: "session", cursor: this.log.lastSeq(), live: true } satisfies Watcher);
-      } else {
-        let cursor = req.after;
-        const oldest = this.log.oldestSeq();
-        if (oldest !== null && cursor < oldest - 1) {
-          send(server, sseBlock(null, "gap", JSON.stringify({ lastEventId: cursor, oldestId: oldest })));
-          cursor = oldest - 1;
-        }
-        this.sendPage(server, cursor);
-      }
+      this.startSession(server, incarnation, req.after);
     }
     return new Response(null, { status: 101, webSocket: client });
+  }
+
+  private startSession(ws: WebSocket, incarnation: string, resume: string | null): void {
+    const newest = this.log.lastSeq();
+    if (resume === null) {
+      ws.serializeAttachment({ kind: "session", cursor: newest, live: true } satisfies Watcher);
+      return;
+    }
+    const at = resumeAfter(resume, incarnation);
+    // A resume id of another incarnation, or past the newest event, is no position here: skipping
+    // "after" it would skip events the client never saw. Start over instead.
+    if (at === "foreign" || at.after > newest) {
+      send(ws, resetBlock(resume));
+      this.sendPage(ws, 0);
+      return;
+    }
+    let cursor = at.after;
+    const oldest = this.log.oldestSeq();
+    if (oldest !== null && cursor < oldest - 1) {
+      const gap = { lastEventId: resume, oldestId: eventId(incarnation, oldest) };
+      send(ws, sseBlock(null, "gap", JSON.stringify(gap)));
+      cursor = oldest - 1;
+    }
+    this.sendPage(ws, cursor);
   }
 
   /** The Worker asks for the next replay page once the reader has room (flow control of a replay). */
@@ -188,10 +212,12 @@ export class SessionEvents {
 
   /**
    * One replay page from SQLite. Synchronous from read to attachment, so no event can fall between the
-   * page and going live: an event written later has a seq past the cursor and is sent by `flush`.
+   * page and going live: an event written later has a seq past the cursor and is sent by `publish`.
    */
   private sendPage(ws: WebSocket, cursor: number): void {
-    const page = this.log.page(cursor);
+    const incarnation = this.host.incarnation();
+    if (incarnation === null) return;
+    const page = this.log.page(cursor, incarnation);
     ws.serializeAttachment({ kind: "session", cursor: page.cursor, live: !page.more } satisfies Watcher);
     if (page.text) send(ws, page.text);
     if (page.more) send(ws, MORE);
@@ -201,30 +227,12 @@ export class SessionEvents {
 /** What the Worker asked for (src/http/routes-events.ts builds these URLs). */
 function watchRequestOf(
   request: Request,
-): { stream: "session"; after: number | null } | { stream: "run"; runId: string } {
+): { stream: "session"; after: string | null } | { stream: "run"; runId: string; after: string | null } {
   const url = new URL(request.url);
   const runId = url.searchParams.get("runId");
-  if (url.searchParams.get("stream") === "run" && runId) return { stream: "run", runId };
   const after = url.searchParams.get("after");
-  return { stream: "session", after: after === null ? null : Number(after) };
-}
-
-function statusBlock(s: RunSnapshot): string {
-  const data = {
-    status: s.status,
-    ...(s.reply !== undefined ? { reply: s.reply } : {}),
-    ...(s.error !== undefined ? { error: s.error } : {}),
-  };
-  return sseBlock(null, "status", JSON.stringify(data));
-}
-
-/** A socket whose Worker side is gone throws on send; its close event cleans it up. */
-function send(ws: WebSocket, text: string): void {
-  try {
-    ws.send(text);
-  } catch {
-    /* closed */
-  }
+  if (url.searchParams.get("stream") === "run" && runId) return { stream: "run", runId, after };
+  return { stream: "session", after };
 }
 
 function errorResponse(status: number, type: string, message: string): Response {

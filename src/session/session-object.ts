@@ -46,6 +46,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     this.timers = new Timers(this.sql, ctx.storage);
     this.events = new SessionEvents(this.sql, ctx, {
       hasSession: () => this.schemaReady && this.meta !== null,
+      incarnation: () => this.meta?.sessionId ?? null,
       runSnapshot: (runId) => (this.schemaReady ? this.snapshotOf(runId) : null),
     });
     this.transcript = new Transcript(
@@ -182,6 +183,8 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     this.meta = null;
     this.schemaReady = false;
     this.queue.abortActive("session deleted");
+    // Before the storage goes: watchers learn why their stream ends, and no resume id outlives it.
+    this.events.endAll(archivedAs ? "archived" : "deleted");
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     const index = sessionIndex(this.env, this.cfg, agentId);
