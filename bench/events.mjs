@@ -23,8 +23,10 @@ async function watch(base, token, path) {
     const field = (name) => block.match(new RegExp(`^${name}: (.*)$`, "m"))?.[1];
     const id = field("id");
     if (id !== undefined) {
-      if (w.lastId !== null && Number(id) !== w.lastId + 1) w.consecutive = false;
-      w.lastId = Number(id);
+      // Ids are `<sessionId>:<seq>` (src/events/event-ids.ts); one session's seqs are consecutive.
+      const seq = Number(id.slice(id.lastIndexOf(":") + 1));
+      if (w.lastId !== null && seq !== w.lastId + 1) w.consecutive = false;
+      w.lastId = seq;
     }
     if (field("event") === "run") w.lastRun = JSON.parse(field("data"));
   };
