@@ -83,7 +83,12 @@ export async function followRun(
       if (e.event === "delta") {
         text += data.text ?? "";
         onText(text);
+      } else if (e.event === "reset") {
+        // The stream starts over (docs/events.md): the next delta carries the text so far.
+        text = "";
+        onText(text);
       } else if (e.event === "status") final = data;
+      else if (e.event === "end") final = { status: "aborted", error: `session ${data.reason}` };
     },
   });
   return final ?? { status: "unknown" };

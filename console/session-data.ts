@@ -82,6 +82,14 @@ export function useSessionData(key: string): SessionData {
         if (RUN_ENDED.has(data.status)) api<SessionRow>("GET", path).then(setRow, setError);
       } else if (e.event === "delivery") setDeliveriesVersion((v) => v + 1);
       else if (e.event === "gap") reload().catch(setError);
+      // The resume point belonged to an earlier life of the session (deleted and created again): what is
+      // held is not this session's, so it is dropped and read again (docs/events.md).
+      else if (e.event === "reset") {
+        setMessages([]);
+        reload().catch(setError);
+      }
+      // The session was deleted or archived: the stream ends; the row read now shows which.
+      else if (e.event === "end") reload().catch(setError);
     },
     [reload, path],
   );
