@@ -111,4 +111,31 @@ describe("session events are published when their transaction commits (src/event
     expect((await sse.takeN(5)).map(seqOf)).toEqual([7, 8, 9, 10, 11]);
     await sse.cancel();
   });
+
+  it("a transaction whose events cannot be published still returns normally: it has committed", async () => {
+    const key = "agent:main:events-publish-fails";
+    await sendAndWait(key, "x");
+    const { sse } = await openStream(`/v1/sessions/${enc(key)}/events`);
+    const returned = await runInDurableObject(sessionStub(key), (obj: SessionObject, state) => {
+      const [ws] = state.getWebSockets("session");
+      const read = ws.deserializeAttachment;
+      ws.deserializeAttachment = () => {
+        throw new Error("broken socket");
+      };
+      try {
+        return state.storage.transactionSync(() => {
+          recordDelivery(obj, "committed-anyway");
+          return "returned";
+        });
+      } finally {
+        ws.deserializeAttachment = read;
+      }
+    });
+    expect(returned).toBe("returned");
+    // The event is stored: a replay carries it.
+    const replay = await openStream(`/v1/sessions/${enc(key)}/events?lastEventId=0`);
+    expect((await replay.sse.takeN(6)).map(deliveryIdOf).at(-1)).toBe("committed-anyway");
+    await replay.sse.cancel();
+    await sse.cancel();
+  });
 });

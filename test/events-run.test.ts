@@ -127,6 +127,49 @@ describe("GET /v1/runs/{runId}/events", () => {
     for (const w of [again, tooOld, foreign]) expect(await w.sse.rest()).toEqual([status]);
   });
 
+  it("what is kept of a running run's stream is bounded in characters too: a resume behind it gets reset and the text so far", async () => {
+    const fake = useFakeProvider();
+    const key = "agent:main:run-events-kept-chars";
+    const runId = await post(key, "hold");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const piece = (c: string) => c.repeat(40);
+    const watcher = await openStream(`/v1/runs/${runId}/events`);
+    // Each delta's block is about 90 characters: with 100 kept, only the newest is.
+    EVENT_LIMITS.runReplayChars = 100;
+    for (const c of ["a", "b", "c"])
+      await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, piece(c)));
+    const ids = (await watcher.sse.takeN(3)).map((e) => e.id!);
+    await watcher.sse.cancel();
+    const fromSecond = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": ids[1] } });
+    expect((await fromSecond.sse.takeN(1)).map(textOf)).toEqual([piece("c")]);
+    const fromFirst = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": ids[0] } });
+    expect(await fromFirst.sse.takeN(2)).toEqual([
+      { event: "reset", data: JSON.stringify({ lastEventId: ids[0] }) },
+      { id: ids[2], event: "delta", data: JSON.stringify({ text: piece("a") + piece("b") + piece("c") }) },
+    ]);
+    fake.pending()[0].reply("done");
+    await fromSecond.sse.rest();
+    await fromFirst.sse.rest();
+  });
+
+  it("records of runs are capped (late deltas of an aborted run cannot pile up): past the cap the oldest record goes, and its resume gets reset", async () => {
+    EVENT_LIMITS.runRecords = 1;
+    const fake = useFakeProvider();
+    const key = "agent:main:run-events-records";
+    const runId = await post(key, "hold");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const watcher = await openStream(`/v1/runs/${runId}/events`);
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, "kept"));
+    const [seen] = await watcher.sse.takeN(1);
+    await watcher.sse.cancel();
+    // A delta of another run (say, one aborted moments ago) opens a second record: the first one is dropped.
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta("a-late-run", "stray"));
+    const again = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen.id! } });
+    expect(await again.sse.takeN(1)).toEqual([{ event: "reset", data: JSON.stringify({ lastEventId: seen.id }) }]);
+    fake.pending()[0].reply("done");
+    expect((await again.sse.rest()).map((e) => e.event)).toEqual(["status"]);
+  });
+
   it("a run aborted while watched ends its stream with its status (no text was generated)", async () => {
     const fake = useFakeProvider();
     const key = "agent:main:run-events-aborted";
