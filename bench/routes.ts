@@ -41,6 +41,16 @@ const indexListQuery = z.object({
   shards: z.coerce.number().pipe(shardCount),
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
+const indexProfileQuery = z.object({
+  agentId: z.string().min(1).max(64),
+  shards: z.coerce.number().pipe(shardCount),
+  what: z.enum(["page", "empty"]),
+  reps: z.coerce.number().int().min(1).max(200).default(40),
+});
+const indexBytesBody = z.object({
+  agentId: z.string().min(1).max(64),
+  count: z.number().int().min(1).max(SEED_SESSIONS_MAX_BATCH),
+});
 /** At most 1,000 writes per request (a Worker request's subrequest budget) and 64 in flight. */
 const indexWritesBody = z.object({
   agentId: z.string().min(1).max(64),
@@ -137,6 +147,45 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     const q = c.req.valid("query");
     const page = await new SessionIndex(c.env, q.shards, q.agentId).list({ scope: { type: "agent" }, limit: q.limit });
     return c.json({ count: page.rows.length, sessions: page.rows, next: page.next });
+  });
+
+  /**
+   * Where a page's time goes: `reps` sequential calls timed inside the Worker (no HTTP, no concurrency).
+   * `page` is one listing page of 50; `empty` asks every shard an indexed lookup that finds nothing —
+   * the fixed cost of the fan-out alone.
+   */
+  app.get("/v1/_bench/index/profile", hidden, valid("query", indexProfileQuery), async (c) => {
+    requireOperator(c);
+    const q = c.req.valid("query");
+    const index = new SessionIndex(c.env, q.shards, q.agentId);
+    const t0 = Date.now();
+    for (let r = 0; r < q.reps; r++) {
+      if (q.what === "page") await index.list({ scope: { type: "agent" }, limit: 50 });
+      else await Promise.all(index.allShards().map((s) => s.lookupSessionId("none")));
+    }
+    return c.json({ msPerCall: (Date.now() - t0) / q.reps });
+  });
+
+  /** Stored bytes per index row: a fresh one-shard index before and after `count` rows (with their locators). */
+  app.post("/v1/_bench/index/bytes", hidden, valid("json", indexBytesBody), async (c) => {
+    requireOperator(c);
+    const body = c.req.valid("json");
+    const cfg = c.get("cfg");
+    const index = new SessionIndex(c.env, 1, body.agentId);
+    const shard = index.allShards()[0];
+    const before = await shard.storedBytes();
+    const entries = Array.from({ length: body.count }, (_, i) => syntheticEntry(cfg, body.agentId, i, Date.now()));
+    await index.upsertMany(entries);
+    const after = await shard.storedBytes();
+    return c.json({ rows: body.count, bytesBefore: before, bytesAfter: after });
+  });
+
+  /** Stored bytes of one session object (its whole SQLite database). */
+  app.get("/v1/_bench/session-bytes/:key", hidden, async (c) => {
+    requireOperator(c);
+    const parsed = parseSessionKey(c.req.param("key"), keyContextOf(c.get("cfg")));
+    const bytes = await callExtension(c.env.SESSIONS.getByName(parsed.canonicalKey), "bench", "storedBytes");
+    return c.json({ sessionKey: parsed.canonicalKey, bytes });
   });
 
   /** `count` row writes (sessions `from`… cycling over `sessions`), `concurrency` in flight; the answer says how long they took. */

@@ -16,6 +16,11 @@ const benchRpc = {
     return padBytes > 0 ? { ok: true, pad: "x".repeat(padBytes) } : { ok: true };
   },
 
+  /** Bytes of this object's SQLite database (docs/scale.md: storage per session object). */
+  storedBytes(host: SessionHost): number {
+    return host.storage.sql.databaseSize;
+  },
+
   /**
    * Append `count` synthetic turns' messages (user/assistant alternating) in one transaction, so the
    * benchmark builds a 100,000-message transcript in seconds instead of running 50,000 real runs.

@@ -30,6 +30,19 @@ export interface ListPage {
   next: { updatedAt: number; key: string } | null;
 }
 
+/**
+ * One shard's answer to a listing, in listing order: each row's position (key, updatedAt) and its stored
+ * JSON text, unparsed. The merge (src/registry/session-index.ts) picks a page by position and parses only
+ * the rows it keeps; strings cross the RPC boundary far cheaper than object graphs (docs/scale.md).
+ */
+export interface ShardPage {
+  keys: string[];
+  updatedAt: number[];
+  rows: string[];
+  /** Cursor of the last row when more rows may follow. */
+  next: { updatedAt: number; key: string } | null;
+}
+
 const MIGRATIONS = [
   `
   CREATE TABLE sessions (
@@ -191,7 +204,7 @@ export class RegistryObject extends DurableObject<Env> {
     return r ? { key: r.key, spawnedBy: r.spawned_by, row: JSON.parse(r.row_json) } : null;
   }
 
-  async list(q: ListQuery): Promise<ListPage> {
+  async list(q: ListQuery): Promise<ShardPage> {
     const where: string[] = ["listed = 1"];
     const args: (string | number)[] = [];
     if (q.scope.type === "self") {
@@ -233,7 +246,9 @@ export class RegistryObject extends DurableObject<Env> {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      rows: page.map((r) => JSON.parse(r.row_json) as SessionRow),
+      keys: page.map((r) => r.key),
+      updatedAt: page.map((r) => r.updated_at),
+      rows: page.map((r) => r.row_json),
       next: more && last ? { updatedAt: last.updated_at, key: last.key } : null,
     };
   }
@@ -269,6 +284,11 @@ export class RegistryObject extends DurableObject<Env> {
           )
           .toArray();
     return rows.map((r) => ({ key: r.key, updatedAt: r.updated_at }));
+  }
+
+  /** Bytes this object's SQLite database takes (bench/index.mjs measures bytes per row with it, docs/scale.md). */
+  async storedBytes(): Promise<number> {
+    return this.sql.databaseSize;
   }
 
   async count(): Promise<number> {

@@ -1,6 +1,6 @@
 import type { Config } from "../config/schema";
 import { copyToShards } from "./legacy-move";
-import type { ListPage, ListQuery } from "./registry-object";
+import type { ListPage, ListQuery, ShardPage } from "./registry-object";
 import { indexShardStub, indexShardStubOf, legacyIndexStub, type RegistryStub } from "./registry-stubs";
 import type { IndexEntry, SessionRow } from "./row";
 
@@ -22,49 +22,93 @@ export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionInd
  */
 const drainedLegacy = new Set<string>();
 
-const EMPTY_PAGE: ListPage = { rows: [], next: null };
+const EMPTY_SHARD_PAGE: ShardPage = { keys: [], updatedAt: [], rows: [], next: null };
 
 /** Rows show `main` for the global bucket; its key (and cursor position) is `global`. */
 export function canonicalKeyOfRow(row: SessionRow): string {
   return row.key === "main" ? "global" : row.key;
 }
 
+type Position = { updatedAt: number; key: string };
+
 /** Listing order: updatedAt desc, then key desc (the order of every shard's index). */
-function before(a: SessionRow, b: SessionRow): boolean {
+function before(a: Position, b: Position): boolean {
   if (a.updatedAt !== b.updatedAt) return a.updatedAt > b.updatedAt;
-  return canonicalKeyOfRow(a) > canonicalKeyOfRow(b);
+  return a.key > b.key;
+}
+
+/** Sorted sources as the k-way merge reads them: a length and the position of each entry. */
+interface Sorted {
+  length: number;
+  at(i: number): Position;
+  more: boolean;
 }
 
 /**
- * K-way merge of sorted pages into one page of `limit` rows. A key can sit in two pages only while the
- * pre-sharding object moves out (an identical copy): the first (newest) wins. More rows may follow when
- * rows were left over or any source said so; the cursor is the last row's position, valid for every shard.
+ * K-way merge of sorted sources into at most `limit` picks ([source, index]). A key can sit in two sources
+ * only while the pre-sharding object moves out (an identical copy): the first (newest) wins. More rows may
+ * follow when entries were left over or any source said so; the cursor is the last pick's position, valid
+ * for every shard.
  */
-export function mergePages(pages: ListPage[], limit: number): ListPage {
-  const at = pages.map(() => 0);
-  const rows: SessionRow[] = [];
+function mergeSorted(sources: Sorted[], limit: number): { picks: [number, number][]; next: Position | null } {
+  const at = sources.map(() => 0);
+  const picks: [number, number][] = [];
   const seen = new Set<string>();
   let leftOver = false;
+  let last: Position | null = null;
   for (;;) {
     let best = -1;
-    for (let i = 0; i < pages.length; i++) {
-      const r = pages[i].rows[at[i]];
-      if (r && (best < 0 || before(r, pages[best].rows[at[best]]))) best = i;
+    let bestPos: Position | null = null;
+    for (let i = 0; i < sources.length; i++) {
+      if (at[i] >= sources[i].length) continue;
+      const p = sources[i].at(at[i]);
+      if (!bestPos || before(p, bestPos)) [best, bestPos] = [i, p];
     }
-    if (best < 0) break;
-    const row = pages[best].rows[at[best]++];
-    const key = canonicalKeyOfRow(row);
-    if (seen.has(key)) continue;
-    if (rows.length === limit) {
+    if (!bestPos) break;
+    const index = at[best]++;
+    if (seen.has(bestPos.key)) continue;
+    if (picks.length === limit) {
       leftOver = true;
       break;
     }
-    seen.add(key);
-    rows.push(row);
+    seen.add(bestPos.key);
+    picks.push([best, index]);
+    last = bestPos;
   }
-  const more = leftOver || pages.some((p) => p.next !== null);
-  const last = rows[rows.length - 1];
-  return { rows, next: more && last ? { updatedAt: last.updatedAt, key: canonicalKeyOfRow(last) } : null };
+  const more = leftOver || sources.some((s) => s.more);
+  return { picks, next: more && last ? { updatedAt: last.updatedAt, key: last.key } : null };
+}
+
+/** Merge of pages of parsed rows (sessions_list over several agents). */
+export function mergePages(pages: ListPage[], limit: number): ListPage {
+  const sources = pages.map((p) => ({
+    length: p.rows.length,
+    at: (i: number) => ({ updatedAt: p.rows[i].updatedAt, key: canonicalKeyOfRow(p.rows[i]) }),
+    more: p.next !== null,
+  }));
+  const { picks, next } = mergeSorted(sources, limit);
+  return { rows: picks.map(([s, i]) => pages[s].rows[i]), next };
+}
+
+const shardSource = (p: ShardPage): Sorted => ({
+  length: p.keys.length,
+  at: (i) => ({ updatedAt: p.updatedAt[i], key: p.keys[i] }),
+  more: p.next !== null,
+});
+
+/** Merge of shard answers: picks by position, then parses only the picked rows. */
+export function mergeShardPages(pages: ShardPage[], limit: number): ListPage {
+  const { picks, next } = mergeSorted(pages.map(shardSource), limit);
+  return { rows: picks.map(([s, i]) => JSON.parse(pages[s].rows[i]) as SessionRow), next };
+}
+
+/**
+ * Rows a shard is first asked for when `shards` shards share a page of `limit`: its fair share with room
+ * to spare, not the whole page (16 shards × a full page each parsed and shipped 16× the rows a page
+ * shows, docs/scale.md). A shard that turns out to hold more of the page is asked again (SessionIndex.list).
+ */
+export function firstAsk(limit: number, shards: number): number {
+  return shards === 1 ? limit : Math.min(limit, Math.ceil((2 * limit) / shards) + 2);
 }
 
 export class SessionIndex {
@@ -102,8 +146,8 @@ export class SessionIndex {
   }
 
   /**
-   * One page: each source is asked for at most `limit` rows after the cursor with visibility in its
-   * query, then merged. `self` reads the caller's shard; `tree` asks every shard for the caller's
+   * One page: each source is asked for its share of the page (`firstAsk`) after the cursor with
+   * visibility in its query, then merged by position; only the rows of the page are parsed. `self` reads the caller's shard; `tree` asks every shard for the caller's
    * children through each shard's spawned_by index (children live in their own key's shard).
    */
   async list(q: ListQuery): Promise<ListPage> {
@@ -111,26 +155,31 @@ export class SessionIndex {
     // The pre-sharding object is read BEFORE the shards: a row gone from it by then was copied to its
     // shard before it went, so one of the two reads sees it (a concurrent read could see neither).
     const legacy = await this.legacy();
-    const old = legacy ? ((await legacy.list(q)) as ListPage) : EMPTY_PAGE;
+    const old = legacy ? ((await legacy.list(q)) as ShardPage) : EMPTY_SHARD_PAGE;
     const limit = Math.max(1, Math.min(q.limit, 1000));
-    // Each shard is first asked for its fair share of the page with room to spare, not the whole page:
-    // 16 shards × a full page each parsed and shipped 16× the rows a page shows (npm run bench, docs/scale.md).
-    const ask = sources.length === 1 ? limit : Math.min(limit, Math.ceil((2 * limit) / sources.length) + 2);
-    const pages = await Promise.all(sources.map((s) => s.list({ ...q, limit: ask }) as Promise<ListPage>));
+    const ask = firstAsk(limit, sources.length);
+    const pages = await Promise.all(sources.map((s) => s.list({ ...q, limit: ask }) as Promise<ShardPage>));
     // A shard with more rows whose last row is newer than the page's last (or the page is short) may hold
     // rows of this page: ask it once more, after its last row, for a whole page. Then every shard's rows
     // down to the page's end are known, so the merge is exact.
-    const first = mergePages([...pages, old], limit);
-    const lastOfPage = first.rows.length === limit ? first.rows[limit - 1] : null;
+    const first = mergeSorted([...pages, old].map(shardSource), limit);
+    const lastPick = first.picks.length === limit ? first.picks[limit - 1] : null;
+    const lastOfPage = lastPick ? shardSource([...pages, old][lastPick[0]]).at(lastPick[1]) : null;
     await Promise.all(
       pages.map(async (page, i) => {
-        const last = page.rows[page.rows.length - 1];
-        if (!page.next || !last || (lastOfPage && !before(last, lastOfPage))) return;
-        const more = (await sources[i].list({ ...q, limit, cursor: page.next })) as ListPage;
-        pages[i] = { rows: [...page.rows, ...more.rows], next: more.next };
+        const n = page.keys.length;
+        if (!page.next || n === 0) return;
+        if (lastOfPage && !before({ updatedAt: page.updatedAt[n - 1], key: page.keys[n - 1] }, lastOfPage)) return;
+        const more = (await sources[i].list({ ...q, limit, cursor: page.next })) as ShardPage;
+        pages[i] = {
+          keys: [...page.keys, ...more.keys],
+          updatedAt: [...page.updatedAt, ...more.updatedAt],
+          rows: [...page.rows, ...more.rows],
+          next: more.next,
+        };
       }),
     );
-    return mergePages([...pages, old], limit);
+    return mergeShardPages([...pages, old], limit);
   }
 
   async get(key: string): Promise<IndexedRow | null> {
