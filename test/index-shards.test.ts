@@ -172,6 +172,80 @@ describe("session index shards", () => {
   });
 });
 
+describe("per-agent shard counts (agents.list[].indexShards)", () => {
+  it("an agent's own indexShards places its rows; another agent keeps session.indexShards", async () => {
+    setConfigOverride({
+      tools: { sessions: { visibility: "agent" } },
+      session: { indexShards: 8 },
+      agents: { list: [{ id: "tiny", default: true, indexShards: 1 }, { id: "wide" }] },
+    });
+    const t0 = Date.now() - 100_000;
+    const rows = (agent: string) =>
+      Array.from({ length: 40 }, (_, i) => ({ key: `agent:${agent}:s${i}`, updatedAt: t0 + i }));
+    await sessionIndex(env, loadConfig(env), "tiny").upsertMany(entries(rows("tiny")));
+    await sessionIndex(env, loadConfig(env), "wide").upsertMany(entries(rows("wide")));
+    expect(await shardRows("tiny", 0)).toBe(40);
+    expect(await Promise.all(Array.from({ length: 7 }, (_, n) => shardRows("tiny", n + 1)))).toEqual([
+      0, 0, 0, 0, 0, 0, 0,
+    ]);
+    const wide = await Promise.all(Array.from({ length: 8 }, (_, n) => shardRows("wide", n)));
+    expect(wide.filter((c) => c > 0).length).toBe(8);
+    const page = await invoke("sessions_list", { limit: 5 }, { sessionKey: "agent:tiny:s0" });
+    expect(keysOf(page)).toEqual([
+      "agent:tiny:s39",
+      "agent:tiny:s38",
+      "agent:tiny:s37",
+      "agent:tiny:s36",
+      "agent:tiny:s35",
+    ]);
+  });
+
+  it("a changed count for an agent with rows is refused with a config error naming both counts; its rows stay as they were", async () => {
+    configure(["moved"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
+    const t0 = Date.now() - 100_000;
+    await sessionIndex(env, loadConfig(env), "moved").upsertMany(
+      entries(Array.from({ length: 12 }, (_, i) => ({ key: `agent:moved:s${i}`, updatedAt: t0 + i }))),
+    );
+    configure(["moved"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 8 } });
+    const refused = await invoke("sessions_list", { limit: 50 }, { sessionKey: "agent:moved:s0" });
+    expect(refused.status).toBe(500);
+    expect(refused.body.error.type).toBe("config_error");
+    expect(refused.body.error.message).toBe(
+      'Agent "moved": its session index holds 12 rows over 4 shards, but the config says 8 (agents.list[].indexShards, else session.indexShards). ' +
+        "Rows are placed by their key's hash modulo the count, so changing it would strand them: set it back to 4 (docs/scale.md).",
+    );
+    // A write under the new count is refused too: nothing lands in a shard where no reader looks for it.
+    const [late] = entries([{ key: "agent:moved:late", updatedAt: Date.now() }]);
+    await expect(sessionIndex(env, loadConfig(env), "moved").upsert(late, { locatorWritten: false })).rejects.toThrow(
+      "set it back to 4",
+    );
+    expect(await Promise.all([4, 5, 6, 7].map((n) => shardRows("moved", n)))).toEqual([0, 0, 0, 0]);
+    configure(["moved"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
+    expect((await invoke("sessions_list", { limit: 50 }, { sessionKey: "agent:moved:s0" })).details.count).toBe(12);
+  });
+
+  it("an agent whose index is still empty takes a changed count", async () => {
+    configure(["young"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
+    expect((await invoke("sessions_list", {}, { sessionKey: "agent:young:main" })).details.count).toBe(0);
+    configure(["young"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 2 } });
+    await sendAndWait("agent:young:chat", "hello");
+    const listed = await invoke("sessions_list", {}, { sessionKey: "agent:young:main" });
+    expect(keysOf(listed)).toEqual(["agent:young:chat"]);
+    const recorded = await runInDurableObject(
+      env.REGISTRY.getByName(shardName("young", 0)),
+      (_o, s) => s.storage.sql.exec<{ shards: number }>("SELECT shards FROM index_layout").one().shards,
+    );
+    expect(recorded).toBe(2);
+  });
+
+  it("agents.list[].indexShards is bounded (1–256) and named in the error", async () => {
+    setConfigOverride({ agents: { list: [{ id: "main", default: true, indexShards: 300 }] } });
+    const r = await call("GET", "/v1/sessions");
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(JSON.stringify(r.json)).toContain("indexShards");
+  });
+});
+
 describe("migration from the one-object index (registry:<agentId>)", () => {
   it("old rows are listed and resolved after the upgrade, move to their shards by alarm, and stay listed exactly once", async () => {
     configure(["old"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });

@@ -75,6 +75,8 @@ const agentEntry = z.object({
   sandbox: z.object({ mode: z.enum(["off", "all"]).default("off") }).optional(),
   subagents: agentSubagents.optional(),
   systemPrompt: z.string().optional(),
+  /** This agent's index shards, instead of session.indexShards (docs/scale.md: a small agent 1, a hot one 64). */
+  indexShards: z.number().int().min(1).max(INDEX_SHARDS_MAX).optional(),
   runtime: z
     .discriminatedUnion("type", [
       z.object({ type: z.literal("model") }),

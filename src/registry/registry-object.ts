@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { runMigrations } from "../migrations";
 import { type LaneAnswer, STALE_CHECKS, SubagentLane } from "../spawn/subagent-lane";
+import { LAYOUT_SCHEMA } from "./index-layout";
 import { MOVE_SCHEMA, moveBatch } from "./legacy-move";
 import type { IndexEntry, SessionRow } from "./row";
 import { WritePacer } from "./write-pacing";
@@ -70,6 +71,7 @@ const MIGRATIONS = [
   );
   `,
   MOVE_SCHEMA,
+  LAYOUT_SCHEMA,
 ];
 
 export class RegistryObject extends DurableObject<Env> {
@@ -171,6 +173,19 @@ export class RegistryObject extends DurableObject<Env> {
           .toArray()
       : this.sql.exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ?", id).toArray();
     return rows.map((r) => r.key);
+  }
+
+  /** Shard 0 only: the index's shard count, recording `shards` when none is recorded yet (src/registry/index-layout.ts). */
+  async claimLayout(shards: number): Promise<number> {
+    const row = this.sql.exec<{ shards: number }>("SELECT shards FROM index_layout").toArray()[0];
+    if (row) return row.shards;
+    this.sql.exec("INSERT INTO index_layout (shards) VALUES (?)", shards);
+    return shards;
+  }
+
+  /** Shard 0 only: change the recorded count from `from` to `to` (compare-and-set); false if it was not `from`. */
+  async replaceLayout(from: number, to: number): Promise<boolean> {
+    return this.sql.exec("UPDATE index_layout SET shards = ? WHERE shards = ?", to, from).rowsWritten > 0;
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Config } from "../config/schema";
+import { checkLayout } from "./index-layout";
 import { copyToShards } from "./legacy-move";
 import type { ListPage, ListQuery, ShardPage } from "./registry-object";
 import { indexShardStub, indexShardStubOf, legacyIndexStub, type RegistryStub } from "./registry-stubs";
@@ -13,7 +14,12 @@ type IndexedRow = { key: string; spawnedBy: string | null; row: SessionRow };
  * each shard for one page and merge (docs/scale.md). Every caller reaches the index through here.
  */
 export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionIndex {
-  return new SessionIndex(env, cfg.session.indexShards, agentId);
+  return new SessionIndex(env, indexShardsOf(cfg, agentId), agentId);
+}
+
+/** An agent's shard count: its own `indexShards` (a small agent 1, the hot one 64), else `session.indexShards`. */
+export function indexShardsOf(cfg: Config, agentId: string): number {
+  return cfg.agents.list.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
 }
 
 /**
@@ -136,6 +142,15 @@ export class SessionIndex {
     return Array.from({ length: this.shards }, (_, n) => this.shard(n));
   }
 
+  /**
+   * Before the first read of this isolate: the shard count is the one the rows were written with
+   * (src/registry/index-layout.ts), and the pre-sharding object while it still holds rows, else null.
+   */
+  private async ready(): Promise<RegistryStub | null> {
+    const [legacy] = await Promise.all([this.legacy(), checkLayout(this.env, this.agentId, this.shards)]);
+    return legacy;
+  }
+
   /** The pre-sharding object while it still holds rows (asking it starts its move), else null. */
   private async legacy(): Promise<RegistryStub | null> {
     if (drainedLegacy.has(this.agentId)) return null;
@@ -154,7 +169,7 @@ export class SessionIndex {
     const sources = q.scope.type === "self" ? [this.rowShard(q.scope.key)] : this.allShards();
     // The pre-sharding object is read BEFORE the shards: a row gone from it by then was copied to its
     // shard before it went, so one of the two reads sees it (a concurrent read could see neither).
-    const legacy = await this.legacy();
+    const legacy = await this.ready();
     const old = legacy ? ((await legacy.list(q)) as ShardPage) : EMPTY_SHARD_PAGE;
     const limit = Math.max(1, Math.min(q.limit, 1000));
     const ask = firstAsk(limit, sources.length);
@@ -184,14 +199,14 @@ export class SessionIndex {
 
   async get(key: string): Promise<IndexedRow | null> {
     // Pre-sharding object first (see list). Typed through `unknown`: the stub's inferred RPC type of a row is too deep for the checker.
-    const legacy = await this.legacy();
+    const legacy = await this.ready();
     const old = legacy ? ((await legacy.get(key)) as unknown as IndexedRow | null) : null;
     return old ?? ((await this.rowShard(key).get(key)) as unknown as IndexedRow | null);
   }
 
   /** Keys whose sessionId is `id`: the locator's shard, or the pre-sharding object while it moves out. */
   async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
-    const legacy = await this.legacy();
+    const legacy = await this.ready();
     const old = legacy ? await legacy.resolveSessionId(id, spawnedBy) : [];
     return old.length > 0 ? old : this.idShard(id).lookupSessionId(id, spawnedBy);
   }
@@ -202,7 +217,7 @@ export class SessionIndex {
    * at most 5 rows each, newest first.
    */
   async resolveLabel(label: string, spawnedBy?: string): Promise<string[]> {
-    const legacy = await this.legacy();
+    const legacy = await this.ready();
     const found = await Promise.all(
       [...this.allShards(), ...(legacy ? [legacy] : [])].map((s) => s.resolveLabelRows(label, spawnedBy)),
     );
@@ -215,6 +230,7 @@ export class SessionIndex {
    * object has not written it yet: a row is never resolvable by key but not by sessionId.
    */
   async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<{ nextWriteInMs: number }> {
+    await checkLayout(this.env, this.agentId, this.shards);
     if (!opts.locatorWritten)
       await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
     const paced = await this.rowShard(entry.key).upsert(entry);
@@ -228,11 +244,13 @@ export class SessionIndex {
 
   /** Many rows at once (seeding, bulk imports): one call per shard touched. */
   async upsertMany(entries: IndexEntry[]): Promise<void> {
+    await checkLayout(this.env, this.agentId, this.shards);
     await copyToShards(this.env, this.shards, entries);
   }
 
   /** A deleted session: its row, its locator, and any pre-sharding copy. */
   async remove(key: string, sessionId: string | undefined): Promise<void> {
+    await checkLayout(this.env, this.agentId, this.shards);
     await this.rowShard(key).remove(key);
     if (sessionId) await this.idShard(sessionId).forgetSessionId(sessionId);
     if (!drainedLegacy.has(this.agentId)) await legacyIndexStub(this.env, this.agentId).remove(key);
