@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { EVENT_LIMITS } from "../src/events/limits";
@@ -168,6 +168,31 @@ describe("GET /v1/runs/{runId}/events", () => {
     expect(await again.sse.takeN(1)).toEqual([{ event: "reset", data: JSON.stringify({ lastEventId: seen.id }) }]);
     fake.pending()[0].reply("done");
     expect((await again.sse.rest()).map((e) => e.event)).toEqual(["status"]);
+  });
+
+  it("after the session object restarts mid-run, a resume id of the lost instance gets reset (ids restarted with the new instance's record)", async () => {
+    const fake = useFakeProvider();
+    const key = "agent:main:run-events-evicted";
+    const runId = await post(key, "hold");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const watcher = await openStream(`/v1/runs/${runId}/events`);
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, "before"));
+    const [seen] = await watcher.sse.takeN(1);
+    await watcher.sse.cancel();
+    // The instance is lost with its executor (as on an eviction or restart); its held model call too.
+    await abortAllDurableObjects();
+    fake.abandonPending();
+    // The run is still `running` in SQLite (its lease timer will notice the lost executor); the new
+    // instance's record of it starts again at 1 under a new incarnation.
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, "after"));
+    const again = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen.id! } });
+    const [reset, soFar] = await again.sse.takeN(2);
+    expect(reset).toEqual({ event: "reset", data: JSON.stringify({ lastEventId: seen.id }) });
+    expect(soFar.event).toBe("delta");
+    expect(textOf(soFar)).toBe("after");
+    expect(soFar.id).toMatch(/^[0-9a-f]{12}:1$/);
+    expect(soFar.id).not.toBe(seen.id);
+    await again.sse.cancel();
   });
 
   it("a run aborted while watched ends its stream with its status (no text was generated)", async () => {
