@@ -69,7 +69,10 @@ async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true
     if (opts.signedIn)
       await fresh.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
     await fresh.goto(page.url());
+    // Rendered text (innerText), not textContent: the two tabs must show the same words, hidden nodes aside.
+    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
     const text = await page.locator("body").innerText();
+    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
     await expect.poll(() => fresh.locator("body").innerText(), { timeout: 20_000 }).toBe(text);
     await fresh.mouse.move(0, 0);
     const again = await fresh.screenshot({ fullPage: false, animations: "disabled" });
