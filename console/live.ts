@@ -10,13 +10,15 @@ export type StreamState = "connecting" | "live" | "reconnecting" | "unavailable"
 const RETRY_MS = [1000, 2000, 5000, 10000];
 
 /**
- * `onOpen` runs each time the stream is accepted: a stream without a resume point starts with events after
- * the request (docs/events.md), so whatever happened before is read then, never before the stream is open.
+ * `onOpen` runs each time the stream is accepted, `resumed` when it carried a Last-Event-ID: that stream
+ * replays everything after the last event seen, so there is nothing to re-read. A stream without a resume
+ * point starts with events after the request (docs/events.md), so whatever happened before is read then,
+ * never before the stream is open.
  */
 export function useSessionStream(
   key: string,
   onEvent: (e: SseEvent) => void,
-  onOpen: () => void,
+  onOpen: (resumed: boolean) => void,
   reconnectSignal: number,
 ): StreamState {
   const [state, setState] = useState<StreamState>("connecting");
@@ -33,13 +35,14 @@ export function useSessionStream(
       while (!abort.signal.aborted) {
         try {
           setState(failures ? "reconnecting" : "connecting");
+          const resumeAfter = lastEventId.current;
           await readEvents(`/v1/sessions/${enc(key)}/events`, {
-            lastEventId: lastEventId.current,
+            lastEventId: resumeAfter,
             signal: abort.signal,
             onOpen: () => {
               setState("live");
               failures = 0;
-              opened.current();
+              opened.current(resumeAfter !== undefined);
             },
             onEvent: (e) => {
               if (e.id !== undefined) lastEventId.current = e.id;

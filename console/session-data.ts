@@ -93,9 +93,12 @@ export function useSessionData(key: string): SessionData {
     },
     [reload, path],
   );
-  const onOpen = useCallback(() => {
-    reload().catch(setError);
-  }, [reload]);
+  const onOpen = useCallback(
+    (resumed: boolean) => {
+      if (!resumed) reload().catch(setError);
+    },
+    [reload],
+  );
   const stream = useSessionStream(key, onEvent, onOpen, reconnect);
 
   useEffect(() => {

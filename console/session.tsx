@@ -31,7 +31,7 @@ export function SessionPage(props: { sessionKey: string; tab: SessionTab }) {
       <h1 id="session-title">{row?.label ? `${row.label} — ${props.sessionKey}` : props.sessionKey}</h1>
       <p class="meta">
         {row ? `${row.kind} · ${row.channel} · ${row.model ?? "default model"} · ${row.totalTokens} tokens` : ""}{" "}
-        <span class={`stream stream-${data.stream}`} data-testid="stream-state">
+        <span class={`stream stream-${data.stream}`} data-testid="stream-state" role="status" aria-live="polite">
           {STREAM_LABELS[data.stream]}
         </span>
       </p>

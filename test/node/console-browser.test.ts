@@ -1,5 +1,11 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -85,6 +91,50 @@ async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true
     await fresh.close();
   }
   writeFileSync(join(SCREENSHOTS, `${name}.png`), picture);
+}
+
+/**
+ * A proxy in front of the Worker that can drop the console's event streams, as a flaky network or a proxy
+ * closing a long connection would: `cut()` breaks the open streams (and says how many); while `down`, every
+ * new stream's connection is broken at once, so the page keeps trying to reconnect. Other requests pass.
+ */
+async function streamCutter(target: string) {
+  const open = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    const isStream = /\/events(\?|$)/.test(req.url ?? "");
+    if (isStream && cutter.down) return void req.socket.destroy();
+    const upstream = httpRequest(
+      new URL(req.url ?? "/", target).href,
+      { method: req.method, headers: req.headers },
+      (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        res.flushHeaders(); // an event stream's headers go out before its first event, which may be long
+        up.pipe(res);
+        if (isStream) {
+          open.add(res);
+          res.on("close", () => open.delete(res));
+        }
+      },
+    );
+    upstream.on("error", () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const cutter = {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    down: false,
+    cut(): number {
+      const n = open.size;
+      for (const res of open) res.socket?.destroy();
+      return n;
+    },
+    close: () => {
+      cutter.cut();
+      server.closeAllConnections();
+      return new Promise((r) => server.close(r));
+    },
+  };
+  return cutter;
 }
 
 beforeAll(async () => {
@@ -300,6 +350,64 @@ describe("operator console in Chromium", () => {
     await expect.poll(() => page.locator(".meta").textContent()).toMatch(/ · [1-9]\d* tokens/);
     await page.getByRole("link", { name: "Runs" }).click();
     await expect.poll(() => page.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
+  });
+
+  it("reconnects after the event stream drops and resumes by Last-Event-ID: the drop is shown, every message appears once", async () => {
+    const key = seededKey(SEEDED - 4);
+    const messages = `/v1/sessions/${encodeURIComponent(key)}/messages`;
+    const cutter = await streamCutter(base);
+    // Its own tab, through the proxy (another origin, so the token is put into that tab's session storage).
+    const tab = await context.newPage();
+    try {
+      await tab.addInitScript(([k, token]) => sessionStorage.setItem(k, token), [TOKEN_KEY, OPERATOR]);
+      await tab.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, cutter.base).href);
+      const state = tab.getByTestId("stream-state");
+      await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe("live");
+      // A message while connected: its events (with their ids) arrive over the stream.
+      await api("POST", messages, { message: "before the drop" });
+      await tab.locator('li[data-role="assistant"]', { hasText: "before the drop" }).waitFor({ timeout: 20_000 });
+      // The indicator is announced to screen readers as it changes.
+      expect([await state.getAttribute("role"), await state.getAttribute("aria-live")]).toEqual(["status", "polite"]);
+
+      const resumes: (string | undefined)[] = []; // Last-Event-ID of each session stream opened from now on
+      const reads: string[] = [];
+      tab.on("request", (r) => {
+        const path = new URL(r.url()).pathname;
+        if (path.endsWith(`/${encodeURIComponent(key)}/events`)) resumes.push(r.headers()["last-event-id"]);
+        else if (path.endsWith("/history")) reads.push(path);
+      });
+
+      // The connection drops, and stays down: every attempt to reconnect fails until it is back.
+      cutter.down = true;
+      expect(cutter.cut()).toBe(1);
+      await expect.poll(() => state.textContent(), { timeout: 10_000 }).toBe("reconnecting…");
+      // Meanwhile the session changes, through the API (not this page).
+      for (const text of ["while away 1", "while away 2"]) {
+        const sent = await api("POST", messages, { message: text });
+        expect((await api("GET", `/v1/runs/${sent.runId}/wait?timeoutMs=20000`)).status).toBe("ok");
+      }
+      // The page tried to reconnect while down, and still shows only what it had.
+      await expect.poll(() => resumes.length, { timeout: 10_000 }).toBeGreaterThan(0);
+      expect(await state.textContent()).toBe("reconnecting…");
+      expect(await tab.locator("li[data-role]").count()).toBe(2);
+      cutter.down = false;
+
+      await expect.poll(() => state.textContent(), { timeout: 30_000 }).toBe("live");
+      await tab.locator('li[data-role="assistant"]', { hasText: "while away 2" }).waitFor({ timeout: 20_000 });
+      const texts = (role: string) => tab.locator(`li[data-role="${role}"] p`).allTextContents();
+      const expected = ["before the drop", "while away 1", "while away 2"];
+      await expect.poll(() => texts("assistant")).toEqual(expected);
+      expect(await texts("user")).toEqual(expected);
+      // Every attempt resumed after the last event the page had seen (the same id: nothing arrived while
+      // down), and the missed messages came from that replay: the history was not read again.
+      expect(resumes.length).toBeGreaterThanOrEqual(2);
+      expect(resumes[0]).toMatch(/\S/);
+      expect(new Set(resumes)).toEqual(new Set([resumes[0]]));
+      expect(reads).toEqual([]);
+    } finally {
+      await tab.close();
+      await cutter.close();
+    }
   });
 
   it("aborts a running run from its session's runs", async () => {
