@@ -275,7 +275,8 @@ describe("migration from the one-object index (registry:<agentId>)", () => {
     const index = sessionIndex(env, loadConfig(env), "old");
     expect(await index.resolveSessionId(old[7].sessionId)).toEqual([old[7].key]);
     // A session active since the upgrade wrote a newer row to its shard; its old copy must not list twice.
-    const fresh = { ...old[3], updatedAt: Date.now(), row: { ...old[3].row, updatedAt: Date.now() } };
+    const now = Date.now(); // one clock read: the entry and its row must carry the same updatedAt
+    const fresh = { ...old[3], updatedAt: now, row: { ...old[3].row, updatedAt: now } };
     await index.upsert(fresh, { locatorWritten: false });
     expect((await listAll())[0]).toBe(old[3].key);
     expect((await listAll()).filter((k) => k === old[3].key)).toHaveLength(1);
