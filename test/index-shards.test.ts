@@ -395,6 +395,48 @@ describe("index write pacing", () => {
     expect(due).toBeLessThanOrEqual(5000);
   });
 
+  it("a session going idle on a busy shard is listed with its paced write (within the interval), on a quiet shard at once", async () => {
+    configure(["idle"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
+    const listed = async (key: string) =>
+      (await invoke("sessions_list", { limit: 5 }, { sessionKey: "agent:idle:main" })).details.sessions.find(
+        (r: any) => r.key === key,
+      );
+    const indexDueIn = (key: string) =>
+      runInDurableObject(sessionStub(key), (_o, s) => {
+        const row = s.storage.sql
+          .exec<{ due_at: number }>("SELECT due_at FROM timers WHERE kind = 'index'")
+          .toArray()[0];
+        return row ? row.due_at - Date.now() : null;
+      });
+    // Quiet shard (it answers the minimum interval): the run's end is listed when the wait returns.
+    const quiet = "agent:idle:quiet";
+    await sendAndWait(quiet, "hello");
+    const quietMeta = (await call("GET", `/v1/sessions/${enc(quiet)}`)).json;
+    expect(quietMeta.totalTokens).toBeGreaterThan(0);
+    expect((await listed(quiet)).totalTokens).toBe(quietMeta.totalTokens);
+    expect(await indexDueIn(quiet)).toBeNull();
+    // Busy shard: every write is answered with a 5 s interval, as under a burst (test above).
+    const original = RegistryObject.prototype.upsert;
+    vi.spyOn(RegistryObject.prototype, "upsert").mockImplementation(async function (
+      this: RegistryObject,
+      e: IndexEntry,
+    ) {
+      await original.call(this, e);
+      return { nextWriteInMs: 5_000 };
+    });
+    const busy = "agent:idle:busy";
+    await sendAndWait(busy, "hello");
+    const busyMeta = (await call("GET", `/v1/sessions/${enc(busy)}`)).json;
+    // Listed at once as a new session, but the run's end waits for the paced write.
+    expect((await listed(busy)).totalTokens).toBe(0);
+    const due = await indexDueIn(busy);
+    expect(due).toBeGreaterThan(0);
+    expect(due).toBeLessThanOrEqual(5_000);
+    await flushIndex(busy);
+    const row = await listed(busy);
+    expect([row.totalTokens, row.updatedAt]).toEqual([busyMeta.totalTokens, busyMeta.updatedAt]);
+  });
+
   it("a message into a known session is answered without waiting for its index write, which the index timer still makes", async () => {
     configure(["offpath"], { tools: { sessions: { visibility: "agent" } } });
     const key = "agent:offpath:chat";

@@ -1,6 +1,7 @@
 import type { Config } from "../config/schema";
 import type { SessionEvents } from "../events/session-events";
 import type { IndexEntry } from "../registry/row";
+import type { IndexDirty } from "./index-sync";
 import type { RunOutcome, RunRow } from "./run-types";
 import type { Timers } from "./timers";
 import type { Transcript } from "./transcript";
@@ -40,5 +41,5 @@ export interface SessionHost {
   deleteSession(opts?: { allowMain?: boolean; archivedAs?: IndexEntry }): Promise<{ deleted: boolean }>;
   /** Start the run queue if this instance is not already working through it. */
   kick(): void;
-  markIndexDirty(opts?: { immediate?: boolean }): Promise<void>;
+  markIndexDirty(opts?: IndexDirty): Promise<void>;
 }

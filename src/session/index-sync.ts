@@ -18,6 +18,17 @@ export interface IndexSyncHost {
   readonly hasStorage: boolean;
 }
 
+/**
+ * How soon a change must reach the index. `immediate`: at once (a new session, a PATCH — must be listed
+ * when answered). `idle`: a session going idle — at once while its shard is quiet, else with its paced
+ * writes: at one hot agent, idle transitions are most of a shard's writes (docs/scale.md), so under load
+ * they follow the shard's back-pressure and the row's status lags by at most the interval.
+ */
+export interface IndexDirty {
+  immediate?: boolean;
+  idle?: boolean;
+}
+
 /** A session's row in its agent's index: written at once when it must be, else coalesced and paced by the shard. */
 export class IndexSync {
   private lastSync = 0;
@@ -31,14 +42,16 @@ export class IndexSync {
   /**
    * The row is stale: write it, coalesced to at most one write per interval. The timer row is written
    * first (durable: an eviction mid-write still leaves the write to do); the write happens now when the
-   * last one is older than the interval (leading edge) or when `immediate` (a new session, a PATCH, a
-   * session going idle), else when the timer fires (trailing edge).
+   * last one is older than the interval (leading edge), when `immediate`, or when `idle` and the shard's
+   * last answer asked for no more than the minimum interval (src/registry/write-pacing.ts); else when
+   * the timer fires (trailing edge).
    */
-  async markDirty(opts: { immediate?: boolean } = {}): Promise<void> {
+  async markDirty(opts: IndexDirty = {}): Promise<void> {
     if (!this.host.meta) return;
     const now = Date.now();
     this.schedule(now);
-    if (opts.immediate || now - this.lastSync >= this.intervalMs) {
+    const shardQuiet = this.intervalMs <= INDEX_INTERVAL_MIN_MS;
+    if (opts.immediate || (opts.idle && shardQuiet) || now - this.lastSync >= this.intervalMs) {
       try {
         await this.sync();
         return;

@@ -188,10 +188,11 @@ export class RunQueue {
     });
     if (!ended) return;
     await host.timers.arm();
-    // A session going idle writes its row before waiters wake, so a client that waited on the run
-    // lists it with the run's usage and model; a busy session (queue not empty) stays coalesced.
+    // A session going idle on a quiet shard writes its row before waiters wake, so a client that waited
+    // on the run lists it with the run's usage and model; on a busy shard it waits for its paced write
+    // (src/session/index-sync.ts); a busy session (queue not empty) stays coalesced.
     const idle = host.sql.exec("SELECT 1 FROM runs WHERE status = 'queued' LIMIT 1").toArray().length === 0;
-    await host.markIndexDirty({ immediate: idle });
+    await host.markIndexDirty({ idle });
     this.waiters.release(runId, ended.run);
     afterRunEnded(host, ended);
     this.kick();

@@ -13,7 +13,7 @@ import { assertOpen, beginClosing } from "./closing";
 import { enqueueRun, newSessionMeta } from "./enqueue";
 import { beforeDelete, dispatchExtensionCall } from "./extensions";
 import type { SessionHost } from "./host";
-import { IndexSync } from "./index-sync";
+import { type IndexDirty, IndexSync } from "./index-sync";
 import { RunQueue } from "./run-queue";
 import type { RunOutcome, RunRow } from "./run-types";
 import { migrate } from "./schema";
@@ -316,7 +316,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     await runAlarm(this, this.queue, this.indexSync);
   }
 
-  markIndexDirty(opts: { immediate?: boolean } = {}): Promise<void> {
+  markIndexDirty(opts: IndexDirty = {}): Promise<void> {
     return this.indexSync.markDirty(opts);
   }
 
