@@ -1,5 +1,6 @@
 import { afterEach, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { completion } from "./helpers/fake-provider";
 import { call, sendAndWait } from "./helpers/http";
 
 afterEach(() => {
@@ -13,20 +14,12 @@ it("an OpenAI-compatible provider from models.providers answers runs (through a 
   });
   const r = await call("GET", "/healthz");
   expect(r.json.agents).toEqual(["zed"]);
-  const spy = vi.spyOn(globalThis, "fetch").mockImplementation(async (_input: any) => {
-    return new Response(
-      JSON.stringify({
-        id: "x",
-        object: "chat.completion",
-        created: 1,
-        model: "m1",
-        choices: [{ index: 0, message: { role: "assistant", content: "from fake" }, finish_reason: "stop" }],
-        usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
-      }),
-      { headers: { "content-type": "application/json" } },
+  const spy = vi
+    .spyOn(globalThis, "fetch")
+    .mockImplementation(async (_input: any, init?: RequestInit) =>
+      completion({ content: "from fake" }, "stop", { prompt: 5, completion: 2 }, JSON.parse(String(init?.body))),
     );
-  });
   const run = await sendAndWait("main", "hi");
-  expect(run).toMatchObject({ status: "ok", reply: "from fake" });
+  expect(run).toMatchObject({ status: "ok", reply: "from fake", usage: { input: 5, output: 2 } });
   expect(spy).toHaveBeenCalled();
 });

@@ -1,5 +1,6 @@
 import { vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
+import { chatCompletionStream } from "./wire-streams";
 
 /**
  * A fake OpenAI-compatible model server (`https://llm.test/v1`), answered from the test: the Worker,
@@ -54,7 +55,7 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
       reply(text, usage = { prompt: 5, completion: 2 }) {
         if (call.settled) return;
         call.settled = true;
-        answer = { response: () => completion({ role: "assistant", content: text }, "stop", usage) };
+        answer = { response: () => completion({ content: text }, "stop", usage, body) };
       },
       toolCall(name, args, id = `call_${calls.length}`) {
         if (call.settled) return;
@@ -62,13 +63,10 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
         answer = {
           response: () =>
             completion(
-              {
-                role: "assistant",
-                content: null,
-                tool_calls: [{ id, type: "function", function: { name, arguments: JSON.stringify(args) } }],
-              },
+              { content: null, tool_calls: [{ id, function: { name, arguments: JSON.stringify(args) } }] },
               "tool_calls",
               { prompt: 3, completion: 1 },
+              body,
             ),
         };
       },
@@ -108,15 +106,32 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
   };
 }
 
-/** An OpenAI-compatible chat.completion response (shared by every fake model in the tests). */
-export function completion(message: unknown, finish: string, usage: { prompt: number; completion: number }): Response {
+/**
+ * An OpenAI-compatible chat.completion answer (shared by every fake model in the tests): for a request
+ * that asked to stream (`stream: true`, as every run does), the same answer as chat.completion.chunk
+ * events (test/helpers/wire-streams.ts); otherwise one JSON body.
+ */
+export function completion(
+  message: { content: string | null; tool_calls?: { id: string; function: { name: string; arguments: string } }[] },
+  finish: string,
+  usage: { prompt: number; completion: number },
+  request?: { stream?: boolean; stream_options?: { include_usage?: boolean } },
+): Response {
+  if (request?.stream) {
+    const calls = message.tool_calls ?? [];
+    if (calls.length > 1) throw new Error("the fake streams at most one tool call per answer");
+    const answer = calls[0]
+      ? { tool: calls[0].function.name, args: JSON.parse(calls[0].function.arguments), id: calls[0].id }
+      : { text: message.content ?? "" };
+    return chatCompletionStream(answer, { input: usage.prompt, output: usage.completion }, request);
+  }
   return new Response(
     JSON.stringify({
       id: "chatcmpl-fake",
       object: "chat.completion",
       created: 1,
       model: "m1",
-      choices: [{ index: 0, message, finish_reason: finish }],
+      choices: [{ index: 0, message: { role: "assistant", ...message }, finish_reason: finish }],
       usage: {
         prompt_tokens: usage.prompt,
         completion_tokens: usage.completion,

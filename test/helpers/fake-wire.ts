@@ -1,9 +1,11 @@
 import { vi } from "vitest";
 import { completion } from "./fake-provider";
+import { anthropicStream, chatCompletionStream, googleStream, responsesStream } from "./wire-streams";
 
 /**
  * In-isolate fakes of the four provider wire formats (models.providers.*.api), each answering from a
- * script with either text or one tool call, and recording every request body. The Worker, its objects
+ * script with either text or one tool call — streamed when the request asks to stream
+ * (test/helpers/wire-streams.ts), one JSON body otherwise — and recording every request. The Worker, its objects
  * and the tests share one isolate, so a spy on `fetch` sees the AI SDK providers' real HTTP requests.
  */
 export type WireApi = "openai-completions" | "openai-responses" | "anthropic-messages" | "google-generative-ai";
@@ -24,19 +26,34 @@ export const WIRE_BASE: Record<WireApi, string> = {
 
 const json = (body: unknown) => new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
 
-function respond(api: WireApi, a: WireAnswer, n: number): Response {
+/** The request asked to stream: `stream: true` in the body, or Google's streaming endpoint. */
+function wantsStream(api: WireApi, url: string, body: any): boolean {
+  return api === "google-generative-ai" ? url.includes(":streamGenerateContent") : body.stream === true;
+}
+
+function respond(api: WireApi, a: WireAnswer, n: number, url: string, body: any): Response {
   const usage = { input: 11, output: 3 };
+  if (wantsStream(api, url, body)) {
+    const answer = "text" in a ? a : { ...a, id: `${api === "anthropic-messages" ? "toolu" : "call"}_${n}` };
+    switch (api) {
+      case "openai-completions":
+        return chatCompletionStream(answer, usage, body);
+      case "openai-responses":
+        return responsesStream(answer, usage, n);
+      case "anthropic-messages":
+        return anthropicStream(answer, usage, n);
+      case "google-generative-ai":
+        return googleStream(answer, usage);
+    }
+  }
   switch (api) {
     case "openai-completions":
       return "text" in a
-        ? completion({ role: "assistant", content: a.text }, "stop", { prompt: usage.input, completion: usage.output })
+        ? completion({ content: a.text }, "stop", { prompt: usage.input, completion: usage.output })
         : completion(
             {
-              role: "assistant",
               content: null,
-              tool_calls: [
-                { id: `call_${n}`, type: "function", function: { name: a.tool, arguments: JSON.stringify(a.args) } },
-              ],
+              tool_calls: [{ id: `call_${n}`, function: { name: a.tool, arguments: JSON.stringify(a.args) } }],
             },
             "tool_calls",
             { prompt: usage.input, completion: usage.output },
@@ -113,8 +130,16 @@ function respond(api: WireApi, a: WireAnswer, n: number): Response {
   }
 }
 
-/** Fake `api` at WIRE_BASE[api]; `script` picks the answer from the call's index and body. */
-export function fakeWire(api: WireApi, script: (n: number, body: any) => WireAnswer): WireCall[] {
+/**
+ * Fake `api` at WIRE_BASE[api]; `script` picks the answer from the call's index and body. With `gate`,
+ * each call waits until `gate.open` (a plain field polled from here: settling a promise from the test's
+ * context would cross I/O contexts, which workerd forbids), so a test can connect a watcher first.
+ */
+export function fakeWire(
+  api: WireApi,
+  script: (n: number, body: any) => WireAnswer,
+  gate?: { open: boolean },
+): WireCall[] {
   const calls: WireCall[] = [];
   const original = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -126,7 +151,9 @@ export function fakeWire(api: WireApi, script: (n: number, body: any) => WireAns
     });
     const body = JSON.parse(String(init?.body ?? "{}"));
     calls.push({ url, headers, body });
-    return respond(api, script(calls.length - 1, body), calls.length);
+    const n = calls.length;
+    while (gate && !gate.open) await new Promise((r) => setTimeout(r, 2));
+    return respond(api, script(n - 1, body), n, url, body);
   });
   return calls;
 }

@@ -56,7 +56,8 @@ export function classify(system: string): { kind: StepKind; turn?: number } {
   return { kind: "plain" };
 }
 
-const reply = (text: string) => completion({ role: "assistant", content: text }, "stop", { prompt: 5, completion: 2 });
+const reply = (text: string, request: any) =>
+  completion({ content: text }, "stop", { prompt: 5, completion: 2 }, request);
 
 export interface Fakes {
   model: ModelRequest[];
@@ -98,7 +99,7 @@ export function installFakes(script: Script): Fakes {
           headers: { "content-type": "application/json" },
         });
       }
-      return reply(out);
+      return reply(out, body);
     }
     throw new Error(`unexpected fetch ${url}`);
   });

@@ -57,21 +57,18 @@ export function subagentConfig(
 }
 
 /** A fake model answer with the usage figures the announce stats tests rely on. */
-function reply(text: string, toolCall?: { name: string; args: unknown }): Response {
+function reply(
+  request: Parameters<typeof completion>[3],
+  text: string,
+  toolCall?: { name: string; args: unknown },
+): Response {
   const message = toolCall
     ? {
-        role: "assistant",
         content: null,
-        tool_calls: [
-          {
-            id: "call_1",
-            type: "function",
-            function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args) },
-          },
-        ],
+        tool_calls: [{ id: "call_1", function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args) } }],
       }
-    : { role: "assistant", content: text };
-  return completion(message, toolCall ? "tool_calls" : "stop", { prompt: 1200, completion: 34 });
+    : { content: text };
+  return completion(message, toolCall ? "tool_calls" : "stop", { prompt: 1200, completion: 34 }, request);
 }
 
 function textOfContent(c: unknown): string {
@@ -126,8 +123,8 @@ export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
         signal?.addEventListener("abort", () => reject(signal.reason ?? new Error("aborted")));
       });
     }
-    if (typeof a === "string") return reply(a);
-    if ("toolCall" in a) return reply("", a.toolCall);
+    if (typeof a === "string") return reply(body, a);
+    if ("toolCall" in a) return reply(body, "", a.toolCall);
     return new Response(JSON.stringify({ error: { message: a.error } }), {
       status: 400,
       headers: { "content-type": "application/json" },
