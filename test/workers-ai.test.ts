@@ -1,7 +1,9 @@
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { invoke, sendAndWait } from "./helpers/http";
+import { call, enc, invoke, sendAndWait } from "./helpers/http";
+import { openStream } from "./helpers/sse";
+import { pieces, workersAiStream } from "./helpers/wire-streams";
 
 /**
  * `workers-ai/<model>` runs through workers-ai-provider on the `AI` binding (src/runners/models.ts).
@@ -17,12 +19,20 @@ interface AiCall {
 
 type Answer = (inputs: any, n: number) => Record<string, unknown>;
 
-function installFakeAi(answer: Answer): AiCall[] {
+/**
+ * `run` answers `stream: true` (every run streams, src/runners/model-runner.ts) with the answer as an
+ * event stream (test/helpers/wire-streams.ts), and other calls with the object. With `gate`, each call
+ * waits until `gate.open` (polled: settling a promise from the test would cross I/O contexts).
+ */
+function installFakeAi(answer: Answer, gate?: { open: boolean }): AiCall[] {
   const calls: AiCall[] = [];
   (env as { AI?: unknown }).AI = {
     async run(model: string, inputs: any) {
       calls.push({ model, inputs: structuredClone(inputs) });
-      return answer(inputs, calls.length - 1);
+      const n = calls.length - 1;
+      while (gate && !gate.open) await new Promise((r) => setTimeout(r, 2));
+      const a = answer(inputs, n);
+      return inputs.stream ? workersAiStream(a) : a;
     },
   };
   return calls;
@@ -96,6 +106,36 @@ describe.each(Object.keys(SHAPES))("Workers AI through workers-ai-provider, %s",
     expect(msgs[1]).toMatchObject({ api: "workers-ai", provider: "workers-ai", model: MODEL, stopReason: "toolUse" });
     expect(JSON.parse(msgs[2].content[0].text)).toMatchObject({ requester: agent });
     expect(msgs[3].content).toEqual([{ type: "text", text: reply }]);
+  });
+
+  it("a watched run streams live: its tool call, its text in several deltas, then its status; it ends as unwatched", async () => {
+    const agent = `waiw${Object.keys(SHAPES).indexOf(shape)}`;
+    useWorkersAi(agent);
+    const reply = `Only ${agent} answers here.`;
+    const gate = { open: true };
+    const calls = installFakeAi(
+      (_inputs, n) => (n % 2 === 0 ? SHAPES[shape].toolCall : SHAPES[shape].text(reply)),
+      gate,
+    );
+    const unwatched = await sendAndWait("main", "who?");
+    // Watching the session makes the next run stream; its first call is held until the run's watcher is in.
+    const session = await openStream(`/v1/sessions/${enc("main")}/events`);
+    gate.open = false;
+    const posted = await call("POST", `/v1/sessions/${enc("main")}/messages`, { message: "who?" });
+    await vi.waitFor(() => expect(calls).toHaveLength(3));
+    const { sse } = await openStream(`/v1/runs/${posted.json.runId}/events`);
+    gate.open = true;
+    const events = await sse.rest();
+    await session.sse.cancel();
+    expect(calls.map((c) => c.inputs.stream === true)).toEqual([false, false, true, true]);
+    const deltas = events.filter((e) => e.event === "delta").map((e) => JSON.parse(e.data).text);
+    expect(deltas).toEqual(pieces(reply));
+    expect(events.map((e) => e.event)).toEqual(["tool-call", ...deltas.map(() => "delta"), "status"]);
+    expect(JSON.parse(events[0].data)).toEqual({ toolCallId: expect.any(String), toolName: "agents_list", args: {} });
+    expect(JSON.parse(events.at(-1)!.data)).toEqual({ status: "ok", reply });
+    const run = (await call("GET", `/v1/runs/${posted.json.runId}`)).json;
+    expect(run).toMatchObject({ status: "ok", reply, usage: { input: 95, output: 13 } });
+    expect(unwatched).toMatchObject({ status: "ok", reply, usage: run.usage });
   });
 });
 

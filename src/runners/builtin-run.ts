@@ -53,6 +53,12 @@ export function runBuiltinModel(
  * The built-in model runner is one more runner extension beside the webhook runtime and owner commands:
  * it answers every message run of an agent whose runtime is the model (the default). Commands are the
  * send-command extension's (src/policy/send-command.ts).
+ *
+ * A run streams (`streamText`, every provider) when anyone watches the session as it starts — its event
+ * stream or a run's — and is asked for in one piece (`generateText`) otherwise. Streaming always would
+ * cost every unwatched run CPU for nothing: the AI SDK parses and pipes each streamed chunk (~30 µs per
+ * chunk in Node: ~10 ms for a 300-token reply against ~0.2 ms in one body; docs/events.md). A watcher
+ * that joins a run started unwatched gets its status and reply when it ends.
  */
 registerSessionExtension({
   name: "model-runner",
@@ -60,9 +66,12 @@ registerSessionExtension({
     if (input.kind === "command") return undefined;
     const runtime = findAgent(host.cfg, host.meta!.agentId)?.runtime;
     if (runtime && runtime.type !== "model") return undefined;
-    return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), {
-      onDelta: (text) => host.events.delta(run.id, text),
-      onToolCall: (call) => host.events.toolCall(run.id, call),
-    });
+    const live = host.isWatched()
+      ? {
+          onDelta: (text: string) => host.events.delta(run.id, text),
+          onToolCall: (call: Parameters<RunLiveOutput["onToolCall"]>[0]) => host.events.toolCall(run.id, call),
+        }
+      : undefined;
+    return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), live);
   },
 });

@@ -7,8 +7,8 @@ import { redactAttachmentArgs } from "../spawn/attachments";
 import type { ResolvedModel } from "./models";
 
 /**
- * The built-in runner: one run = one `generateText` call (with up to 8 tool steps when the session may
- * use the session tools). It never writes storage: each finished step's transcript rows go to `onStep`
+ * The built-in runner: one run = one `generateText` call, or `streamText` when someone watches (with up
+ * to 8 tool steps when the session may use the session tools). It never writes storage: each finished step's transcript rows go to `onStep`
  * (the session object records them at once, so a run cut short by its deadline keeps the work it did
  * and a long run shows progress), so its result carries no messages of its own.
  */
@@ -26,7 +26,7 @@ export interface ModelRunRequest {
   taskParts?: AttachmentPart[];
   /** Called with each step's messages as soon as the step finishes. */
   onStep: (messages: TranscriptMessage[]) => void;
-  /** Watchers of the run's text (src/events/session-events.ts): given, the run streams. */
+  /** Watchers of the run's text (src/events/session-events.ts): given, the run streams; see src/runners/builtin-run.ts. */
   live?: RunLiveOutput;
 }
 
@@ -49,20 +49,16 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     maxRetries: 1,
     onStepEnd: (step: StepResult<ToolSet>) => req.onStep(stepMessages(req.model, step)),
   };
-  const result = streamsLive(req) ? await streamModel(options, req.live!) : await generateText(options);
+  const result = req.live ? await streamModel(options, req.live) : await generateText(options);
   const usage = toUsage(result.usage, req.model.cost);
   return { messages: [], reply: result.text, usage, model: req.model.modelId, provider: req.model.provider };
 }
 
 /**
- * Which models stream through `streamText`: the offline builtin models. Remote providers still answer
- * through `generateText` (their runs end with one `status` on the run stream, docs/events.md).
+ * `streamText` on any provider (each API's streaming wire format; test/run-stream-providers.test.ts),
+ * forwarding each text delta and tool call to the run's watchers as it arrives. The reply, usage, steps,
+ * retries and errors are those `generateText` gives.
  */
-function streamsLive(req: ModelRunRequest): boolean {
-  return req.live !== undefined && req.model.api === "builtin";
-}
-
-/** `streamText`, forwarding each text delta and tool call to the run's watchers as it arrives. */
 async function streamModel(
   options: Parameters<typeof streamText>[0],
   live: RunLiveOutput,
@@ -72,8 +68,10 @@ async function streamModel(
     if (part.type === "text-delta") live.onDelta(part.text);
     else if (part.type === "tool-call")
       live.onToolCall({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input });
+    // The run ends with the first error's message, the one generateText would throw.
     else if (part.type === "error") throw part.error;
   }
+  // An abort or the deadline rejects these with the signal's reason; the run has already ended then.
   return { text: await result.text, usage: await result.usage };
 }
 

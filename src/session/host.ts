@@ -26,6 +26,8 @@ export interface SessionHost {
   readonly events: SessionEvents;
   /** This session has ever been written (its tables exist): reads of one that was not must not create storage. */
   readonly hasStorage: boolean;
+  /** Someone watches this session's event stream or one of its runs' streams now (docs/events.md). */
+  isWatched(): boolean;
   /** Write `meta` back (inside the caller's transaction). */
   saveMeta(): void;
   /** Queue a run; `alsoInTransaction` writes its own rows in the same transaction as the run. */

@@ -87,6 +87,11 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     return this.schemaReady;
   }
 
+  isWatched(): boolean {
+    // Every WebSocket this object accepts is a watcher of one of its streams (src/events/session-events.ts).
+    return this.ctx.getWebSockets().length > 0;
+  }
+
   private ensureSchema(): void {
     if (this.schemaReady) return;
     migrate(this.sql);
