@@ -181,7 +181,7 @@ describe("a watched run fails, aborts and times out as an unwatched one does", (
     while (seen.join("") !== "half way") seen.push(JSON.parse((await sse.next())!.data).text);
     expect((await call("POST", `/v1/runs/${runId}/abort`)).json).toMatchObject({ status: "aborted" });
     expect(await sse.rest()).toEqual([
-      { event: "status", data: JSON.stringify({ status: "aborted", error: unwatched.error }) },
+      { id: expect.any(String), event: "status", data: JSON.stringify({ status: "aborted", error: unwatched.error }) },
     ]);
     await vi.waitFor(() => expect(fake.cancelled).toBe(2));
     await session.sse.cancel();
@@ -214,7 +214,7 @@ describe("a watched run fails, aborts and times out as an unwatched one does", (
     while (seen.join("") !== "half way") seen.push(JSON.parse((await sse.next())!.data).text);
     await advance(key, 31_000);
     expect(await sse.rest()).toEqual([
-      { event: "status", data: JSON.stringify({ status: "timeout", error: unwatched.error }) },
+      { id: expect.any(String), event: "status", data: JSON.stringify({ status: "timeout", error: unwatched.error }) },
     ]);
     await vi.waitFor(() => expect(fake.cancelled).toBe(2));
     await session.sse.cancel();
