@@ -221,7 +221,7 @@ function sendTable(res) {
     "|---|---:|---:|---:|",
     ...res.steady.map((r) => `| ${r.name} | ${fmt(r.rps, 0)} | ${fmt(r.p50, 2)} | ${fmt(r.p99, 2)} |`),
     "",
-    `Per-send overhead over a bare object call at concurrency 8 (p50): ${fmt(res.steady[1].p50 - res.steady[0].p50, 2)} ms into one session, ${fmt(res.steady[2].p50 - res.steady[0].p50, 2)} ms into a new session.`,
+    `Per-send overhead over a bare object call of the same shape at concurrency 8 (p50): ${fmt(res.steady[1].p50 - res.steady[0].p50, 2)} ms into one session (bare: the same object), ${fmt(res.steady[2].p50 - res.steady[3].p50, 2)} ms into a new session (bare: a new object each; ${fmt(res.steady[2].p50 - res.steady[0].p50, 2)} ms over a call into an existing object).`,
     "",
     ...sendGoals(res),
     "",
@@ -382,15 +382,18 @@ function sendGoals(res) {
   const one = burstRatio(res.rows[1], res.rows[0]);
   const spread = burstRatio(res.rows[3], res.rows[2]);
   const c8one = res.steady[1].p50 / res.steady[0].p50;
-  const c8new = res.steady[2].p50 / res.steady[0].p50;
+  // Same shape: a send that creates its session next to a bare call that starts a new object each.
+  const c8new = res.steady[2].p50 / res.steady[3].p50;
+  const c8newVsExisting = res.steady[2].p50 / res.steady[0].p50;
   const v = (ok) => (ok ? "meets" : "misses");
   return [
     "| goal | measured | verdict |",
     "|---|---:|---|",
     `| send burst ≥ 0.5× bare burst, one session | ${fmt(one, 2)}× | ${v(one >= 0.5)} |`,
-    `| send burst ≥ 0.5× bare burst, 1,000 sessions | ${fmt(spread, 2)}× | ${v(spread >= 0.5)} |`,
+    `| send burst ≥ 0.5× bare burst, 1,000 sessions (bare: 1,000 new objects) | ${fmt(spread, 2)}× | ${v(spread >= 0.5)} |`,
     `| a send at concurrency 8 ≤ 2× a bare call (p50), one session | ${fmt(c8one, 2)}× | ${v(c8one <= 2)} |`,
-    `| a send at concurrency 8 ≤ 2× a bare call (p50), new session | ${fmt(c8new, 2)}× | ${v(c8new <= 2)} |`,
+    `| a send at concurrency 8 ≤ 2× a bare call (p50), new session (bare: a new object each) | ${fmt(c8new, 2)}× | ${v(c8new <= 2)} |`,
+    `| (old comparison, not the goal's shape) new session vs a bare call into an existing object | ${fmt(c8newVsExisting, 2)}× | – |`,
   ];
 }
 

@@ -311,8 +311,11 @@ export async function benchSends({
   // --- steady state: what one send costs its caller next to a bare object call, at the read
   // benchmark's concurrency (8), interleaved; the runs it starts execute in the background meanwhile.
   const label = path === "sessions_send" ? "sessions_send" : "POST …/messages";
+  // A send into a new session is compared with a bare call of the same shape: one into a fresh object
+  // each (the object is started for the call), as the 1,000-session burst does (docs/scale.md).
   let steadyOne = 0;
   let steadyNew = 0;
+  let bareNew = 0;
   const steady = await measureInterleaved(
     [
       { name: "bare route", call: () => ping("agent:send:steady") },
@@ -321,6 +324,7 @@ export async function benchSends({
         name: `${label} → a new session each`,
         call: () => send(`agent:send:steady-${steadyNew}`, `steady #${steadyNew++}`),
       },
+      { name: "bare route → a new object each", call: () => ping(`agent:send:bare-steady-${bareNew++}`) },
     ],
     { warmup: 40, requests: 400, rounds: 10, concurrency: 8 },
   );
@@ -381,6 +385,7 @@ async function profilePhases(request, requesterKey, ping) {
   const N = 200;
   const scenarios = [
     { name: "bare object call", call: () => ping("agent:send:profile") },
+    { name: "bare object call → a new object", call: (i) => ping(`agent:send:profile-bare-${i}`) },
     {
       name: "sessions_send → one session",
       call: (i) => sendRaw(request, requesterKey, "agent:send:profile", `profile #${i}`),
