@@ -86,10 +86,15 @@ export class RegistryObject extends DurableObject<Env> {
 
   /**
    * Upsert a session's row. Writes can arrive out of order (an inline write racing a coalesced one),
-   * so an older row never overwrites a newer one.
+   * so an older row never overwrites a newer one. `withLocator`: the sessionId's locator lives in this
+   * shard too (src/registry/session-id.ts) and is written in the same transaction, so the row is never
+   * listed without being resolvable.
    */
-  async upsert(e: IndexEntry): Promise<{ nextWriteInMs: number }> {
-    this.writeRow(e);
+  async upsert(e: IndexEntry, opts: { withLocator?: boolean } = {}): Promise<{ nextWriteInMs: number }> {
+    this.ctx.storage.transactionSync(() => {
+      if (opts.withLocator) this.writeLocator(e.sessionId, e.key, e.spawnedBy);
+      this.writeRow(e);
+    });
     return { nextWriteInMs: this.pacer.record(Date.now()) };
   }
 
@@ -147,6 +152,10 @@ export class RegistryObject extends DurableObject<Env> {
 
   /** Record where a sessionId's session lives (write-once: a session's sessionId never changes). */
   async indexSessionId(sessionId: string, key: string, spawnedBy: string | null): Promise<void> {
+    this.writeLocator(sessionId, key, spawnedBy);
+  }
+
+  private writeLocator(sessionId: string, key: string, spawnedBy: string | null): void {
     this.sql.exec(
       "INSERT INTO session_ids (session_id, key, spawned_by) VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET key = excluded.key, spawned_by = excluded.spawned_by",
       sessionId,
@@ -157,7 +166,7 @@ export class RegistryObject extends DurableObject<Env> {
 
   async indexSessionIds(ids: { sessionId: string; key: string; spawnedBy: string | null }[]): Promise<void> {
     this.ctx.storage.transactionSync(() => {
-      for (const i of ids) void this.indexSessionId(i.sessionId, i.key, i.spawnedBy);
+      for (const i of ids) this.writeLocator(i.sessionId, i.key, i.spawnedBy);
     });
   }
 

@@ -4,6 +4,7 @@ import { copyToShards } from "./legacy-move";
 import type { ListPage, ListQuery, ShardPage } from "./registry-object";
 import { indexShardStub, indexShardStubOf, legacyIndexStub, type RegistryStub } from "./registry-stubs";
 import type { IndexEntry, SessionRow } from "./row";
+import { shardOf } from "./shard-hash";
 
 type IndexedRow = { key: string; spawnedBy: string | null; row: SessionRow };
 
@@ -226,14 +227,17 @@ export class SessionIndex {
   }
 
   /**
-   * Write a session's row (the session object's coalesced sync). The sessionId locator first, when this
-   * object has not written it yet: a row is never resolvable by key but not by sessionId.
+   * Write a session's row (the session object's coalesced sync), with the sessionId locator when this
+   * object has not written it yet: a row is never resolvable by key but not by sessionId. A locator in the
+   * row's shard (every new session's, src/registry/session-id.ts) is written in the same call; one in
+   * another shard (sessions created before that) is written first.
    */
   async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<{ nextWriteInMs: number }> {
     await checkLayout(this.env, this.agentId, this.shards);
-    if (!opts.locatorWritten)
+    const together = !opts.locatorWritten && shardOf(entry.sessionId, this.shards) === shardOf(entry.key, this.shards);
+    if (!opts.locatorWritten && !together)
       await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
-    const paced = await this.rowShard(entry.key).upsert(entry);
+    const paced = await this.rowShard(entry.key).upsert(entry, { withLocator: together });
     // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
     if (!drainedLegacy.has(this.agentId)) {
       const { drained } = await legacyIndexStub(this.env, this.agentId).forget(entry.key);

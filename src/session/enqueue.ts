@@ -3,6 +3,8 @@ import { SwitchboardError, toRpcError } from "../errors";
 import { parseCanonical } from "../keys";
 import { log } from "../log";
 import { parseSendCommand } from "../policy/send-policy";
+import { newSessionId } from "../registry/session-id";
+import { sessionIndex } from "../registry/session-index";
 import { assertOpen } from "./closing";
 import { forwardInbound } from "./extensions";
 import type { SessionHost } from "./host";
@@ -21,13 +23,22 @@ export interface EnqueueSteps {
   indexSync: IndexSync;
 }
 
-/** A new session's metadata, from its canonical key and the caller's initial fields. */
-export function newSessionMeta(key: string, cfg: Config, init: EnqueueRequest["init"], now: number): SessionMeta {
+/**
+ * A new session's metadata, from its canonical key and the caller's initial fields. Its sessionId shares
+ * the row's index shard, so the first index write is one call (src/registry/session-id.ts).
+ */
+export function newSessionMeta(
+  key: string,
+  cfg: Config,
+  env: Env,
+  init: EnqueueRequest["init"],
+  now: number,
+): SessionMeta {
   const parsed = parseCanonical(key, cfg);
   return {
     key: parsed.canonicalKey,
     agentId: parsed.agentId,
-    sessionId: crypto.randomUUID(),
+    sessionId: newSessionId(parsed.canonicalKey, sessionIndex(env, cfg, parsed.agentId).shards),
     kind: parsed.kind,
     createdAt: now,
     updatedAt: now,
