@@ -12,6 +12,8 @@ import type { TimerRow } from "./timers";
  * attempt limit, then the timer is dead; src/session/timer-policy.ts), arm retention, re-arm for the next.
  */
 export async function runAlarm(host: SessionHost, queue: RunQueue, indexSync: IndexSync): Promise<void> {
+  // A fired alarm is no longer set: the time `arm` remembers is stale (src/session/timers.ts).
+  host.timers.forgetArmed();
   if (!host.hasStorage) return;
   await runDueTimers(host, (t) => onTimer(host, queue, indexSync, t));
   if (!host.hasStorage) return;

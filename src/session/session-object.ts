@@ -192,6 +192,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     this.events.endAll(archivedAs ? "archived" : "deleted");
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
+    this.timers.forgetArmed();
     const index = sessionIndex(this.env, this.cfg, agentId);
     // An archived session keeps its (unlisted) row and its sessionId locator, so it still resolves and reads.
     await (archivedAs ? index.upsert(archivedAs, { locatorWritten: false }) : index.remove(key, sessionId));

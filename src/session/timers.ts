@@ -16,6 +16,13 @@ export type TimerRow = {
 };
 
 export class Timers {
+  /**
+   * The alarm time this instance last set (null: none), so `arm` awaits storage only when the earliest
+   * due time moved. Undefined until read: after a start (an eviction loses it with the instance) and
+   * whenever the alarm changed behind `arm` (it fired, or storage was cleared: `forgetArmed`).
+   */
+  private armedAt: number | null | undefined = undefined;
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly storage: DurableObjectStorage,
@@ -79,14 +86,28 @@ export class Timers {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM timers").one().n;
   }
 
-  /** Point the alarm at the earliest timer (or clear it). Call after any transaction that touched timers. */
+  /**
+   * Point the alarm at the earliest timer (or clear it). Call after any transaction that touched timers.
+   * Most calls (an enqueue into a busy session) leave the earliest due time where it was and return
+   * without touching storage (test/send-path.test.ts).
+   */
   async arm(): Promise<void> {
+    if (this.armedAt === undefined) this.armedAt = await this.storage.getAlarm();
+    // Read after the await: concurrent callers each set what the table says when they issue the call,
+    // and the calls apply in issue order, so the last one issued carries the latest earliest time.
     const next = this.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM timers").one().due;
-    if (next === null) {
-      await this.storage.deleteAlarm();
-      return;
+    if (next === this.armedAt) return;
+    this.armedAt = next;
+    try {
+      await (next === null ? this.storage.deleteAlarm() : this.storage.setAlarm(next));
+    } catch (err) {
+      this.armedAt = undefined;
+      throw err;
     }
-    const current = await this.storage.getAlarm();
-    if (current === null || current !== next) await this.storage.setAlarm(next);
+  }
+
+  /** The alarm changed behind `arm` (it fired and is gone, or storage was cleared): read it before the next decision. */
+  forgetArmed(): void {
+    this.armedAt = undefined;
   }
 }
