@@ -4,8 +4,12 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiError, enc } from "./api";
 import { readEvents, type SseEvent } from "./sse";
 
-/** `unavailable`: the Worker refused the stream (no such route yet, or no session yet); callers poll instead. */
-export type StreamState = "connecting" | "live" | "reconnecting" | "unavailable";
+/**
+ * `unavailable`: the Worker refused the stream (no such route yet, or no session yet); callers poll instead.
+ * `deleted` / `archived`: the stream ended with the server's `end` event (docs/events.md); there is nothing
+ * to reconnect to until a session is created again under the key.
+ */
+export type StreamState = "connecting" | "live" | "reconnecting" | "unavailable" | "deleted" | "archived";
 
 const RETRY_MS = [1000, 2000, 5000, 10000];
 
@@ -31,6 +35,7 @@ export function useSessionStream(
   useEffect(() => {
     const abort = new AbortController();
     let failures = 0;
+    let ended: "deleted" | "archived" | null = null;
     (async () => {
       while (!abort.signal.aborted) {
         try {
@@ -46,9 +51,12 @@ export function useSessionStream(
             },
             onEvent: (e) => {
               if (e.id !== undefined) lastEventId.current = e.id;
+              if (e.event === "end") ended = JSON.parse(e.data).reason === "archived" ? "archived" : "deleted";
               handler.current(e);
             },
           });
+          // The server's last word: reconnecting would only meet a 404, again and again.
+          if (ended) return setState(ended);
         } catch (err) {
           if (abort.signal.aborted) return;
           // A 4xx will not heal by retrying; 429 (too many watchers) and 5xx may.

@@ -148,8 +148,9 @@ export function useSessionData(key: string): SessionData {
     async send(message) {
       const accepted = await api<{ runId: string }>("POST", `${path}/messages`, { message });
       setRuns((held) => upsertRun(held, { runId: accepted.runId, status: "queued", kind: "inbound" }));
-      // The session may have been created by this message: a stream refused before can start now.
-      if (stream === "unavailable") setReconnect((n) => n + 1);
+      // The session may have been created (again) by this message: a stream refused or ended before can start
+      // now; one resuming from the deleted session's id is told `reset` and starts over.
+      if (stream === "unavailable" || stream === "deleted" || stream === "archived") setReconnect((n) => n + 1);
       if (stream !== "live") await reload();
     },
     async abort(runId) {

@@ -18,6 +18,8 @@ const STREAM_LABELS = {
   live: "live",
   reconnecting: "reconnecting…",
   unavailable: "not streaming (refreshes after changes)",
+  deleted: "session deleted",
+  archived: "session archived",
 };
 
 export function SessionPage(props: { sessionKey: string; tab: SessionTab }) {

@@ -410,6 +410,40 @@ describe("operator console in Chromium", () => {
     }
   });
 
+  it("a session deleted while watched: the page says so and stops reconnecting; a message sent from it starts the session afresh", async () => {
+    const key = "agent:main:delete-me";
+    const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "first life" });
+    await api("GET", `/v1/runs/${sent.runId}/wait?timeoutMs=20000`);
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, base).href);
+    const state = page.getByTestId("stream-state");
+    await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe("live");
+    await page.locator('li[data-role="assistant"]', { hasText: "first life" }).waitFor();
+    const streams: string[] = [];
+    const onRequest = (r: { url(): string }) => {
+      if (new URL(r.url()).pathname.endsWith(`/${encodeURIComponent(key)}/events`)) streams.push(r.url());
+    };
+    page.on("request", onRequest);
+
+    await api("DELETE", `/v1/sessions/${encodeURIComponent(key)}`);
+    // The stream's final event ends it: the indicator says why, and no reconnect is tried (the loop stops
+    // in the same step that shows the state, so none can follow).
+    await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe("session deleted");
+    expect(streams).toEqual([]);
+    expect(await page.getByRole("alert").allTextContents()).toEqual([]);
+
+    // Sending from the page creates the session again; its stream starts over (`reset`): only the new
+    // session's messages are shown.
+    await page.getByLabel("Message").fill("second life");
+    await page.getByRole("button", { name: "Send" }).click();
+    await expect.poll(() => state.textContent(), { timeout: 20_000 }).toBe("live");
+    await page.locator('li[data-role="assistant"]', { hasText: "second life" }).waitFor({ timeout: 20_000 });
+    const texts = (role: string) => page.locator(`li[data-role="${role}"] p`).allTextContents();
+    await expect.poll(() => texts("user")).toEqual(["second life"]);
+    expect(await texts("assistant")).toEqual(["second life"]);
+    expect(streams).toHaveLength(1);
+    page.off("request", onRequest);
+  });
+
   it("aborts a running run from its session's runs", async () => {
     const key = "agent:slow:abort-me";
     const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "take your time" });
