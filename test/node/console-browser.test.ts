@@ -68,6 +68,8 @@ async function api(method: string, path: string, body?: unknown): Promise<any> {
  */
 async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true }): Promise<void> {
   await page.mouse.move(0, 0);
+  // Relative times ("3 min ago") are computed from the page's clock: it must still stand where it was frozen.
+  expect(await page.evaluate(() => Date.now())).toBe(clockFrozenAt);
   const picture = await page.screenshot({ fullPage: false, animations: "disabled" });
   const fresh = await context.newPage();
   try {
