@@ -96,14 +96,15 @@ async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true
 }
 
 /**
- * A proxy in front of the Worker that can drop the console's event streams, as a flaky network or a proxy
- * closing a long connection would: `cut()` breaks the open streams (and says how many); while `down`, every
- * new stream's connection is broken at once, so the page keeps trying to reconnect. Other requests pass.
+ * A proxy in front of the Worker that can drop sessions' event streams, as a flaky network or a proxy
+ * closing a long connection would: `cut()` breaks the open ones (and says how many); while `down`, every
+ * new one's connection is broken at once, so the page keeps trying to reconnect. Other requests (run
+ * streams included) pass.
  */
 async function streamCutter(target: string) {
   const open = new Set<ServerResponse>();
   const server = createServer((req, res) => {
-    const isStream = /\/events(\?|$)/.test(req.url ?? "");
+    const isStream = /^\/v1\/sessions\/[^/]+\/events(\?|$)/.test(req.url ?? "");
     if (isStream && cutter.down) return void req.socket.destroy();
     const upstream = httpRequest(
       new URL(req.url ?? "/", target).href,
