@@ -104,11 +104,47 @@ describe("bench routes", () => {
   });
 });
 
+describe("bench Worker: index measurements (bench/index.mjs)", () => {
+  it("stored bytes: an index row costs its share of the shard's database, a session object grows with its turns", async () => {
+    const bytes = await benchCall("POST", "/v1/_bench/index/bytes", { agentId: "benchbytes", count: 500 });
+    expect(bytes.status).toBe(200);
+    expect(bytes.json.rows).toBe(500);
+    // SQLite pages of 4 KiB: an empty shard is its schema; 500 rows of ~1 KB each add hundreds of KB.
+    expect(bytes.json.bytesBefore % 4096).toBe(0);
+    const perRow = (bytes.json.bytesAfter - bytes.json.bytesBefore) / 500;
+    expect(perRow).toBeGreaterThan(500);
+    expect(perRow).toBeLessThan(4096);
+    const key = "agent:main:bench-bytes";
+    const size = async () => (await benchCall("GET", `/v1/_bench/session-bytes/${encodeURIComponent(key)}`)).json.bytes;
+    await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 2 });
+    const small = await size();
+    await benchCall("POST", "/v1/_bench/seed/transcript", { sessionKey: key, count: 200 });
+    expect(small).toBeGreaterThan(0);
+    expect(await size()).toBeGreaterThan(small);
+    expect((await benchCall("POST", "/v1/_bench/index/bytes", { agentId: "x", count: 1 }, MAIN_TOKEN)).status).toBe(
+      403,
+    );
+  });
+
+  it("profile: a page and the bare fan-out, timed in the Worker, reps bounded", async () => {
+    await benchCall("POST", "/v1/_bench/index/seed", { agentId: "benchprof", shards: 4, count: 60 });
+    for (const what of ["page", "empty"]) {
+      const r = await benchCall("GET", `/v1/_bench/index/profile?agentId=benchprof&shards=4&what=${what}&reps=3`);
+      expect(r.status).toBe(200);
+      expect(typeof r.json.msPerCall).toBe("number");
+    }
+    expect(
+      (await benchCall("GET", "/v1/_bench/index/profile?agentId=benchprof&shards=4&what=page&reps=201")).status,
+    ).toBe(400);
+  });
+});
+
 describe("production Worker", () => {
   it("registers no bench route and its session object has no seeding method", async () => {
     const { createApp } = await import("../src/http/app");
     expect(createApp().routes.filter((r) => r.path.includes("_bench"))).toEqual([]);
     const { SessionObject } = await import("../src/session/session-object");
-    for (const method of ["ping", "seedTranscript", "runOrder"]) expect(method in SessionObject.prototype).toBe(false);
+    for (const method of ["ping", "seedTranscript", "runOrder", "storedBytes"])
+      expect(method in SessionObject.prototype).toBe(false);
   });
 });
