@@ -104,7 +104,7 @@ const shardSource = (p: ShardPage): Sorted => ({
 });
 
 /** Merge of shard answers: picks by position, then parses only the picked rows. */
-export function mergeShardPages(pages: ShardPage[], limit: number): ListPage {
+function mergeShardPages(pages: ShardPage[], limit: number): ListPage {
   const { picks, next } = mergeSorted(pages.map(shardSource), limit);
   return { rows: picks.map(([s, i]) => JSON.parse(pages[s].rows[i]) as SessionRow), next };
 }
@@ -114,7 +114,7 @@ export function mergeShardPages(pages: ShardPage[], limit: number): ListPage {
  * to spare, not the whole page (16 shards × a full page each parsed and shipped 16× the rows a page
  * shows, docs/scale.md). A shard that turns out to hold more of the page is asked again (SessionIndex.list).
  */
-export function firstAsk(limit: number, shards: number): number {
+function firstAsk(limit: number, shards: number): number {
   return shards === 1 ? limit : Math.min(limit, Math.ceil((2 * limit) / shards) + 2);
 }
 
@@ -163,8 +163,9 @@ export class SessionIndex {
 
   /**
    * One page: each source is asked for its share of the page (`firstAsk`) after the cursor with
-   * visibility in its query, then merged by position; only the rows of the page are parsed. `self` reads the caller's shard; `tree` asks every shard for the caller's
-   * children through each shard's spawned_by index (children live in their own key's shard).
+   * visibility in its query, then merged by position; only the rows of the page are parsed. `self`
+   * reads the caller's shard; `tree` asks every shard for the caller's children through each shard's
+   * spawned_by index (children live in their own key's shard).
    */
   async list(q: ListQuery): Promise<ListPage> {
     const sources = q.scope.type === "self" ? [this.rowShard(q.scope.key)] : this.allShards();
