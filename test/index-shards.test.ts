@@ -215,10 +215,13 @@ describe("per-agent shard counts (agents.list[].indexShards)", () => {
         "Rows are placed by their key's hash modulo the count, so changing it would strand them: set it back to 4 (docs/scale.md).",
     );
     // A write under the new count is refused too: nothing lands in a shard where no reader looks for it.
+    // The refusal is remembered: the shards are not counted again on every call.
+    const counted = vi.spyOn(RegistryObject.prototype, "count");
     const [late] = entries([{ key: "agent:moved:late", updatedAt: Date.now() }]);
     await expect(sessionIndex(env, loadConfig(env), "moved").upsert(late, { locatorWritten: false })).rejects.toThrow(
       "set it back to 4",
     );
+    expect(counted).not.toHaveBeenCalled();
     expect(await Promise.all([4, 5, 6, 7].map((n) => shardRows("moved", n)))).toEqual([0, 0, 0, 0]);
     configure(["moved"], { tools: { sessions: { visibility: "agent" } }, session: { indexShards: 4 } });
     expect((await invoke("sessions_list", { limit: 50 }, { sessionKey: "agent:moved:s0" })).details.count).toBe(12);

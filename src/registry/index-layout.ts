@@ -15,11 +15,15 @@ export const LAYOUT_SCHEMA = "CREATE TABLE index_layout (shards INTEGER NOT NULL
  * new deployment (new isolates), so one check per isolate and agent is enough.
  */
 const checked = new Set<string>();
+/** …and the pairs it refused: a refused count is not re-counted over every shard on each call (same reasoning). */
+const refused = new Map<string, SwitchboardError>();
 
 /** Resolves once `agentId`'s index is known to be laid out over `shards` shards (claiming it if new). */
 export async function checkLayout(env: Pick<Env, "REGISTRY">, agentId: string, shards: number): Promise<void> {
   const id = `${agentId}:${shards}`;
   if (checked.has(id)) return;
+  const known = refused.get(id);
+  if (known) throw known;
   const first = indexShardStub(env, agentId, 0);
   const recorded = await first.claimLayout(shards);
   if (recorded !== shards) {
@@ -29,12 +33,14 @@ export async function checkLayout(env: Pick<Env, "REGISTRY">, agentId: string, s
     );
     const rows = counts.reduce((a, b) => a + b, 0);
     if (rows > 0 || !(await first.replaceLayout(recorded, shards))) {
-      throw new SwitchboardError(
+      const error = new SwitchboardError(
         "config_error",
         `Agent "${agentId}": its session index holds ${rows} rows over ${recorded} shards, but the config says ${shards} ` +
           `(agents.list[].indexShards, else session.indexShards). Rows are placed by their key's hash modulo the count, ` +
           `so changing it would strand them: set it back to ${recorded} (docs/scale.md).`,
       );
+      refused.set(id, error);
+      throw error;
     }
   }
   checked.add(id);
