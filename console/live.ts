@@ -76,31 +76,85 @@ export function useSessionStream(
   return state;
 }
 
+/** How a run's own stream is doing: `live` while connected, `reconnecting` after a drop until it is back. */
+export type RunStreamState = "live" | "reconnecting";
+
+/**
+ * Consecutive failed reconnects before a run's stream is given up (with RETRY_MS ≈ 3 min): the caller then
+ * waits for the run's end by other means. A run that outlives this has lost its live view, not its result.
+ */
+const RUN_RECONNECTS = 20;
+
+export interface RunEnd {
+  status: string;
+  reply?: string;
+  error?: string;
+}
+
 /**
  * The run's text as it is generated (GET /v1/runs/{id}/events), handed to `onText` as it grows; resolves
- * with the final status. Rejects with an ApiError when the Worker has no such stream.
+ * with the final status (`status`, or `end` when the session went away). A dropped stream is reconnected
+ * with the last event id seen, so the server continues after it: no text twice, none missed
+ * (docs/events.md). When the server cannot continue there it sends `reset` and the text so far.
+ * Rejects with an ApiError when the Worker refuses the stream, or after RUN_RECONNECTS failed reconnects.
  */
 export async function followRun(
   runId: string,
   signal: AbortSignal,
   onText: (text: string) => void,
-): Promise<{ status: string; reply?: string; error?: string }> {
+  onState: (state: RunStreamState) => void = () => {},
+): Promise<RunEnd> {
   let text = "";
-  let final: { status: string; reply?: string; error?: string } | null = null;
-  await readEvents(`/v1/runs/${enc(runId)}/events`, {
-    signal,
-    onEvent: (e) => {
-      const data = JSON.parse(e.data);
-      if (e.event === "delta") {
-        text += data.text ?? "";
-        onText(text);
-      } else if (e.event === "reset") {
-        // The stream starts over (docs/events.md): the next delta carries the text so far.
-        text = "";
-        onText(text);
-      } else if (e.event === "status") final = data;
-      else if (e.event === "end") final = { status: "aborted", error: `session ${data.reason}` };
-    },
+  let final: RunEnd | null = null;
+  let lastEventId: string | undefined;
+  let failures = 0;
+  for (;;) {
+    try {
+      await readEvents(`/v1/runs/${enc(runId)}/events`, {
+        lastEventId,
+        signal,
+        onOpen: () => onState("live"),
+        onEvent: (e) => {
+          // Only an event is progress: a stream that is accepted and then closes with nothing still
+          // counts towards RUN_RECONNECTS, so a server that keeps doing that is not retried forever.
+          failures = 0;
+          if (e.id !== undefined) lastEventId = e.id;
+          const data = JSON.parse(e.data);
+          if (e.event === "delta") {
+            text += data.text ?? "";
+            onText(text);
+          } else if (e.event === "reset") {
+            // The stream starts over (docs/events.md): the next delta carries the text so far.
+            text = "";
+            onText(text);
+          } else if (e.event === "status") final = data;
+          else if (e.event === "end") final = { status: "aborted", error: `session ${data.reason}` };
+        },
+      });
+      // `status` and `end` are the stream's last events; a stream that closed before either was dropped.
+      if (final) return final;
+    } catch (err) {
+      if (signal.aborted) throw err;
+      // A 4xx will not heal by retrying; 429 (too many watchers) and 5xx may.
+      if (err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 429) throw err;
+      if (final) return final;
+    }
+    if (failures >= RUN_RECONNECTS) throw new Error(`run ${runId}: its event stream could not be reconnected`);
+    onState("reconnecting");
+    await pause(RETRY_MS[Math.min(failures++, RETRY_MS.length - 1)], signal);
+    signal.throwIfAborted();
+  }
+}
+
+/** Wait `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
   });
-  return final ?? { status: "unknown" };
 }

@@ -2,7 +2,7 @@
 // re-read after each change the operator makes).
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, enc } from "./api";
-import { followRun, type StreamState, useSessionStream } from "./live";
+import { followRun, type RunStreamState, type StreamState, useSessionStream } from "./live";
 import type { SseEvent } from "./sse";
 import type { HistoryMessage, Run, SessionRow } from "./types";
 import { RUN_ENDED } from "./types";
@@ -15,8 +15,8 @@ export interface SessionData {
   row: SessionRow | null;
   messages: HistoryMessage[];
   runs: Run[];
-  /** Reply text of runs still generating, by run id. */
-  drafts: Record<string, string>;
+  /** Reply text of runs still generating, by run id, and how each run's stream is doing. */
+  drafts: Record<string, Draft>;
   stream: StreamState;
   error: unknown;
   /** Bumped on every delivery event, so the deliveries tab re-reads its list. */
@@ -24,6 +24,11 @@ export interface SessionData {
   send(message: string): Promise<void>;
   abort(runId: string): Promise<void>;
   patch(body: Record<string, unknown>): Promise<void>;
+}
+
+export interface Draft {
+  text: string;
+  stream: RunStreamState;
 }
 
 const seqOf = (m: HistoryMessage) => m.__switchboard?.seq;
@@ -52,7 +57,7 @@ export function useSessionData(key: string): SessionData {
   const [row, setRow] = useState<SessionRow | null>(null);
   const [messages, setMessages] = useState<HistoryMessage[]>([]);
   const [runs, setRuns] = useState<Run[]>([]);
-  const [drafts, setDrafts] = useState<Record<string, string>>({});
+  const [drafts, setDrafts] = useState<Record<string, Draft>>({});
   const [error, setError] = useState<unknown>(null);
   const [deliveriesVersion, setDeliveriesVersion] = useState(0);
   const [reconnect, setReconnect] = useState(0);
@@ -117,7 +122,16 @@ export function useSessionData(key: string): SessionData {
       const ctl = new AbortController();
       followed.current.set(runId, ctl);
       try {
-        const end = await followRun(runId, ctl.signal, (text) => setDrafts((d) => ({ ...d, [runId]: text })));
+        const end = await followRun(
+          runId,
+          ctl.signal,
+          (text) => setDrafts((d) => ({ ...d, [runId]: { stream: d[runId]?.stream ?? "live", text } })),
+          // A draft appears with the first text; a drop before any text shows one too, saying so.
+          (stream) =>
+            setDrafts((d) =>
+              d[runId] || stream === "reconnecting" ? { ...d, [runId]: { text: d[runId]?.text ?? "", stream } } : d,
+            ),
+        );
         setRuns((held) => upsertRun(held, { runId, status: end.status, reply: end.reply, error: end.error }));
       } catch {
         if (ctl.signal.aborted) return;

@@ -1,7 +1,11 @@
 import { useState } from "preact/hooks";
 import { ErrorLine } from "./errors";
 import { messageText, when } from "./format";
+import type { RunStreamState } from "./live";
 import type { SessionData } from "./session-data";
+
+/** Worded as the session stream's indicator (console/session.tsx). */
+const RUN_STREAM_LABELS: Record<RunStreamState, string> = { live: "live", reconnecting: "reconnecting…" };
 
 export function TranscriptTab(props: { data: SessionData }) {
   const { messages, drafts } = props.data;
@@ -16,10 +20,20 @@ export function TranscriptTab(props: { data: SessionData }) {
             <p>{messageText(m.content)}</p>
           </li>
         ))}
-        {Object.entries(drafts).map(([runId, text]) => (
+        {Object.entries(drafts).map(([runId, draft]) => (
           <li key={runId} class="msg msg-assistant draft" data-role="draft">
-            <span class="who">assistant · generating…</span>
-            <p>{text}</p>
+            <span class="who">
+              assistant · generating…{" "}
+              <span
+                class={`stream stream-${draft.stream}`}
+                data-testid="run-stream-state"
+                role="status"
+                aria-live="polite"
+              >
+                {RUN_STREAM_LABELS[draft.stream]}
+              </span>
+            </span>
+            <p>{draft.text}</p>
           </li>
         ))}
       </ol>

@@ -44,6 +44,57 @@ let hookAnswer = 302;
 const hookBodies: any[] = [];
 let hook: Server;
 
+/**
+ * The "fake/m1" model: an OpenAI-compatible chat endpoint on the hook server whose streamed answer the
+ * test writes piece by piece (`write`), then ends (`finish`), so a run stays mid-reply as long as the test
+ * needs. `nextReply()` resolves when the Worker's next model request arrives.
+ */
+interface FakeReply {
+  streamed: boolean;
+  write(text: string): void;
+  finish(): void;
+}
+const fakeReplies: ((r: FakeReply) => void)[] = [];
+const nextReply = () => new Promise<FakeReply>((resolve) => fakeReplies.push(resolve));
+
+function answerChatCompletion(body: any, res: ServerResponse): void {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1, model: "m1", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const waiting = fakeReplies.shift();
+  if (!body.stream) {
+    // Asked in one piece: nobody watched as the run started (docs/events.md). The test sees `streamed: false`.
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(
+      JSON.stringify({
+        id: "chatcmpl-fake",
+        object: "chat.completion",
+        created: 1,
+        model: "m1",
+        choices: [{ index: 0, message: { role: "assistant", content: "not streamed" }, finish_reason: "stop" }],
+        usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+      }),
+    );
+    waiting?.({ streamed: false, write() {}, finish() {} });
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  res.write(chunk({ role: "assistant", content: "" }));
+  const reply: FakeReply = {
+    streamed: true,
+    write: (text) => void res.write(chunk({ content: text })),
+    finish: () => {
+      res.write(chunk({}, "stop"));
+      const usage = { prompt_tokens: 10, completion_tokens: 10, total_tokens: 20 };
+      res.write(
+        `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1, model: "m1", choices: [], usage })}\n\n`,
+      );
+      res.end("data: [DONE]\n\n");
+    },
+  };
+  if (waiting) waiting(reply);
+  else reply.finish();
+}
+
 async function readBody(req: IncomingMessage): Promise<string> {
   let body = "";
   for await (const chunk of req) body += chunk;
@@ -95,16 +146,19 @@ async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true
   writeFileSync(join(SCREENSHOTS, `${name}.png`), picture);
 }
 
+const SESSION_STREAMS = /^\/v1\/sessions\/[^/]+\/events(\?|$)/;
+const RUN_STREAMS = /^\/v1\/runs\/[^/]+\/events(\?|$)/;
+
 /**
- * A proxy in front of the Worker that can drop sessions' event streams, as a flaky network or a proxy
- * closing a long connection would: `cut()` breaks the open ones (and says how many); while `down`, every
- * new one's connection is broken at once, so the page keeps trying to reconnect. Other requests (run
- * streams included) pass.
+ * A proxy in front of the Worker that can drop event streams (those whose path matches `streams`), as a
+ * flaky network or a proxy closing a long connection would: `cut()` breaks the open ones (and says how
+ * many); while `down`, every new one's connection is broken at once, so the page keeps trying to
+ * reconnect. Other requests (the other kind of stream included) pass.
  */
-async function streamCutter(target: string) {
+async function streamCutter(target: string, streams: RegExp = SESSION_STREAMS) {
   const open = new Set<ServerResponse>();
   const server = createServer((req, res) => {
-    const isStream = /^\/v1\/sessions\/[^/]+\/events(\?|$)/.test(req.url ?? "");
+    const isStream = streams.test(req.url ?? "");
     if (isStream && cutter.down) return void req.socket.destroy();
     const upstream = httpRequest(
       new URL(req.url ?? "/", target).href,
@@ -147,6 +201,7 @@ beforeAll(async () => {
     const body = JSON.parse(await readBody(req));
     // The "slow" agent's webhook runtime: accepts each run and never completes it, so it stays running.
     if (req.url === "/runtime") return void res.writeHead(202).end();
+    if (req.url === "/openai/chat/completions") return answerChatCompletion(body, res);
     hookBodies.push(body);
     res.writeHead(hookAnswer, hookAnswer === 302 ? { Location: "http://127.0.0.1:1/" } : {}).end("ok");
   });
@@ -173,6 +228,10 @@ beforeAll(async () => {
             ],
           },
           channels: { hook: { webhookUrl: hookUrl, webhookSecret: HOOK_SECRET } },
+          // A session set to "fake/m1" is answered by `answerChatCompletion` (above).
+          models: {
+            providers: { fake: { api: "openai-completions", baseUrl: `${hookBase}/openai`, apiKey: "fake-key" } },
+          },
           // Not supported here: shows up as a configuration warning on the agents page.
           session: { maintenance: { mode: "enforce" } },
         },
@@ -227,6 +286,7 @@ afterAll(async () => {
   await context?.close();
   if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   await worker?.dispose();
+  hook?.closeAllConnections(); // a fake model reply a failed test left open
   await new Promise((r) => hook?.close(r));
 });
 
@@ -407,6 +467,70 @@ describe("operator console in Chromium", () => {
       expect(resumes[0]).toMatch(/\S/);
       expect(new Set(resumes)).toEqual(new Set([resumes[0]]));
       expect(reads).toEqual([]);
+    } finally {
+      await tab.close();
+      await cutter.close();
+    }
+  });
+
+  it("a run's stream drops mid-reply: the page shows the drop, reconnects with Last-Event-ID and shows the whole reply once, then its status", async () => {
+    const key = "agent:main:cut-run";
+    await api("PATCH", `/v1/sessions/${encodeURIComponent(key)}`, { model: "fake/m1" });
+    const cutter = await streamCutter(base, RUN_STREAMS);
+    const tab = await context.newPage();
+    try {
+      await tab.addInitScript(([k, token]) => sessionStorage.setItem(k, token), [TOKEN_KEY, OPERATOR]);
+      await tab.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, cutter.base).href);
+      await expect.poll(() => tab.getByTestId("stream-state").textContent(), { timeout: 20_000 }).toBe("live");
+      const resumes: (string | undefined)[] = []; // Last-Event-ID of each run stream the page opens
+      tab.on("request", (r) => {
+        if (RUN_STREAMS.test(new URL(r.url()).pathname)) resumes.push(r.headers()["last-event-id"]);
+      });
+
+      // The page watches the session, so the run streams (docs/events.md); the model answers when told.
+      const model = nextReply();
+      const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "in pieces" });
+      const reply = await model;
+      expect(reply.streamed).toBe(true);
+      const draft = tab.locator('li[data-role="draft"]');
+      const draftText = () => draft.locator("p").textContent();
+      const runState = draft.getByTestId("run-stream-state");
+      reply.write("First, ");
+      await expect.poll(draftText, { timeout: 20_000 }).toBe("First, ");
+      expect(await runState.textContent()).toBe("live");
+      expect([await runState.getAttribute("role"), await runState.getAttribute("aria-live")]).toEqual([
+        "status",
+        "polite",
+      ]);
+
+      // The run's stream drops and stays down; the model goes on meanwhile.
+      cutter.down = true;
+      expect(cutter.cut()).toBe(1);
+      await expect.poll(() => runState.textContent(), { timeout: 10_000 }).toBe("reconnecting…");
+      reply.write("second, ");
+      await expect.poll(() => resumes.length, { timeout: 10_000 }).toBeGreaterThan(1);
+      expect(await draftText()).toBe("First, ");
+      cutter.down = false;
+
+      // Back: the text written while away follows what the page had, not after a second copy of it.
+      await expect.poll(() => runState.textContent(), { timeout: 30_000 }).toBe("live");
+      await expect.poll(draftText, { timeout: 10_000 }).toBe("First, second, ");
+      reply.write("third.");
+      await expect.poll(draftText, { timeout: 10_000 }).toBe("First, second, third.");
+      reply.finish();
+
+      const texts = (role: string) => tab.locator(`li[data-role="${role}"] p`).allTextContents();
+      await expect.poll(() => texts("assistant"), { timeout: 20_000 }).toEqual(["First, second, third."]);
+      expect(await texts("user")).toEqual(["in pieces"]);
+      await expect.poll(() => draft.count()).toBe(0);
+      expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("ok");
+      await tab.getByRole("link", { name: "Runs" }).click();
+      await expect.poll(() => tab.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
+      // The first stream started from nothing; every reconnect resumed after the one event seen before the drop.
+      expect(resumes[0]).toBeUndefined();
+      expect(resumes.length).toBeGreaterThanOrEqual(3);
+      expect(resumes[1]).toMatch(/^[\w-]+:1$/);
+      expect(new Set(resumes.slice(1))).toEqual(new Set([resumes[1]]));
     } finally {
       await tab.close();
       await cutter.close();
