@@ -113,6 +113,25 @@ async function api(method: string, path: string, body?: unknown): Promise<any> {
 }
 
 /**
+ * A screenshot of `p` with the words it showed (rendered text, innerText, not textContent: hidden nodes
+ * aside), taken only when the words stood still across it: a page still settling (the stream indicator
+ * turning "live", a row re-read) is pictured again, at most 20 times.
+ */
+async function stillPicture(p: Page): Promise<{ text: string; picture: Buffer }> {
+  // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
+  const textOf = () => p.locator("body").innerText();
+  let text = await textOf();
+  let picture: Buffer = Buffer.alloc(0);
+  for (let tries = 0; tries < 20; tries++) {
+    picture = await p.screenshot({ fullPage: false, animations: "disabled" });
+    const after = await textOf();
+    if (after === text) break;
+    text = after;
+  }
+  return { text, picture };
+}
+
+/**
  * Write docs/screenshots/<name>.png, after checking that the picture depends only on what the page shows:
  * the same view rendered from scratch in a fresh tab (same URL, viewport, frozen clock, token) must be
  * byte-identical. The pointer is moved away first, so no hover state differs.
@@ -121,23 +140,29 @@ async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true
   await page.mouse.move(0, 0);
   // Relative times ("3 min ago") are computed from the page's clock: it must still stand where it was frozen.
   expect(await page.evaluate(() => Date.now())).toBe(clockFrozenAt);
-  const picture = await page.screenshot({ fullPage: false, animations: "disabled" });
+  const { text, picture } = await stillPicture(page);
   const fresh = await context.newPage();
   try {
     await fresh.setViewportSize(page.viewportSize()!);
     if (opts.signedIn)
       await fresh.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
     await fresh.goto(page.url());
-    // Rendered text (innerText), not textContent: the two tabs must show the same words, hidden nodes aside.
-    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
-    const text = await page.locator("body").innerText();
-    // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
-    await expect.poll(() => fresh.locator("body").innerText(), { timeout: 20_000 }).toBe(text);
     await fresh.mouse.move(0, 0);
-    const again = await fresh.screenshot({ fullPage: false, animations: "disabled" });
+    let again: Buffer = Buffer.alloc(0);
+    await expect
+      .poll(
+        async () => {
+          const still = await stillPicture(fresh);
+          again = still.picture;
+          return still.text;
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(text);
     if (!again.equals(picture)) {
       const kept = join(tmpdir(), `switchboard-${name}-fresh.png`);
       writeFileSync(kept, again);
+      writeFileSync(join(tmpdir(), `switchboard-${name}-first.png`), picture);
       expect.fail(`${name}.png: a fresh render of the same view differs in its pixels (kept as ${kept})`);
     }
   } finally {
