@@ -6,6 +6,7 @@ import type { SessionObject } from "../src/session/session-object";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 import { openStream } from "./helpers/sse";
+import { pieces } from "./helpers/wire-streams";
 
 const DEFAULTS = { ...EVENT_LIMITS };
 afterEach(() => {
@@ -82,7 +83,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     const key = "agent:main:run-events-resume";
     const runId = await post(key, "hold");
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
-    // The text as a streaming model would produce it (the fake provider answers in one piece).
+    // Deltas as a streaming model would produce them, while the fake provider holds its own answer.
     const generate = (text: string) =>
       runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, text));
 
@@ -118,13 +119,17 @@ describe("GET /v1/runs/{runId}/events", () => {
       soFar,
     ]);
 
+    // The model's own streamed answer (it is remote, so it streams) continues the ids.
     fake.pending()[0].reply("Hello world!");
-    const status = {
-      id: `${incarnation}:6`,
-      event: "status",
-      data: JSON.stringify({ status: "ok", reply: "Hello world!" }),
-    };
-    for (const w of [again, tooOld, foreign]) expect(await w.sse.rest()).toEqual([status]);
+    const rest = [
+      ...pieces("Hello world!").map((text, i) => ({
+        id: `${incarnation}:${6 + i}`,
+        event: "delta",
+        data: JSON.stringify({ text }),
+      })),
+      { id: `${incarnation}:9`, event: "status", data: JSON.stringify({ status: "ok", reply: "Hello world!" }) },
+    ];
+    for (const w of [again, tooOld, foreign]) expect(await w.sse.rest()).toEqual(rest);
   });
 
   it("what is kept of a running run's stream is bounded in characters too: a resume behind it gets reset and the text so far", async () => {
@@ -167,7 +172,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     const again = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen.id! } });
     expect(await again.sse.takeN(1)).toEqual([{ event: "reset", data: JSON.stringify({ lastEventId: seen.id }) }]);
     fake.pending()[0].reply("done");
-    expect((await again.sse.rest()).map((e) => e.event)).toEqual(["status"]);
+    expect((await again.sse.rest()).map((e) => e.event)).toEqual([...pieces("done").map(() => "delta"), "status"]);
   });
 
   it("after the session object restarts mid-run, a resume id of the lost instance gets reset (ids restarted with the new instance's record)", async () => {

@@ -15,11 +15,12 @@ function useApi(api: WireApi, agent = "main") {
   });
 }
 
+/** Each API's streaming endpoint: every run on a remote provider streams (src/runners/builtin-run.ts). */
 const ENDPOINT: Record<WireApi, string> = {
   "openai-completions": "/chat/completions",
   "openai-responses": "/responses",
   "anthropic-messages": "/messages",
-  "google-generative-ai": "/models/m1:generateContent",
+  "google-generative-ai": "/models/m1:streamGenerateContent?alt=sse",
 };
 const AUTH: Record<WireApi, [string, string]> = {
   "openai-completions": ["authorization", "Bearer key-1"],

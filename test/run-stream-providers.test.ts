@@ -1,15 +1,17 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { RunStreams } from "../src/events/run-stream";
 import { fakeWire, WIRE_BASE, type WireApi, type WireCall } from "./helpers/fake-wire";
 import { advance, call, enc, sendAndWait } from "./helpers/http";
 import { openStream } from "./helpers/sse";
 import { pieces } from "./helpers/wire-streams";
 
 /**
- * A run on any remote provider API streams through the AI SDK's `streamText` when someone watches the
- * session as it starts (src/runners/builtin-run.ts): a watcher of GET /v1/runs/{runId}/events sees the
- * model's tool call and its text in the pieces the fake provider streams (test/helpers/wire-streams.ts).
- * The same conversation unwatched goes through `generateText` (one JSON answer) and ends the same.
+ * A run on any remote provider API always streams through the AI SDK's `streamText`
+ * (src/runners/builtin-run.ts), so a client that sends, gets the runId and only then opens
+ * GET /v1/runs/{runId}/events sees the model's tool call and its text in the pieces the fake provider
+ * streams (test/helpers/wire-streams.ts). The offline builtin model streams only when someone watches
+ * its session as the run starts.
  */
 afterEach(() => {
   setConfigOverride(null);
@@ -39,20 +41,19 @@ function comparable(rows: any[]): unknown {
   );
 }
 
-describe.each(APIS)("provider api %s streams a watched run", (api) => {
-  it("the watcher gets the tool call, the text in several deltas, then the status; the run ends as the unwatched one did", async () => {
+describe.each(APIS)("provider api %s streams every run", (api) => {
+  it("a watcher who opens the run's stream after the send gets the tool call, the text in several deltas, then the status; the run ends as one nobody watched", async () => {
     const agent = `live${APIS.indexOf(api)}`;
     useApi(api, agent);
     const gate = { open: true };
     // Each run: a tool call, then the text.
     const calls = fakeWire(api, (n) => (n % 2 === 0 ? { tool: "agents_list", args: {} } : { text: REPLY }), gate);
 
-    // Nobody watches: the run is answered in one piece per call.
+    // A run nobody ever watches.
     const unwatched = await sendAndWait("main", "who is here?");
-    expect(calls.map(streamedRequest)).toEqual([false, false]);
 
-    // Watching the session makes the next run stream; its first call is held until the run's watcher is in.
-    const session = await openStream(`/v1/sessions/${enc("main")}/events`);
+    // The usual client: send with nobody watching, get the runId, then open the run's stream. The run
+    // has started (its first call reached the provider, held there) before the watcher arrives.
     gate.open = false;
     const posted = await call("POST", `/v1/sessions/${enc("main")}/messages`, { message: "who is here?" });
     expect(posted.status).toBe(202);
@@ -63,8 +64,7 @@ describe.each(APIS)("provider api %s streams a watched run", (api) => {
     gate.open = true;
 
     const events = await sse.rest();
-    await session.sse.cancel();
-    expect(calls.map(streamedRequest)).toEqual([false, false, true, true]);
+    expect(calls.map(streamedRequest)).toEqual([true, true, true, true]);
     const deltas = events.filter((e) => e.event === "delta").map((e) => JSON.parse(e.data).text);
     expect(deltas).toEqual(pieces(REPLY));
     expect(deltas.length).toBeGreaterThanOrEqual(2);
@@ -73,7 +73,7 @@ describe.each(APIS)("provider api %s streams a watched run", (api) => {
     expect(toolCall).toEqual({ toolCallId: expect.any(String), toolName: "agents_list", args: {} });
     expect(JSON.parse(events.at(-1)!.data)).toEqual({ status: "ok", reply: REPLY });
 
-    // Same reply and usage (two calls of 11 input and 3 output tokens), same transcript rows.
+    // Reply and usage as in one body (two calls of 11 input and 3 output tokens; test/provider-apis.test.ts).
     const watched = (await call("GET", `/v1/runs/${runId}`)).json;
     expect(watched).toMatchObject({ status: "ok", reply: REPLY, usage: { input: 22, output: 6, totalTokens: 28 } });
     expect(unwatched).toMatchObject({ status: "ok", reply: REPLY });
@@ -94,7 +94,31 @@ describe.each(APIS)("provider api %s streams a watched run", (api) => {
     expect(exported[5].content).toEqual([
       { type: "toolCall", id: toolCall.toolCallId, name: "agents_list", arguments: {} },
     ]);
+    expect(exported[7]).toMatchObject({ api, stopReason: "stop", usage: { input: 11, output: 3 } });
     expect(exported[7].content).toEqual([{ type: "text", text: REPLY }]);
+  });
+});
+
+describe("the offline builtin model streams only when someone watches as its run starts", () => {
+  it("unwatched: answered in one piece (no delta is made), a late watcher gets the ended run's replay; watched: its text in pieces", async () => {
+    const deltas = vi.spyOn(RunStreams.prototype, "delta");
+    const key = "agent:main:builtin-unwatched";
+    const run = await sendAndWait(key, "quietly done");
+    expect(run).toMatchObject({ status: "ok", reply: "quietly done" });
+    expect(deltas).not.toHaveBeenCalled();
+    const late = await openStream(`/v1/runs/${run.runId}/events`);
+    expect(await late.sse.rest()).toEqual([
+      { id: "ended:1", event: "delta", data: JSON.stringify({ text: "quietly done" }) },
+      { id: "ended:2", event: "status", data: JSON.stringify({ status: "ok", reply: "quietly done" }) },
+    ]);
+
+    const session = await openStream(`/v1/sessions/${enc(key)}/events`);
+    const text = "watched words arrive in pieces";
+    expect(await sendAndWait(key, text)).toMatchObject({ status: "ok", reply: text });
+    await session.sse.cancel();
+    const made = deltas.mock.calls.map(([, piece]) => piece);
+    expect(made.length).toBeGreaterThanOrEqual(3);
+    expect(made.join("")).toBe(text);
   });
 });
 
@@ -114,21 +138,8 @@ function stallingProvider(mode: "stall" | "fail") {
     if (mode === "fail")
       return new Response(
         JSON.stringify({ error: { message: "bad request from fake", type: "invalid_request_error" } }),
-        {
-          status: 400,
-          headers: { "content-type": "application/json" },
-        },
+        { status: 400, headers: { "content-type": "application/json" } },
       );
-    if (!body.stream) {
-      // The unwatched call is never answered; the runner's abort rejects it, as fetch does.
-      const signal = init?.signal;
-      return new Promise<Response>((_, reject) => {
-        signal?.addEventListener("abort", () => {
-          state.cancelled++;
-          reject(signal.reason);
-        });
-      });
-    }
     const chunk = (content: string) =>
       encoder.encode(
         `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "m1", choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`,
@@ -149,47 +160,49 @@ function stallingProvider(mode: "stall" | "fail") {
   return state;
 }
 
-describe("a watched run fails, aborts and times out as an unwatched one does", () => {
-  it("a provider error ends it with the same error text", async () => {
+/**
+ * Watch a run that is stalled after "half way": the first watcher reads until it has that text (live
+ * pieces, or the text so far when it joined after them); a second one, joining now, gets it as one delta.
+ */
+async function watchHalfWay(runId: string) {
+  const first = await openStream(`/v1/runs/${runId}/events`);
+  const seen: string[] = [];
+  while (seen.join("") !== "half way") seen.push(JSON.parse((await first.sse.next())!.data).text);
+  const second = await openStream(`/v1/runs/${runId}/events`);
+  const [soFar] = await second.sse.takeN(1);
+  expect(soFar).toEqual({ id: expect.any(String), event: "delta", data: JSON.stringify({ text: "half way" }) });
+  return [first.sse, second.sse];
+}
+
+describe("a streamed run fails, aborts and times out with the texts of docs/events.md", () => {
+  it("a provider error ends it `error` with the provider's message", async () => {
     useApi("openai-completions", "fails");
     const fake = stallingProvider("fail");
-    const unwatched = await sendAndWait("main", "first");
-    const session = await openStream(`/v1/sessions/${enc("main")}/events`);
-    const watched = await sendAndWait("main", "second");
-    await session.sse.cancel();
-    expect(fake.calls.map((b) => b.stream === true)).toEqual([false, true]);
-    expect(unwatched).toMatchObject({ status: "error", error: expect.stringContaining("bad request from fake") });
-    expect(watched).toMatchObject({ status: "error", error: unwatched.error });
+    const run = await sendAndWait("main", "first");
+    expect(fake.calls.map((b) => b.stream === true)).toEqual([true]);
+    expect(run).toMatchObject({ status: "error", error: expect.stringContaining("bad request from fake") });
   });
 
-  it("abort mid-stream: the watcher had the text so far, then `aborted`; the provider stream is cancelled and no reply is kept", async () => {
+  it("abort mid-stream: watchers who joined after the send had the text so far, then `aborted`; the provider stream is cancelled and no reply is kept", async () => {
     useApi("openai-completions", "aborts");
     const fake = stallingProvider("stall");
-    const unwatchedId = (await call("POST", `/v1/sessions/${enc("main")}/messages`, { message: "one" })).json.runId;
+    const runId = (await call("POST", `/v1/sessions/${enc("main")}/messages`, { message: "one" })).json.runId;
     await vi.waitFor(() => expect(fake.calls).toHaveLength(1));
-    const unwatched = (await call("POST", `/v1/runs/${unwatchedId}/abort`)).json;
-    expect(unwatched).toMatchObject({ status: "aborted", error: "Run aborted" });
-    await vi.waitFor(() => expect(fake.cancelled).toBe(1));
-
-    const session = await openStream(`/v1/sessions/${enc("main")}/events`);
-    const runId = (await call("POST", `/v1/sessions/${enc("main")}/messages`, { message: "two" })).json.runId;
-    await vi.waitFor(() => expect(fake.calls).toHaveLength(2));
-    expect(fake.calls[1].stream).toBe(true);
-    const { sse } = await openStream(`/v1/runs/${runId}/events`);
-    // A watcher joining mid-step gets the step's text so far as one delta, so two deltas or one.
-    const seen: string[] = [];
-    while (seen.join("") !== "half way") seen.push(JSON.parse((await sse.next())!.data).text);
+    expect(fake.calls[0].stream).toBe(true);
+    const watchers = await watchHalfWay(runId);
     expect((await call("POST", `/v1/runs/${runId}/abort`)).json).toMatchObject({ status: "aborted" });
-    expect(await sse.rest()).toEqual([
-      { id: expect.any(String), event: "status", data: JSON.stringify({ status: "aborted", error: unwatched.error }) },
-    ]);
-    await vi.waitFor(() => expect(fake.cancelled).toBe(2));
-    await session.sse.cancel();
+    const status = {
+      id: expect.any(String),
+      event: "status",
+      data: JSON.stringify({ status: "aborted", error: "Run aborted" }),
+    };
+    for (const sse of watchers) expect(await sse.rest()).toEqual([status]);
+    await vi.waitFor(() => expect(fake.cancelled).toBe(1));
     const hist = (await call("GET", `/v1/sessions/${enc("main")}/history`)).json.messages;
-    expect(hist.map((m: any) => m.stopReason ?? m.role)).toEqual(["user", "aborted", "user", "aborted"]);
+    expect(hist.map((m: any) => m.stopReason ?? m.role)).toEqual(["user", "aborted"]);
   });
 
-  it("the deadline mid-stream ends it `timeout` with the unwatched run's error text", async () => {
+  it("the deadline mid-stream ends it `timeout` with the deadline's error text", async () => {
     setConfigOverride({
       agents: { defaults: { timeoutSeconds: 30 }, list: [{ id: "deadline", default: true, model: "p/m1" }] },
       models: {
@@ -198,25 +211,21 @@ describe("a watched run fails, aborts and times out as an unwatched one does", (
     });
     const fake = stallingProvider("stall");
     const key = "agent:deadline:main";
-    const unwatchedId = (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "one" })).json.runId;
+    const runId = (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "one" })).json.runId;
     await vi.waitFor(() => expect(fake.calls).toHaveLength(1));
+    expect(fake.calls[0].stream).toBe(true);
+    const watchers = await watchHalfWay(runId);
     await advance(key, 31_000);
-    const unwatched = (await call("GET", `/v1/runs/${unwatchedId}`)).json;
-    expect(unwatched).toMatchObject({ status: "timeout", error: "Run timed out after 30s" });
+    const status = {
+      id: expect.any(String),
+      event: "status",
+      data: JSON.stringify({ status: "timeout", error: "Run timed out after 30s" }),
+    };
+    for (const sse of watchers) expect(await sse.rest()).toEqual([status]);
+    expect((await call("GET", `/v1/runs/${runId}`)).json).toMatchObject({
+      status: "timeout",
+      error: "Run timed out after 30s",
+    });
     await vi.waitFor(() => expect(fake.cancelled).toBe(1));
-
-    const session = await openStream(`/v1/sessions/${enc(key)}/events`);
-    const runId = (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "two" })).json.runId;
-    await vi.waitFor(() => expect(fake.calls).toHaveLength(2));
-    expect(fake.calls[1].stream).toBe(true);
-    const { sse } = await openStream(`/v1/runs/${runId}/events`);
-    const seen: string[] = [];
-    while (seen.join("") !== "half way") seen.push(JSON.parse((await sse.next())!.data).text);
-    await advance(key, 31_000);
-    expect(await sse.rest()).toEqual([
-      { id: expect.any(String), event: "status", data: JSON.stringify({ status: "timeout", error: unwatched.error }) },
-    ]);
-    await vi.waitFor(() => expect(fake.cancelled).toBe(2));
-    await session.sse.cancel();
   });
 });

@@ -20,7 +20,7 @@ interface AiCall {
 type Answer = (inputs: any, n: number) => Record<string, unknown>;
 
 /**
- * `run` answers `stream: true` (every run streams, src/runners/model-runner.ts) with the answer as an
+ * `run` answers `stream: true` (every remote run streams, src/runners/builtin-run.ts) with the answer as an
  * event stream (test/helpers/wire-streams.ts), and other calls with the object. With `gate`, each call
  * waits until `gate.open` (polled: settling a promise from the test would cross I/O contexts).
  */
@@ -108,7 +108,7 @@ describe.each(Object.keys(SHAPES))("Workers AI through workers-ai-provider, %s",
     expect(msgs[3].content).toEqual([{ type: "text", text: reply }]);
   });
 
-  it("a watched run streams live: its tool call, its text in several deltas, then its status; it ends as unwatched", async () => {
+  it("every run streams: a watcher who opens the run's stream after the send gets its tool call, its text in several deltas, then its status; it ends as one nobody watched", async () => {
     const agent = `waiw${Object.keys(SHAPES).indexOf(shape)}`;
     useWorkersAi(agent);
     const reply = `Only ${agent} answers here.`;
@@ -118,24 +118,45 @@ describe.each(Object.keys(SHAPES))("Workers AI through workers-ai-provider, %s",
       gate,
     );
     const unwatched = await sendAndWait("main", "who?");
-    // Watching the session makes the next run stream; its first call is held until the run's watcher is in.
-    const session = await openStream(`/v1/sessions/${enc("main")}/events`);
+    // Sent with nobody watching; the run has started (its first call held by the fake) before the watcher arrives.
     gate.open = false;
     const posted = await call("POST", `/v1/sessions/${enc("main")}/messages`, { message: "who?" });
     await vi.waitFor(() => expect(calls).toHaveLength(3));
     const { sse } = await openStream(`/v1/runs/${posted.json.runId}/events`);
     gate.open = true;
     const events = await sse.rest();
-    await session.sse.cancel();
-    expect(calls.map((c) => c.inputs.stream === true)).toEqual([false, false, true, true]);
+    expect(calls.map((c) => c.inputs.stream === true)).toEqual([true, true, true, true]);
     const deltas = events.filter((e) => e.event === "delta").map((e) => JSON.parse(e.data).text);
     expect(deltas).toEqual(pieces(reply));
+    expect(deltas.length).toBeGreaterThanOrEqual(2);
     expect(events.map((e) => e.event)).toEqual(["tool-call", ...deltas.map(() => "delta"), "status"]);
     expect(JSON.parse(events[0].data)).toEqual({ toolCallId: expect.any(String), toolName: "agents_list", args: {} });
     expect(JSON.parse(events.at(-1)!.data)).toEqual({ status: "ok", reply });
     const run = (await call("GET", `/v1/runs/${posted.json.runId}`)).json;
     expect(run).toMatchObject({ status: "ok", reply, usage: { input: 95, output: 13 } });
     expect(unwatched).toMatchObject({ status: "ok", reply, usage: run.usage });
+    // The transcript rows of both runs: the same, step by step.
+    const h = await invoke("sessions_history", { sessionKey: "main", includeTools: true });
+    const rows = (h.details.messages as any[]).map(({ timestamp: _t, __switchboard: _s, ...m }) =>
+      JSON.parse(JSON.stringify(m, (k, v) => (k === "id" || k === "toolCallId" ? "<id>" : v))),
+    );
+    expect(rows.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
+    expect(rows.slice(4)).toEqual(rows.slice(0, 4));
+    expect(rows[3]).toMatchObject({
+      api: "workers-ai",
+      model: MODEL,
+      stopReason: "stop",
+      content: [{ type: "text", text: reply }],
+    });
   });
 });
 

@@ -6,7 +6,7 @@ import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
 import { buildRunTools } from "../tools/run-tools";
 import { type RunLiveOutput, type RunnerResult, runModel } from "./model-runner";
-import { resolveModel } from "./models";
+import { type ResolvedModel, resolveModel } from "./models";
 import { parseThinkingLevel } from "./thinking";
 
 /** Messages of context given to the model, within `limits.maxContextBytes` (never the whole transcript; docs/limits.md). */
@@ -22,7 +22,7 @@ export function runBuiltinModel(
   input: RunInput,
   signal: AbortSignal,
   onStep: (messages: TranscriptMessage[]) => void,
-  live?: RunLiveOutput,
+  live: RunLiveOutput,
 ): Promise<RunnerResult> {
   const cfg = host.cfg;
   const meta = host.meta!;
@@ -45,8 +45,22 @@ export function runBuiltinModel(
     providerOptions: model.thinkingOptions(thinking),
     ...(meta.subagent ? { taskParts: attachmentParts(host) } : {}),
     onStep,
-    live,
+    live: streams(model, host) ? live : undefined,
   });
+}
+
+/**
+ * Whether a run streams (`streamText`) or is asked for in one piece (`generateText`). The AI SDK costs
+ * ~30 µs of CPU per streamed chunk (measured in Node: ~10 ms for a 300-token reply against ~0.2 ms in
+ * one body; docs/events.md). A remote model (any provider API, Workers AI) answers in seconds of wall
+ * time, so that CPU is small beside it, and streaming always lets a watcher who arrives after the send
+ * (the usual client: send, get the runId, then open the run's stream) see the text from then on. The
+ * offline builtin models answer in microseconds, where streaming would multiply the run's cost for
+ * nobody: they stream only when someone watches the session as the run starts; a late watcher of such
+ * a run gets its replay once it ended (test/run-stream-providers.test.ts).
+ */
+function streams(model: ResolvedModel, host: SessionHost): boolean {
+  return model.api !== "builtin" || host.isWatched();
 }
 
 /**
@@ -54,11 +68,7 @@ export function runBuiltinModel(
  * it answers every message run of an agent whose runtime is the model (the default). Commands are the
  * send-command extension's (src/policy/send-command.ts).
  *
- * A run streams (`streamText`, every provider) when anyone watches the session as it starts — its event
- * stream or a run's — and is asked for in one piece (`generateText`) otherwise. Streaming always would
- * cost every unwatched run CPU for nothing: the AI SDK parses and pipes each streamed chunk (~30 µs per
- * chunk in Node: ~10 ms for a 300-token reply against ~0.2 ms in one body; docs/events.md). A watcher
- * that joins a run started unwatched gets its status and reply when it ends.
+ * Which runs stream is decided with the model (`streams` above).
  */
 registerSessionExtension({
   name: "model-runner",
@@ -66,12 +76,10 @@ registerSessionExtension({
     if (input.kind === "command") return undefined;
     const runtime = findAgent(host.cfg, host.meta!.agentId)?.runtime;
     if (runtime && runtime.type !== "model") return undefined;
-    const live = host.isWatched()
-      ? {
-          onDelta: (text: string) => host.events.delta(run.id, text),
-          onToolCall: (call: Parameters<RunLiveOutput["onToolCall"]>[0]) => host.events.toolCall(run.id, call),
-        }
-      : undefined;
+    const live: RunLiveOutput = {
+      onDelta: (text) => host.events.delta(run.id, text),
+      onToolCall: (call) => host.events.toolCall(run.id, call),
+    };
     return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), live);
   },
 });

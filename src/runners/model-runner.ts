@@ -7,11 +7,12 @@ import { redactAttachmentArgs } from "../spawn/attachments";
 import type { ResolvedModel } from "./models";
 
 /**
- * The built-in runner: one run = one `generateText` call, or `streamText` when someone watches (with up
- * to 8 tool steps when the session may use the session tools). It never writes storage: each finished
- * step's transcript rows go to `onStep` (the session object records them at once, so a run cut short by
- * its deadline keeps the work it did and a long run shows progress), so its result carries no messages
- * of its own.
+ * The built-in runner: one run = one `streamText` call when it is given `live` (every remote model; the
+ * builtin one when watched: src/runners/builtin-run.ts), else one `generateText` call — with up to 8 tool
+ * steps when the session may use the session tools. It never writes storage: each finished step's
+ * transcript rows go to `onStep` (the session object records them at once, so a run cut short by its
+ * deadline keeps the work it did and a long run shows progress), so its result carries no messages of
+ * its own.
  */
 export type { RunnerResult };
 
@@ -27,7 +28,7 @@ export interface ModelRunRequest {
   taskParts?: AttachmentPart[];
   /** Called with each step's messages as soon as the step finishes. */
   onStep: (messages: TranscriptMessage[]) => void;
-  /** Watchers of the run's text (src/events/session-events.ts): given, the run streams (src/runners/builtin-run.ts). */
+  /** Watchers of the run's text (src/events/session-events.ts): given, the run streams (which do: src/runners/builtin-run.ts). */
   live?: RunLiveOutput;
 }
 

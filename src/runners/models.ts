@@ -90,8 +90,8 @@ function providerModel(name: string, p: ProviderConfig, apiKey: string | undefin
     case "google-generative-ai":
       return createGoogle({ baseURL: p.baseUrl, apiKey }).chat(modelId);
     case "openai-completions":
-      // baseUrl is required for this API (src/config/schema.ts). A watched run streams (src/runners/builtin-run.ts),
-      // and a streamed chat completion carries usage only when asked (`stream_options.include_usage`).
+      // baseUrl is required for this API (src/config/schema.ts). Every remote run streams
+      // (src/runners/builtin-run.ts), and a streamed chat completion carries usage only when asked (`stream_options.include_usage`).
       return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey, includeUsage: true }).chatModel(modelId);
   }
 }
