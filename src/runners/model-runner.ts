@@ -65,7 +65,10 @@ async function streamModel(
   options: Parameters<typeof streamText>[0],
   live: RunLiveOutput,
 ): Promise<{ text: string; usage: { inputTokens?: number; outputTokens?: number; totalTokens?: number } }> {
-  const result = streamText(options);
+  // The SDK's default `onError` prints the raw error to the console: an unstructured line that can carry
+  // a provider's echo of the API key (test/log-secrets.test.ts). The error reaches the run through the
+  // stream below instead, and is logged with the run's end, redacted (src/log.ts).
+  const result = streamText({ ...options, onError: () => {} });
   for await (const part of result.fullStream) {
     if (part.type === "text-delta") live.onDelta(part.text);
     else if (part.type === "tool-call")
