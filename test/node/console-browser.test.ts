@@ -219,6 +219,104 @@ async function streamCutter(target: string, streams: RegExp = SESSION_STREAMS) {
   return cutter;
 }
 
+/** The first `delta` of a fresh watcher of the run (no resume point): the text so far, as the Worker holds it. */
+async function runTextSoFar(runId: string): Promise<string> {
+  const abort = new AbortController();
+  const res = await fetch(new URL(`/v1/runs/${runId}/events`, base), {
+    headers: { Authorization: `Bearer ${OPERATOR}` },
+    signal: abort.signal,
+  });
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return "";
+      buffer += value;
+      for (const block of buffer.split("\n\n").slice(0, -1))
+        if (block.includes("event: delta\n")) return JSON.parse(block.slice(block.indexOf("data: ") + 6)).text;
+    }
+  } finally {
+    abort.abort();
+  }
+}
+
+/**
+ * A run of the "fake/m1" model watched by a tab through a proxy that cuts run streams: "First, " arrives
+ * live, then the run's stream is cut and kept down while the model writes `whileAway`; after the page
+ * reconnects its draft must read every piece once, and the finished reply and status follow.
+ */
+async function cutRunMidReply(key: string, whileAway: string[]): Promise<void> {
+  await api("PATCH", `/v1/sessions/${encodeURIComponent(key)}`, { model: "fake/m1" });
+  const cutter = await streamCutter(base, RUN_STREAMS);
+  const tab = await context.newPage();
+  try {
+    await tab.addInitScript(([k, token]) => sessionStorage.setItem(k, token), [TOKEN_KEY, OPERATOR]);
+    await tab.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, cutter.base).href);
+    await expect.poll(() => tab.getByTestId("stream-state").textContent(), { timeout: 20_000 }).toBe("live");
+    const resumes: (string | undefined)[] = []; // Last-Event-ID of each run stream the page opens
+    tab.on("request", (r) => {
+      if (RUN_STREAMS.test(new URL(r.url()).pathname)) resumes.push(r.headers()["last-event-id"]);
+    });
+
+    // The page watches the session, so the run streams (docs/events.md); the model answers when told.
+    const model = nextReply();
+    const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "in pieces" });
+    const reply = await model;
+    expect(reply.streamed).toBe(true);
+    const draft = tab.locator('li[data-role="draft"]');
+    const draftText = () => draft.locator("p").textContent();
+    const runState = draft.getByTestId("run-stream-state");
+    reply.write("First, ");
+    await expect.poll(draftText, { timeout: 20_000 }).toBe("First, ");
+    expect(await runState.textContent()).toBe("live");
+    expect([await runState.getAttribute("role"), await runState.getAttribute("aria-live")]).toEqual([
+      "status",
+      "polite",
+    ]);
+
+    // The run's stream drops and stays down; the model goes on meanwhile, until the Worker has it all.
+    cutter.down = true;
+    expect(cutter.cut()).toBe(1);
+    await expect.poll(() => runState.textContent(), { timeout: 10_000 }).toBe("reconnecting…");
+    for (const piece of whileAway) reply.write(piece);
+    const sofar = `First, ${whileAway.join("")}`;
+    await expect.poll(() => runTextSoFar(sent.runId), { timeout: 20_000 }).toBe(sofar);
+    await expect.poll(() => resumes.length, { timeout: 10_000 }).toBeGreaterThan(1);
+    expect(await draftText()).toBe("First, ");
+    cutter.down = false;
+
+    // Back: the text written while away follows what the page had, not after a second copy of it.
+    await expect.poll(() => runState.textContent(), { timeout: 30_000 }).toBe("live");
+    await expect.poll(draftText, { timeout: 10_000 }).toBe(sofar);
+    reply.write("the end.");
+    await expect.poll(draftText, { timeout: 10_000 }).toBe(`${sofar}the end.`);
+    reply.finish();
+
+    const texts = (role: string) => tab.locator(`li[data-role="${role}"] p`).allTextContents();
+    const run = await api("GET", `/v1/runs/${sent.runId}/wait?timeoutMs=20000`);
+    expect([run.status, run.reply]).toEqual(["ok", `${sofar}the end.`]);
+    // The transcript shows the reply once, as the history shows it (a long text is cut there, with a marker).
+    const history = await api("GET", `/v1/sessions/${encodeURIComponent(key)}/history?includeTools=true`);
+    const shown = history.messages.filter((m: any) => m.role === "assistant").map((m: any) => m.content[0].text);
+    expect(shown).toHaveLength(1);
+    expect(`${sofar}the end.`.startsWith(shown[0].replace(/\n…\(truncated\)…$/, ""))).toBe(true);
+    await expect.poll(() => texts("assistant"), { timeout: 20_000 }).toEqual(shown);
+    expect(await texts("user")).toEqual(["in pieces"]);
+    await expect.poll(() => draft.count()).toBe(0);
+    await tab.getByRole("link", { name: "Runs" }).click();
+    await expect.poll(() => tab.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
+    // The first stream started from nothing; every reconnect resumed after the one event seen before the drop.
+    expect(resumes[0]).toBeUndefined();
+    expect(resumes.length).toBeGreaterThanOrEqual(3);
+    expect(resumes[1]).toMatch(/^[\w-]+:1$/);
+    expect(new Set(resumes.slice(1))).toEqual(new Set([resumes[1]]));
+  } finally {
+    await tab.close();
+    await cutter.close();
+  }
+}
+
 beforeAll(async () => {
   if (!existsSync(CHROMIUM))
     throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (or set CHROMIUM_PATH)`);
@@ -499,67 +597,13 @@ describe("operator console in Chromium", () => {
   });
 
   it("a run's stream drops mid-reply: the page shows the drop, reconnects with Last-Event-ID and shows the whole reply once, then its status", async () => {
-    const key = "agent:main:cut-run";
-    await api("PATCH", `/v1/sessions/${encodeURIComponent(key)}`, { model: "fake/m1" });
-    const cutter = await streamCutter(base, RUN_STREAMS);
-    const tab = await context.newPage();
-    try {
-      await tab.addInitScript(([k, token]) => sessionStorage.setItem(k, token), [TOKEN_KEY, OPERATOR]);
-      await tab.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, cutter.base).href);
-      await expect.poll(() => tab.getByTestId("stream-state").textContent(), { timeout: 20_000 }).toBe("live");
-      const resumes: (string | undefined)[] = []; // Last-Event-ID of each run stream the page opens
-      tab.on("request", (r) => {
-        if (RUN_STREAMS.test(new URL(r.url()).pathname)) resumes.push(r.headers()["last-event-id"]);
-      });
+    await cutRunMidReply("agent:main:cut-run", ["second, "]);
+  });
 
-      // The page watches the session, so the run streams (docs/events.md); the model answers when told.
-      const model = nextReply();
-      const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "in pieces" });
-      const reply = await model;
-      expect(reply.streamed).toBe(true);
-      const draft = tab.locator('li[data-role="draft"]');
-      const draftText = () => draft.locator("p").textContent();
-      const runState = draft.getByTestId("run-stream-state");
-      reply.write("First, ");
-      await expect.poll(draftText, { timeout: 20_000 }).toBe("First, ");
-      expect(await runState.textContent()).toBe("live");
-      expect([await runState.getAttribute("role"), await runState.getAttribute("aria-live")]).toEqual([
-        "status",
-        "polite",
-      ]);
-
-      // The run's stream drops and stays down; the model goes on meanwhile.
-      cutter.down = true;
-      expect(cutter.cut()).toBe(1);
-      await expect.poll(() => runState.textContent(), { timeout: 10_000 }).toBe("reconnecting…");
-      reply.write("second, ");
-      await expect.poll(() => resumes.length, { timeout: 10_000 }).toBeGreaterThan(1);
-      expect(await draftText()).toBe("First, ");
-      cutter.down = false;
-
-      // Back: the text written while away follows what the page had, not after a second copy of it.
-      await expect.poll(() => runState.textContent(), { timeout: 30_000 }).toBe("live");
-      await expect.poll(draftText, { timeout: 10_000 }).toBe("First, second, ");
-      reply.write("third.");
-      await expect.poll(draftText, { timeout: 10_000 }).toBe("First, second, third.");
-      reply.finish();
-
-      const texts = (role: string) => tab.locator(`li[data-role="${role}"] p`).allTextContents();
-      await expect.poll(() => texts("assistant"), { timeout: 20_000 }).toEqual(["First, second, third."]);
-      expect(await texts("user")).toEqual(["in pieces"]);
-      await expect.poll(() => draft.count()).toBe(0);
-      expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("ok");
-      await tab.getByRole("link", { name: "Runs" }).click();
-      await expect.poll(() => tab.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
-      // The first stream started from nothing; every reconnect resumed after the one event seen before the drop.
-      expect(resumes[0]).toBeUndefined();
-      expect(resumes.length).toBeGreaterThanOrEqual(3);
-      expect(resumes[1]).toMatch(/^[\w-]+:1$/);
-      expect(new Set(resumes.slice(1))).toEqual(new Set([resumes[1]]));
-    } finally {
-      await tab.close();
-      await cutter.close();
-    }
+  it("a run's stream is away longer than the server keeps its events: the reconnect is told reset and shows the text so far once", async () => {
+    // 1,100 events of 300 characters: past both bounds of a running run's kept stream (docs/events.md).
+    const pieces = Array.from({ length: 1100 }, (_, i) => `${String(i).padStart(4, "0")} `.padEnd(300, "."));
+    await cutRunMidReply("agent:main:cut-run-long", pieces);
   });
 
   it("a session deleted while watched: the page says so and stops reconnecting; a message sent from it starts the session afresh", async () => {
