@@ -62,7 +62,7 @@ function answerChatCompletion(body: any, res: ServerResponse): void {
     `data: ${JSON.stringify({ id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1, model: "m1", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
   const waiting = fakeReplies.shift();
   if (!body.stream) {
-    // Asked in one piece: nobody watched as the run started (docs/events.md). The test sees `streamed: false`.
+    // Asked in one piece (docs/events.md says which runs stream): the test sees `streamed: false`.
     res.writeHead(200, { "content-type": "application/json" });
     res.end(
       JSON.stringify({
@@ -259,7 +259,7 @@ async function cutRunMidReply(key: string, whileAway: string[]): Promise<void> {
       if (RUN_STREAMS.test(new URL(r.url()).pathname)) resumes.push(r.headers()["last-event-id"]);
     });
 
-    // The page watches the session, so the run streams (docs/events.md); the model answers when told.
+    // A run on a remote model streams (docs/events.md); the model answers when told.
     const model = nextReply();
     const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "in pieces" });
     const reply = await model;
