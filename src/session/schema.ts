@@ -7,7 +7,7 @@ import type { TranscriptMessage } from "./types";
  * SQLite schema of a session object. Versions live in a table because `PRAGMA user_version`
  * is not available in Durable Object SQLite; each migration runs once, in order.
  */
-const MIGRATIONS: MigrationStep[] = [
+export const MIGRATIONS: MigrationStep[] = [
   `
   CREATE TABLE meta (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL);
 
