@@ -606,6 +606,35 @@ describe("operator console in Chromium", () => {
     await cutRunMidReply("agent:main:cut-run-long", pieces);
   });
 
+  it("a run's stream ends with the session deleted mid-reply: the page stops following it, with no reconnect", async () => {
+    const key = "agent:main:delete-mid-run";
+    await api("PATCH", `/v1/sessions/${encodeURIComponent(key)}`, { model: "fake/m1" });
+    const tab = await context.newPage();
+    try {
+      await tab.addInitScript(([k, token]) => sessionStorage.setItem(k, token), [TOKEN_KEY, OPERATOR]);
+      await tab.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, base).href);
+      await expect.poll(() => tab.getByTestId("stream-state").textContent(), { timeout: 20_000 }).toBe("live");
+      const runStreams: string[] = [];
+      tab.on("request", (r) => {
+        if (RUN_STREAMS.test(new URL(r.url()).pathname)) runStreams.push(r.url());
+      });
+      const model = nextReply();
+      await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "never finished" });
+      (await model).write("Half a ");
+      const draft = tab.locator('li[data-role="draft"]');
+      await expect.poll(() => draft.locator("p").textContent(), { timeout: 20_000 }).toBe("Half a ");
+
+      await api("DELETE", `/v1/sessions/${encodeURIComponent(key)}`);
+      // The run stream's `end` is its last word: the draft goes, and the stream is not opened again
+      // (a reconnect would be tried before the draft could go: it goes when following stops).
+      await expect.poll(() => draft.count(), { timeout: 20_000 }).toBe(0);
+      await expect.poll(() => tab.getByTestId("stream-state").textContent()).toBe("session deleted");
+      expect(runStreams).toHaveLength(1);
+    } finally {
+      await tab.close();
+    }
+  });
+
   it("a session deleted while watched: the page says so and stops reconnecting; a message sent from it starts the session afresh", async () => {
     const key = "agent:main:delete-me";
     const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "first life" });
