@@ -23,7 +23,12 @@ describe("the alarm is armed from memory", () => {
     const held = deferred<string>();
     installFakes(() => held.promise);
     const key = "agent:armed:busy";
-    expect((await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "first" })).status).toBe(202);
+    const first = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "first" });
+    expect(first.status).toBe(202);
+    // The session is busy once its first run is running, which a 202 alone does not promise.
+    await vi.waitFor(async () =>
+      expect((await call("GET", `/v1/runs/${enc(first.json.runId)}`)).json.status).toBe("running"),
+    );
     const seen = await runInDurableObject(sessionStub(key), async (_obj: SessionObject, state) => {
       const calls: string[] = [];
       for (const m of ["getAlarm", "setAlarm", "deleteAlarm"] as const) {

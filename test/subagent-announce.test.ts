@@ -277,7 +277,7 @@ describe("sub-agent announce: silence and routing", () => {
 
   it("the hand-off is idempotent on announce:v1:<child>:<run>: a repeated hand-off records and delivers once", async () => {
     setConfigOverride(subagentConfig());
-    installFakes(() => "hi");
+    const fakes = installFakes(() => "hi");
     const req = requesterKey("idem");
     await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
     const child = "agent:main:subagent:00000000-0000-4000-8000-000000000001";
@@ -293,6 +293,12 @@ describe("sub-agent announce: silence and routing", () => {
     expect(again).toEqual({ duplicate: true, recorded: false });
     expect(await announcesIn(req, child)).toHaveLength(1);
     expect((await outboxOf(req)).filter((o) => o.idempotency_key === h.idempotencyKey)).toHaveLength(1);
+    // Delivered here, once: left due, the requester's alarm would post it into whichever test runs next.
+    await runDurableObjectAlarm(sessionStub(req));
+    expect((await outboxOf(req)).filter((o) => o.idempotency_key === h.idempotencyKey)).toMatchObject([
+      { status: "delivered", attempts: 1 },
+    ]);
+    expect(fakes.hooks.filter((x) => x.headers["idempotency-key"] === h.idempotencyKey)).toHaveLength(1);
   });
 });
 

@@ -49,7 +49,9 @@ const FORBIDDEN = { ok: false, error: { type: "forbidden", message: expect.any(S
 async function heldRun(key: string): Promise<{ runId: string; token: string }> {
   const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "work" });
   expect(r.status).toBe(202);
-  for (let i = 0; i < 200 && received.length === 0; i++) await new Promise((res) => setTimeout(res, 5));
+  // Wait for this run's own request: an earlier run's request says nothing about this one, which may start after its 202.
+  for (let i = 0; i < 200 && !received.some((x) => x.runId === r.json.runId); i++)
+    await new Promise((res) => setTimeout(res, 5));
   const req = received.find((x) => x.runId === r.json.runId)!;
   expect(req).toBeDefined();
   return { runId: r.json.runId, token: req.runToken };
