@@ -27,6 +27,10 @@ export function echoModel(): LanguageModelV4 {
     modelId: "echo",
     supportedUrls: {},
     async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
+      // Answer after one macrotask, as a provider answers after its I/O. Answering without ever yielding let a
+      // session's queue run back to back inside one event-loop turn, so calls into that object (sends, reads,
+      // aborts) waited for the whole queue: `BENCH_ONLY=sends npm run bench` (docs/scale.md).
+      await new Promise((resolve) => setTimeout(resolve, 0));
       options.abortSignal?.throwIfAborted();
       const text = echoStepAnswer(systemText(options.prompt)) ?? lastUserText(options.prompt);
       return {
