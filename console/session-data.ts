@@ -62,6 +62,10 @@ export function useSessionData(key: string): SessionData {
   const [deliveriesVersion, setDeliveriesVersion] = useState(0);
   const [reconnect, setReconnect] = useState(0);
   const followed = useRef(new Map<string, AbortController>());
+  // Runs whose own stream has ended (a final status, or `end`: the session went). A row read that raced
+  // the end (the session's `end` arrives before its storage is gone) may still list such a run as
+  // running; following it again would open a second stream for a run that is over.
+  const finished = useRef(new Set<string>());
   const path = `/v1/sessions/${enc(key)}`;
 
   const reload = useCallback(async () => {
@@ -118,7 +122,7 @@ export function useSessionData(key: string): SessionData {
   /** Show the run's reply as it is generated; without a run stream, wait for its end and re-read. */
   const follow = useCallback(
     async (runId: string) => {
-      if (followed.current.has(runId)) return;
+      if (followed.current.has(runId) || finished.current.has(runId)) return;
       const ctl = new AbortController();
       followed.current.set(runId, ctl);
       try {
@@ -132,6 +136,7 @@ export function useSessionData(key: string): SessionData {
               d[runId] || stream === "reconnecting" ? { ...d, [runId]: { text: d[runId]?.text ?? "", stream } } : d,
             ),
         );
+        if (!ctl.signal.aborted) finished.current.add(runId);
         setRuns((held) => upsertRun(held, { runId, status: end.status, reply: end.reply, error: end.error }));
       } catch {
         if (ctl.signal.aborted) return;
