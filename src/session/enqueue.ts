@@ -4,7 +4,7 @@ import { parseCanonical } from "../keys";
 import { log } from "../log";
 import { parseSendCommand } from "../policy/send-policy";
 import { newSessionId } from "../registry/session-id";
-import { sessionIndex } from "../registry/session-index";
+import { indexShardsOf } from "../registry/session-index";
 import { assertOpen } from "./closing";
 import { forwardInbound } from "./extensions";
 import type { SessionHost } from "./host";
@@ -27,18 +27,12 @@ export interface EnqueueSteps {
  * A new session's metadata, from its canonical key and the caller's initial fields. Its sessionId shares
  * the row's index shard, so the first index write is one call (src/registry/session-id.ts).
  */
-export function newSessionMeta(
-  key: string,
-  cfg: Config,
-  env: Env,
-  init: EnqueueRequest["init"],
-  now: number,
-): SessionMeta {
+export function newSessionMeta(key: string, cfg: Config, init: EnqueueRequest["init"], now: number): SessionMeta {
   const parsed = parseCanonical(key, cfg);
   return {
     key: parsed.canonicalKey,
     agentId: parsed.agentId,
-    sessionId: newSessionId(parsed.canonicalKey, sessionIndex(env, cfg, parsed.agentId).shards),
+    sessionId: newSessionId(parsed.canonicalKey, indexShardsOf(cfg, parsed.agentId)),
     kind: parsed.kind,
     createdAt: now,
     updatedAt: now,

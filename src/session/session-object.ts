@@ -110,7 +110,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
 
   /** Create the session's metadata on first use (inside the caller's transaction). */
   private createMeta(init: EnqueueRequest["init"], now: number): SessionMeta {
-    this.meta = newSessionMeta(this.key, this.cfg, this.env, init, now);
+    this.meta = newSessionMeta(this.key, this.cfg, init, now);
     return this.meta;
   }
 
