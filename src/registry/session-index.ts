@@ -57,7 +57,10 @@ interface Sorted {
  * follow when entries were left over or any source said so; the cursor is the last pick's position, valid
  * for every shard.
  */
-function mergeSorted(sources: Sorted[], limit: number): { picks: [number, number][]; next: Position | null } {
+function mergeSorted(
+  sources: Sorted[],
+  limit: number,
+): { picks: [number, number][]; last: Position | null; next: Position | null } {
   const at = sources.map(() => 0);
   const picks: [number, number][] = [];
   const seen = new Set<string>();
@@ -83,7 +86,7 @@ function mergeSorted(sources: Sorted[], limit: number): { picks: [number, number
     last = bestPos;
   }
   const more = leftOver || sources.some((s) => s.more);
-  return { picks, next: more && last ? { updatedAt: last.updatedAt, key: last.key } : null };
+  return { picks, last, next: more && last ? { updatedAt: last.updatedAt, key: last.key } : null };
 }
 
 /** Merge of pages of parsed rows (sessions_list over several agents). */
@@ -180,8 +183,7 @@ export class SessionIndex {
     // rows of this page: ask it once more, after its last row, for a whole page. Then every shard's rows
     // down to the page's end are known, so the merge is exact.
     const first = mergeSorted([...pages, old].map(shardSource), limit);
-    const lastPick = first.picks.length === limit ? first.picks[limit - 1] : null;
-    const lastOfPage = lastPick ? shardSource([...pages, old][lastPick[0]]).at(lastPick[1]) : null;
+    const lastOfPage = first.picks.length === limit ? first.last : null;
     await Promise.all(
       pages.map(async (page, i) => {
         const n = page.keys.length;
