@@ -85,7 +85,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     // Deltas as a streaming model would produce them, while the fake provider holds its own answer.
     const generate = (text: string) =>
-      runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, text));
+      runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.runs.delta(runId, text));
 
     const first = await openStream(`/v1/runs/${runId}/events`);
     await generate("Hel");
@@ -142,7 +142,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     // Each delta's block is about 90 characters: with 100 kept, only the newest is.
     EVENT_LIMITS.runReplayChars = 100;
     for (const c of ["a", "b", "c"])
-      await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, piece(c)));
+      await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.runs.delta(runId, piece(c)));
     const ids = (await watcher.sse.takeN(3)).map((e) => e.id!);
     await watcher.sse.cancel();
     const fromSecond = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": ids[1] } });
@@ -164,11 +164,11 @@ describe("GET /v1/runs/{runId}/events", () => {
     const runId = await post(key, "hold");
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     const watcher = await openStream(`/v1/runs/${runId}/events`);
-    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, "kept"));
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.runs.delta(runId, "kept"));
     const [seen] = await watcher.sse.takeN(1);
     await watcher.sse.cancel();
     // A delta of another run (say, one aborted moments ago) opens a second record: the first one is dropped.
-    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta("a-late-run", "stray"));
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.runs.delta("a-late-run", "stray"));
     const again = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen.id! } });
     expect(await again.sse.takeN(1)).toEqual([{ event: "reset", data: JSON.stringify({ lastEventId: seen.id }) }]);
     fake.pending()[0].reply("done");
@@ -181,7 +181,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     const runId = await post(key, "hold");
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     const watcher = await openStream(`/v1/runs/${runId}/events`);
-    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, "before"));
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.runs.delta(runId, "before"));
     const [seen] = await watcher.sse.takeN(1);
     await watcher.sse.cancel();
     // The instance is lost with its executor (as on an eviction or restart); its held model call too.
@@ -189,7 +189,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     fake.abandonPending();
     // The run is still `running` in SQLite (its lease timer will notice the lost executor); the new
     // instance's record of it starts again at 1 under a new incarnation.
-    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.delta(runId, "after"));
+    await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.events.runs.delta(runId, "after"));
     const again = await openStream(`/v1/runs/${runId}/events`, { headers: { "Last-Event-ID": seen.id! } });
     const [reset, soFar] = await again.sse.takeN(2);
     expect(reset).toEqual({ event: "reset", data: JSON.stringify({ lastEventId: seen.id }) });

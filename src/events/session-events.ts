@@ -33,6 +33,7 @@ type Committed = { seq: number; type: SessionEventType; data: string } | { runEn
  */
 export class SessionEvents {
   readonly log: EventLog;
+  /** The runs' own streams (text, tool calls, status; run-stream.ts): the runner writes to them directly. */
   readonly runs: RunStreams;
   private readonly gate: CommitGate<Committed>;
 
@@ -111,20 +112,6 @@ export class SessionEvents {
       }
     }
     for (const i of items) if ("runEnded" in i) this.runs.ended(i.runEnded);
-  }
-
-  // ------------------------------------------------------------ run text (memory only, never stored)
-
-  delta(runId: string, text: string): void {
-    this.runs.delta(runId, text);
-  }
-
-  toolCall(runId: string, call: { toolCallId: string; toolName: string; args: unknown }): void {
-    this.runs.toolCall(runId, call);
-  }
-
-  stepEnded(runId: string): void {
-    this.runs.stepEnded(runId);
   }
 
   // ------------------------------------------------------------ watchers

@@ -77,8 +77,8 @@ registerSessionExtension({
     const runtime = findAgent(host.cfg, host.meta!.agentId)?.runtime;
     if (runtime && runtime.type !== "model") return undefined;
     const live: RunLiveOutput = {
-      onDelta: (text) => host.events.delta(run.id, text),
-      onToolCall: (call) => host.events.toolCall(run.id, call),
+      onDelta: (text) => host.events.runs.delta(run.id, text),
+      onToolCall: (call) => host.events.runs.toolCall(run.id, call),
     };
     return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), live);
   },

@@ -135,7 +135,7 @@ export class RunQueue {
       if (host.runRow(runId)?.status !== "running") return;
       for (const msg of messages) host.transcript.append(msg, runId);
     });
-    host.events.stepEnded(runId);
+    host.events.runs.stepEnded(runId);
   }
 
   /**
