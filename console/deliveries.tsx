@@ -77,17 +77,11 @@ export function DeliveriesTab(props: { sessionKey: string; version: number }) {
                 <td data-label="Attempts">{d.attempts}</td>
                 <td data-label="Last error">{d.lastError ?? ""}</td>
                 <td data-label="Updated">{when(d.deliveredAt ?? d.updatedAt)}</td>
-                <td>
-                  {(d.status === "dead" || d.status === "blocked") && (
-                    <button
-                      type="button"
-                      aria-label={`Retry delivery ${d.id}`}
-                      onClick={() => retry("Delivery", `${base}/deliveries/${enc(d.id)}/retry`)}
-                    >
-                      Retry
-                    </button>
-                  )}
-                </td>
+                <RetryCell
+                  show={d.status === "dead" || d.status === "blocked"}
+                  label={`Retry delivery ${d.id}`}
+                  onRetry={() => retry("Delivery", `${base}/deliveries/${enc(d.id)}/retry`)}
+                />
               </tr>
             ))}
           </tbody>
@@ -107,22 +101,29 @@ export function DeliveriesTab(props: { sessionKey: string; version: number }) {
                 <td data-label="Attempts">{t.attempts}</td>
                 <td data-label="Last error">{t.lastError}</td>
                 <td data-label="Died">{when(t.diedAt)}</td>
-                <td>
-                  {t.retryable && (
-                    <button
-                      type="button"
-                      aria-label={`Retry timer ${t.kind}/${t.ref}`}
-                      onClick={() => retry("Timer", `${base}/timers/dead/${enc(t.kind)}/${enc(t.ref)}/retry`)}
-                    >
-                      Retry
-                    </button>
-                  )}
-                </td>
+                <RetryCell
+                  show={t.retryable}
+                  label={`Retry timer ${t.kind}/${t.ref}`}
+                  onRetry={() => retry("Timer", `${base}/timers/dead/${enc(t.kind)}/${enc(t.ref)}/retry`)}
+                />
               </tr>
             ))}
           </tbody>
         </table>
       )}
     </div>
+  );
+}
+
+/** The actions cell of a row that may be retried: a named Retry button, or nothing. */
+function RetryCell(props: { show: boolean; label: string; onRetry: () => void }) {
+  return (
+    <td>
+      {props.show && (
+        <button type="button" aria-label={props.label} onClick={props.onRetry}>
+          Retry
+        </button>
+      )}
+    </td>
   );
 }
