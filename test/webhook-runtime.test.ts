@@ -18,13 +18,19 @@ const RUNTIME_SECRET = "runtime-secret";
 let received: { req: WebhookRunRequest; headers: Headers; raw: string }[] = [];
 let respond: (run: WebhookRunRequest, init?: RequestInit) => Promise<Response> | Response = () =>
   new Response(null, { status: 202 });
-let posted: Promise<void>;
-let markPosted: () => void;
+
+/**
+ * Until the fake runtime has received a run's POST. Polled from the test's own timers, never a promise the fake
+ * resolves: the fake runs inside the session object's run (same isolate), and a promise it resolves resumes the test
+ * inside that object's timer task (the run starts from a timer, src/session/enqueue.ts). The test's next calls would
+ * then be that object's I/O, and abortAllDurableObjects() from there aborts the object from inside its own task,
+ * which crashes workerd ("Promise callback destroyed itself") and loses the rest of the file.
+ */
+const posted = () => until(async () => expect(received.length).toBeGreaterThan(0));
 
 beforeEach(() => {
   received = [];
   respond = () => new Response(null, { status: 202 });
-  posted = new Promise((r) => (markPosted = r));
   setConfigOverride({
     agents: {
       defaults: { timeoutSeconds: 120 },
@@ -41,7 +47,6 @@ beforeEach(() => {
     const raw = String(init?.body);
     const req = JSON.parse(raw) as WebhookRunRequest;
     received.push({ req, headers: new Headers(init?.headers), raw });
-    markPosted();
     return respond(req, init);
   });
 });
@@ -188,7 +193,7 @@ describe("webhook agent runtimes", () => {
     respond = () => new Response(null, { status: 202 });
     const key = newKey();
     const runId = await send(key, "take your time");
-    await posted;
+    await posted();
     const { runToken } = received[0].req;
     expect((await getRun(runId)).status).toBe("running");
 
@@ -228,7 +233,7 @@ describe("webhook agent runtimes", () => {
   it("async with {error}: the run ends error with that message", async () => {
     const key = newKey();
     const runId = await send(key, "fail please");
-    await posted;
+    await posted();
     const r = await call(
       "POST",
       `/v1/runs/${runId}/complete`,
@@ -241,7 +246,7 @@ describe("webhook agent runtimes", () => {
   it("an awaiting run survives the loss of the object's memory: its lease does not retry it, completion still lands", async () => {
     const key = newKey();
     const runId = await send(key, "long job");
-    await posted;
+    await posted();
     await abortAllDurableObjects();
     // Past the lease: a lost built-in run would be re-queued and POSTed again here.
     await advance(key, LEASE_MS + 1_000);
@@ -261,7 +266,7 @@ describe("webhook agent runtimes", () => {
     respond = () => (++calls === 1 ? new Promise<Response>(() => {}) : Response.json({ reply: "second try" }));
     const key = newKey();
     const runId = await send(key, "retry me");
-    await posted;
+    await posted();
     await abortAllDurableObjects();
     // The lease notices the lost executor and runs the same run again (attempt 2).
     await advance(key, LEASE_MS + 1_000);
@@ -290,7 +295,7 @@ describe("webhook agent runtimes", () => {
   it("a runtime that never answers ends in timeout at the run's deadline, and its token is refused", async () => {
     const key = newKey();
     const runId = await send(key, "anyone there?");
-    await posted;
+    await posted();
     await advance(key, 121_000);
     const run = await getRun(runId);
     expect(run.status).toBe("timeout");
@@ -308,7 +313,7 @@ describe("webhook agent runtimes", () => {
   it("expired and forged run tokens are refused", async () => {
     const key = newKey();
     const runId = await send(key, "tokens");
-    await posted;
+    await posted();
     const { runToken } = received[0].req;
     const claims = { runId, sessionKey: key, agentId: "hook", isSubagent: false };
     const expired = await mintRunToken(env.SIGNING_SECRET as string, { ...claims, expiresAt: Date.now() - 1 });
@@ -356,7 +361,7 @@ describe("webhook agent runtimes", () => {
   it("a sub-agent run token gets the sub-agent tool set: sessions_spawn and the session tools are 404", async () => {
     const key = newKey(`subagent:${crypto.randomUUID()}`);
     const runId = await send(key, "child task");
-    await posted;
+    await posted();
     const { req } = received[0];
     expect(req).toMatchObject({ runId, isSubagent: true });
     const spawn = await call(
