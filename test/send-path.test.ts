@@ -6,6 +6,7 @@ import { RegistryObject } from "../src/registry/registry-object";
 import type { IndexEntry } from "../src/registry/row";
 import { SessionIndex } from "../src/registry/session-index";
 import { shardName, shardOf } from "../src/registry/shard-hash";
+import type { SessionObject } from "../src/session/session-object";
 import { call, enc, invoke, sessionStub } from "./helpers/http";
 import { syntheticIndexEntries } from "./helpers/index-rows";
 import { quiesce } from "./helpers/quiesce";
@@ -140,5 +141,30 @@ describe("a new session's index write", () => {
     // Written once per instance: later writes are the row alone.
     await index.upsert({ ...entry, sessionId, updatedAt: entry.updatedAt + 1 }, { locatorWritten: true });
     expect(writes.slice(2)).toEqual([{ method: "upsert", key: entry.key, withLocator: false }]);
+  });
+});
+
+describe("a send's run", () => {
+  it("starts after the send is answered, so its start is not part of the answer, and then runs", async () => {
+    configure("later");
+    installFakes(() => "done");
+    const key = "agent:later:chat";
+    const seen = await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
+      let kicked = 0;
+      const kick = obj.kick.bind(obj);
+      vi.spyOn(obj, "kick").mockImplementation(() => {
+        kicked++;
+        kick();
+      });
+      const run = await obj.enqueue({ input: { kind: "inbound", message: "hello" } });
+      const atAnswer = { kicked, status: obj.runRow(run.runId)?.status };
+      await new Promise((r) => setTimeout(r, 0));
+      return { atAnswer, afterwards: kicked, runId: run.runId };
+    });
+    expect(seen.atAnswer).toEqual({ kicked: 0, status: "queued" });
+    expect(seen.afterwards).toBe(1);
+    const ended = await call("GET", `/v1/runs/${enc(seen.runId)}/wait?timeoutMs=10000`);
+    expect(ended.json).toMatchObject({ status: "ok", reply: "done" });
+    await quiesce();
   });
 });

@@ -97,8 +97,11 @@ export async function enqueueRun(
       now,
       req.idempotencyKey ?? null,
     );
-    // Safety net: if this instance dies before the queue starts the run, the alarm starts it.
-    host.timers.set("pump", "queue", now + LEASE_MS, undefined, { keepEarlier: true });
+    // The run's start is durable: it begins after this call is answered (below), and if this instance is
+    // evicted first the alarm starts it at once. Behind a running run the queue moves on when that run ends
+    // (its lease covers a lost executor), so then the timer is only a late safety net and fires no alarm now.
+    const idle = host.sql.exec("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").toArray().length === 0;
+    host.timers.set("pump", "queue", idle ? now : now + LEASE_MS, undefined, { keepEarlier: true });
     // The registry row is stale from here: its write is owed durably, with the change that causes it.
     steps.indexSync.schedule(now);
     // State that must exist exactly when this run does (a spawned child's attachments), local callers only.
@@ -116,6 +119,10 @@ export async function enqueueRun(
     indexed.catch((err) =>
       log.warn("registry_write_failed", { sessionKey: host.key, error: err, next: "the index timer retries it" }),
     );
-  host.kick();
+  // The run starts once this call is answered, not before: the writes of its start (the claim, its lease) would
+  // otherwise join the commit the answer waits for (docs/scale.md, "Where a send's time goes"). If this instance
+  // dies first, the pump timer written above (due now) starts it; both starting it is harmless, the claim
+  // takes a queued run only while none is running, in one transaction (src/session/run-queue.ts).
+  setTimeout(() => host.kick(), 0);
   return snap;
 }

@@ -85,6 +85,9 @@ export class RunQueue {
         next.id,
       );
       host.timers.set("lease", next.id, now + LEASE_MS);
+      // The start the pump timer stood for happened: it goes back to a late safety net for the runs queued
+      // behind this one, so an enqueue's "start now" fires no alarm once the run is claimed (src/session/enqueue.ts).
+      host.timers.set("pump", "queue", now + LEASE_MS);
       const timeoutSeconds = runDeadlineSeconds(input, host.cfg);
       // The deadline is set once, at the first start, so a retried run keeps its original deadline.
       if (next.started_at === null && timeoutSeconds !== null)
