@@ -50,6 +50,10 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     abortSignal: req.signal,
     maxRetries: 1,
     onStepEnd: (step: StepResult<ToolSet>) => req.onStep(stepMessages(req.model, step)),
+    // No telemetry integration is registered here, but the SDK still traces every call, step and tool through
+    // node:diagnostics_channel unless told not to: it skips only when `hasSubscribers === false`, and
+    // workerd's is a method, never `false` (~3% of a send burst's CPU; test/model-runner-telemetry.test.ts).
+    telemetry: { isEnabled: false },
   };
   const result = req.live ? await streamModel(options, req.live) : await generateText(options);
   const usage = toUsage(result.usage, req.model.cost);
