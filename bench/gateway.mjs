@@ -55,11 +55,12 @@ export async function buildSnapshot(outdir, logFile) {
 }
 
 /**
- * @param {{script: string, port: number, persistTo: string, logFile: string, envFile: string, vars: Record<string,string>}} opts
+ * @param {{script: string, port: number, persistTo: string, logFile: string, envFile: string, vars: Record<string,string>, inspectorPort?: number}} opts
  * @returns {Promise<{base: string, stop: () => Promise<void>}>}
  */
-export async function startGateway({ script, port, persistTo, logFile, envFile, vars }) {
+export async function startGateway({ script, port, persistTo, logFile, envFile, vars, inspectorPort }) {
   await assertPortFree(port);
+  if (inspectorPort !== undefined) await assertPortFree(inspectorPort);
   rmSync(persistTo, { recursive: true, force: true });
   mkdirSync(persistTo, { recursive: true });
   mkdirSync(dirname(logFile), { recursive: true });
@@ -81,6 +82,8 @@ export async function startGateway({ script, port, persistTo, logFile, envFile, 
     "--env-file",
     envFile,
   ];
+  // A fixed inspector port, so the bench can take a CPU profile of the gateway (bench/cpu-profile.mjs).
+  if (inspectorPort !== undefined) args.push("--inspector-port", String(inspectorPort));
   args.push("--show-interactive-dev-session=false", "--log-level", process.env.BENCH_LOG_LEVEL ?? "warn");
   for (const [k, v] of Object.entries(vars)) args.push("--var", `${k}:${v}`);
   const child = spawn("npx", args, {

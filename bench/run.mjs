@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { moduleLines } from "./cpu-profile.mjs";
 import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
@@ -16,6 +17,8 @@ import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
 const PORT = Number(process.env.BENCH_PORT ?? 8799);
+/** The gateway's inspector, for the CPU profile of the sends (bench/cpu-profile.mjs). */
+const INSPECTOR_PORT = PORT + 1;
 const TOKEN = "bench-token";
 /** The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. */
 const BENCH_DEADLINE_MS = 15 * 60_000;
@@ -228,6 +231,8 @@ function sendTable(res) {
     "Where a send's time goes (Server-Timing phases, p50 ms over 200 calls at concurrency 8; `client` is the caller's own latency):",
     "",
     ...phaseTable(res.profile),
+    "",
+    ...cpuTable(res.cpuProfile),
     `In the 1,000-wide bursts: one session ${fmt(res.overhead.oneSession.perSendMs, 2)} ms/send of wall time (${fmt(res.overhead.oneSession.meanMs, 1)} ms mean latency); ` +
       `1,000 sessions ${fmt(res.overhead.spread.perSendMs, 2)} ms/send (${fmt(res.overhead.spread.meanMs, 1)} ms mean latency).`,
     "",
@@ -256,6 +261,7 @@ async function main() {
     logFile: join(OUT, "wrangler.log"),
     envFile: join(OUT, "bench.env"),
     vars: { GATEWAY_TOKEN: TOKEN, CONFIG: JSON.stringify(CONFIG) },
+    inspectorPort: INSPECTOR_PORT,
   });
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
@@ -331,6 +337,7 @@ async function main() {
       token: TOKEN,
       count: Number(process.env.BENCH_SENDS ?? 1_000),
       log,
+      cpu: { inspectorPort: INSPECTOR_PORT, moduleOf: moduleLines(script) },
     });
     sendLines = sendTable(sends);
     log("", sendLines.join("\n"), "");
@@ -404,5 +411,25 @@ function phaseTable(profile) {
     `| call | client | ${names.join(" | ")} |`,
     `|---|---:|${names.map(() => "---:").join("|")}|`,
     ...profile.map((r) => `| ${r.name} | ${fmt(r.client, 1)} | ${names.map((n) => fmt(r.phases[n], 1)).join(" | ")} |`),
+  ];
+}
+
+/** CPU per call by scenario, then the new-session send's CPU by source file (bench/cpu-profile.mjs). */
+function cpuTable(cpu) {
+  if (!cpu?.length) return ["(CPU profile not taken)"];
+  const newSend = cpu.find((r) => r.name.includes("new session"));
+  const top = newSend.modules.slice(0, 14);
+  return [
+    "What a call costs the machine (V8 CPU profile of the gateway process, 200 calls at concurrency 8 and a 3 s tail so the runs they start end inside it; busy CPU ms per call):",
+    "",
+    "| call | busy CPU ms per call | runs started | ended ok |",
+    "|---|---:|---:|---:|",
+    ...cpu.map((r) => `| ${r.name} | ${fmt(r.busyMsPerCall, 2)} | ${r.runs || "–"} | ${r.ended ?? "–"} |`),
+    "",
+    `A send into a new session, CPU ms per send by the source file nearest the sample (its SQLite calls apart; ${fmt(newSend.busyMsPerCall, 2)} ms in all):`,
+    "",
+    "| source file | ms per send | of which SQLite |",
+    "|---|---:|---:|",
+    ...top.map((m) => `| ${m.module} | ${fmt(m.ms, 2)} | ${m.sqliteMs > 0 ? fmt(m.sqliteMs, 2) : "–"} |`),
   ];
 }

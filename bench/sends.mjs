@@ -1,6 +1,7 @@
 // Issue 3 part of the benchmark: 1,000 concurrent fire-and-forget sends into one session (then prove
 // all ran, in acceptance order, none lost, none twice) and 1,000 sends spread over 1,000 sessions,
 // each next to a burst of bare object calls of the same shape, so the per-send overhead is visible.
+import { profileCalls } from "./cpu-profile.mjs";
 import { measureInterleaved, runPool, summarize } from "./load.mjs";
 
 const WAIT_DEADLINE_MS = 240_000;
@@ -249,6 +250,7 @@ export async function benchSends({
   count = 1_000,
   requesterKey = "agent:send:main",
   log = () => {},
+  cpu = null,
 }) {
   const path = await detectSendPath(request, requesterKey);
   log(`  send path: ${path}`);
@@ -331,6 +333,8 @@ export async function benchSends({
   log(`  steady state measured`);
   const profile = await profilePhases(request, requesterKey, ping);
   log(`  send phases profiled`);
+  const cpuProfile = cpu ? await profileCpu(request, requesterKey, ping, cpu) : null;
+  if (cpuProfile) log(`  CPU profiled`);
 
   const rows = [
     { ...bareOne.stats, retried: bareOneRetries },
@@ -362,7 +366,7 @@ export async function benchSends({
       perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count,
     },
   };
-  return { path, count, rows, check, spreadBad, overhead, steady, profile };
+  return { path, count, rows, check, spreadBad, overhead, steady, profile, cpuProfile };
 }
 
 /** `name;dur=12.3, other;dur=4` → { name: 12.3, other: 4 } (the Server-Timing header app.ts adds). */
@@ -424,4 +428,47 @@ function sendRaw(request, requesterKey, key, text) {
     sessionKey: requesterKey,
     args: { sessionKey: key, message: text, timeoutSeconds: 0 },
   });
+}
+
+/** Calls per profiled scenario, and how long the profile keeps running after the last answer (the runs' tail). */
+const CPU = { calls: 200, concurrency: 8, tailMs: 3_000 };
+
+/**
+ * What a call costs the machine, by source file (bench/cpu-profile.mjs): each scenario's calls at concurrency 8,
+ * then a quiet tail so the runs the sends started (reply and announce step) end inside the profile. The runs
+ * are checked to have ended afterwards, outside the profile.
+ */
+async function profileCpu(request, requesterKey, ping, { inspectorPort, moduleOf }) {
+  const scenarios = [
+    { name: "bare call → a new object each", call: (i) => ping(`agent:send:cpu-bare-${i}`) },
+    {
+      name: "sessions_send → a new session each",
+      call: (i) => sendRaw(request, requesterKey, `agent:send:cpu-new-${i}`, `cpu #${i}`),
+    },
+    { name: "bare call → one object", call: () => ping("agent:send:cpu-one") },
+    {
+      name: "sessions_send → one session",
+      call: (i) => sendRaw(request, requesterKey, "agent:send:cpu-one", `cpu #${i}`),
+    },
+  ];
+  const out = [];
+  for (const s of scenarios) {
+    const runIds = [];
+    const res = await profileCalls({
+      inspectorPort,
+      moduleOf,
+      calls: CPU.calls,
+      fn: async () => {
+        await runPool(CPU.calls, CPU.concurrency, async (i) => {
+          const r = await s.call(i);
+          const runId = r.json?.result?.details?.runId;
+          if (runId) runIds.push(runId);
+        });
+        await new Promise((resolve) => setTimeout(resolve, CPU.tailMs));
+      },
+    });
+    const ended = runIds.length ? (await waitAll(request, runIds, 8)).filter((r) => r.status === "ok").length : null;
+    out.push({ name: s.name, runs: runIds.length, ended, ...res });
+  }
+  return out;
 }
