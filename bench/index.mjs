@@ -23,7 +23,7 @@ async function profileListing(request) {
   const out = {};
   for (let round = 0; round < PROFILE.rounds; round++) {
     for (const side of Object.keys(INDEX_AGENTS)) {
-      for (const what of ["page", "empty"]) {
+      for (const what of ["page", "empty", "noop"]) {
         const r = await request(
           "GET",
           `/v1/_bench/index/profile?agentId=${INDEX_AGENTS[side]}&shards=${SHARDS[side]}&what=${what}&reps=${PROFILE.reps}`,
@@ -144,6 +144,7 @@ export async function benchIndex(request, log) {
     "|---|---:|---:|",
     `| one page of 50 | ${fmt(prof["one/page"], 2)} | ${fmt(prof["many/page"], 2)} |`,
     `| the fan-out alone (an indexed lookup that finds nothing, every shard) | ${fmt(prof["one/empty"], 2)} | ${fmt(prof["many/empty"], 2)} |`,
+    `| the calls alone (every shard asked its database size: no SQL) | ${fmt(prof["one/noop"], 2)} | ${fmt(prof["many/noop"], 2)} |`,
     "",
     `Stored bytes (SQLite databaseSize): ${fmt(bytes.perIndexRow, 0)} B per index row (row, columns, 5 indexes, sessionId locator; ${BYTES.rows} rows into an empty shard of ${bytes.emptyShard} B); ` +
       `a session object with one turn ${bytes.sessionOneTurn} B, +${fmt(bytes.perTurn, 0)} B per turn (${BYTES.turns} turns: ${bytes.sessionManyTurns} B).`,

@@ -44,7 +44,7 @@ const indexListQuery = z.object({
 const indexProfileQuery = z.object({
   agentId: z.string().min(1).max(64),
   shards: z.coerce.number().pipe(shardCount),
-  what: z.enum(["page", "empty"]),
+  what: z.enum(["page", "empty", "noop"]),
   reps: z.coerce.number().int().min(1).max(200).default(40),
 });
 const indexBytesBody = z.object({
@@ -152,7 +152,8 @@ export function benchRoutes(app: Hono<AppEnv>): void {
   /**
    * Where a page's time goes: `reps` sequential calls timed inside the Worker (no HTTP, no concurrency).
    * `page` is one listing page of 50; `empty` asks every shard an indexed lookup that finds nothing —
-   * the fixed cost of the fan-out alone.
+   * the fixed cost of the fan-out alone; `noop` asks every shard for its database size (no SQL at all) —
+   * the cost of the calls themselves, which no code of ours can lower.
    */
   app.get("/v1/_bench/index/profile", hidden, valid("query", indexProfileQuery), async (c) => {
     requireOperator(c);
@@ -161,7 +162,8 @@ export function benchRoutes(app: Hono<AppEnv>): void {
     const t0 = Date.now();
     for (let r = 0; r < q.reps; r++) {
       if (q.what === "page") await index.list({ scope: { type: "agent" }, limit: 50 });
-      else await Promise.all(index.allShards().map((s) => s.lookupSessionId("none")));
+      else if (q.what === "empty") await Promise.all(index.allShards().map((s) => s.lookupSessionId("none")));
+      else await Promise.all(index.allShards().map((s) => s.storedBytes()));
     }
     return c.json({ msPerCall: (Date.now() - t0) / q.reps });
   });
