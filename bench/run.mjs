@@ -13,12 +13,15 @@ import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { benchSends } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
+import { startSlowProvider } from "./slow-provider.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
 const PORT = Number(process.env.BENCH_PORT ?? 8799);
 /** The gateway's inspector, for the CPU profile of the sends (bench/cpu-profile.mjs). */
 const INSPECTOR_PORT = PORT + 1;
+/** A remote model that answers after SLOW_MODEL.delayMs (bench/slow-provider.mjs), for the slow-model send burst. */
+const SLOW_MODEL = { port: PORT + 2, delayMs: 15_000, agentId: "slow" };
 const TOKEN = "bench-token";
 /** The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. */
 const BENCH_DEADLINE_MS = 15 * 60_000;
@@ -47,7 +50,13 @@ const CONFIG = {
       { id: SIZE_AGENTS.ordinary },
       { id: INDEX_AGENTS.one },
       { id: INDEX_AGENTS.many },
+      { id: SLOW_MODEL.agentId, model: "slow/bench" },
     ],
+  },
+  models: {
+    providers: {
+      slow: { api: "openai-completions", baseUrl: `http://127.0.0.1:${SLOW_MODEL.port}/v1`, models: [{ id: "bench" }] },
+    },
   },
   tools: { sessions: { visibility: "agent" } },
   session: { agentToAgent: { maxPingPongTurns: 0 } },
@@ -331,6 +340,7 @@ async function main() {
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
     log("Measuring sends (issue 3)…");
+    const provider = await startSlowProvider({ port: SLOW_MODEL.port, delayMs: SLOW_MODEL.delayMs });
     sends = await benchSends({
       request,
       base: gateway.base,
@@ -338,7 +348,9 @@ async function main() {
       count: Number(process.env.BENCH_SENDS ?? 1_000),
       log,
       cpu: { inspectorPort: INSPECTOR_PORT, moduleOf: moduleLines(script) },
+      slow: { agentId: SLOW_MODEL.agentId, provider, delayMs: SLOW_MODEL.delayMs },
     });
+    await provider.stop();
     sendLines = sendTable(sends);
     log("", sendLines.join("\n"), "");
   }
@@ -383,6 +395,15 @@ main().catch((err) => {
   void shutdown(1);
 });
 
+/** The 1,000-session burst with a model that answers like a remote one (bench/slow-provider.mjs). */
+function slowBurstRows(slow) {
+  if (!slow) return [];
+  const ok = slow.ratio >= 0.5;
+  return [
+    `| send burst ≥ 0.5× bare burst, 1,000 sessions, model answering after ${slow.delayMs / 1000} s (its runs wait on the network; ${slow.answeredDuring} model answers arrived during the burst; ${slow.sends.retried} retried; runs not ok: ${slow.bad}) | ${fmt(slow.ratio, 2)}× (${fmt(slow.sends.rps, 0)} vs ${fmt(slow.bare.rps, 0)} calls/s) | ${ok ? "meets" : "misses"} |`,
+  ];
+}
+
 /** The issue's two send goals, as ratios with a verdict each. */
 function sendGoals(res) {
   const burstRatio = (send, bare) => send.rps / bare.rps;
@@ -401,6 +422,7 @@ function sendGoals(res) {
     `| a send at concurrency 8 ≤ 2× a bare call (p50), one session | ${fmt(c8one, 2)}× | ${v(c8one <= 2)} |`,
     `| a send at concurrency 8 ≤ 2× a bare call (p50), new session (bare: a new object each) | ${fmt(c8new, 2)}× | ${v(c8new <= 2)} |`,
     `| (old comparison, not the goal's shape) new session vs a bare call into an existing object | ${fmt(c8newVsExisting, 2)}× | – |`,
+    ...slowBurstRows(res.slowBursts),
   ];
 }
 

@@ -251,6 +251,7 @@ export async function benchSends({
   requesterKey = "agent:send:main",
   log = () => {},
   cpu = null,
+  slow = null,
 }) {
   const path = await detectSendPath(request, requesterKey);
   log(`  send path: ${path}`);
@@ -335,6 +336,8 @@ export async function benchSends({
   log(`  send phases profiled`);
   const cpuProfile = cpu ? await profileCpu(request, requesterKey, ping, cpu) : null;
   if (cpuProfile) log(`  CPU profiled`);
+  // Last, so the slow model's late answers (and their announce steps) disturb no other measurement.
+  const slowBursts = slow ? await slowModelBursts(request, ping, slow, count, log) : null;
 
   const rows = [
     { ...bareOne.stats, retried: bareOneRetries },
@@ -366,7 +369,7 @@ export async function benchSends({
       perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count,
     },
   };
-  return { path, count, rows, check, spreadBad, overhead, steady, profile, cpuProfile };
+  return { path, count, rows, check, spreadBad, overhead, steady, profile, cpuProfile, slowBursts };
 }
 
 /** `name;dur=12.3, other;dur=4` → { name: 12.3, other: 4 } (the Server-Timing header app.ts adds). */
@@ -471,4 +474,40 @@ async function profileCpu(request, requesterKey, ping, { inspectorPort, moduleOf
     out.push({ name: s.name, runs: runIds.length, ended, ...res });
   }
   return out;
+}
+
+/**
+ * The 1,000-session burst again, into an agent whose model is a remote provider answering after
+ * `delayMs` (bench/slow-provider.mjs), next to a bare burst into as many new objects right before it. The
+ * runs the sends start wait on the network instead of finishing on the machine during the burst; then every
+ * run is checked to end ok with its reply, and the announce steps are let finish before returning.
+ */
+async function slowModelBursts(request, ping, { agentId, provider, delayMs }, count, log) {
+  const requesterKey = `agent:${agentId}:main`;
+  const retries = { count: 0 };
+  const send = sender(request, "sessions_send", requesterKey, retries);
+  const texts = Array.from({ length: count }, (_, i) => SEND_TEXT(i + 1));
+  const bare = await burst(`bare ×${count} → ${count} objects`, count, (i) => ping(`agent:${agentId}:bare-${i}`));
+  const answeredBefore = provider.stats.requests;
+  const sends = await burst(
+    `send ×${count} → ${count} sessions, model answering after ${delayMs / 1000} s`,
+    count,
+    (i) => send(`agent:${agentId}:spread-${i}`, texts[i]),
+  );
+  const answeredDuring = provider.stats.requests - answeredBefore;
+  log(`  ${sends.stats.name}: answered in ${(sends.stats.wall / 1000).toFixed(1)} s`);
+  const runs = await waitAll(request, sends.results, 16);
+  const bad = runs.filter((r, i) => r.status !== "ok" || !String(r.reply ?? "").includes(texts[i])).length;
+  // Each send's announce step asks the model once more; wait for those answers too (bounded).
+  const deadline = Date.now() + WAIT_DEADLINE_MS;
+  while (provider.stats.requests - answeredBefore < 2 * count && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 500));
+  return {
+    bare: bare.stats,
+    sends: { ...sends.stats, retried: retries.count },
+    ratio: sends.stats.rps / bare.stats.rps,
+    answeredDuring,
+    bad,
+    delayMs,
+  };
 }
