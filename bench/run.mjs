@@ -421,6 +421,10 @@ function sendGoals(res) {
     `| send burst ≥ 0.5× bare burst, 1,000 sessions (bare: 1,000 new objects) | ${fmt(spread, 2)}× | ${v(spread >= 0.5)} |`,
     `| a send at concurrency 8 ≤ 2× a bare call (p50), one session | ${fmt(c8one, 2)}× | ${v(c8one <= 2)} |`,
     `| a send at concurrency 8 ≤ 2× a bare call (p50), new session (bare: a new object each) | ${fmt(c8new, 2)}× | ${v(c8new <= 2)} |`,
+    // The issue states this goal as "per-send overhead ≤ 2× a bare call", overhead being what a send costs more
+    // than the bare call; the two rows above hold the send itself to 2×, the stricter reading.
+    `| as worded: per-send overhead (send − bare, p50) ≤ 2× a bare call, one session | ${fmt(c8one - 1, 2)}× | ${v(c8one - 1 <= 2)} |`,
+    `| as worded: per-send overhead (send − bare, p50) ≤ 2× a bare call, new session | ${fmt(c8new - 1, 2)}× | ${v(c8new - 1 <= 2)} |`,
     `| (old comparison, not the goal's shape) new session vs a bare call into an existing object | ${fmt(c8newVsExisting, 2)}× | – |`,
     ...slowBurstRows(res.slowBursts),
   ];

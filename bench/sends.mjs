@@ -271,6 +271,11 @@ export async function benchSends({
   await runPool(50, 8, (_i) => ping("agent:send:warm"));
   await runPool(50, 8, (i) => send("agent:send:warm", `warm-up ${i}`));
 
+  // First, while the gateway is fresh: connecting the profiler after the 1,000-wide bursts made wrangler's
+  // proxy process run out of file descriptors (all 20,000, twice here) and the profile never started.
+  const cpuProfile = cpu ? await profileCpu(request, requesterKey, ping, cpu) : null;
+  if (cpuProfile) log(`  CPU profiled`);
+
   // --- one session: bare burst, then the send burst, then wait until every run has ended
   const fanInKey = "agent:send:fanin";
   const bareOne = await burst(`bare ×${count} → one object`, count, () => ping(fanInKey));
@@ -334,8 +339,6 @@ export async function benchSends({
   log(`  steady state measured`);
   const profile = await profilePhases(request, requesterKey, ping);
   log(`  send phases profiled`);
-  const cpuProfile = cpu ? await profileCpu(request, requesterKey, ping, cpu) : null;
-  if (cpuProfile) log(`  CPU profiled`);
   // Last, so the slow model's late answers (and their announce steps) disturb no other measurement.
   const slowBursts = slow ? await slowModelBursts(request, ping, slow, count, log) : null;
 
