@@ -74,7 +74,7 @@ async function connect(inspectorPort) {
 /**
  * Profile `fn` (which makes `calls` calls) and charge each sample: to the nearest src/ or bench/ module on
  * its stack; `sqlite` when its leaf is a native SQLite call. Returns CPU ms per call by module, the busy
- * (non-idle) ms per call, and the wall time.
+ * (non-idle) ms per call, and the wall time (test/node/cpu-profile.test.ts).
  */
 export async function profileCalls({ inspectorPort, moduleOf, calls, fn }) {
   const inspector = await connect(inspectorPort);
@@ -98,7 +98,7 @@ function packageOf(path) {
   return parts[1].startsWith("@") ? `${parts[1]}/${parts[2]}` : parts[1];
 }
 
-function chargeSamples(profile, moduleOf, calls) {
+export function chargeSamples(profile, moduleOf, calls) {
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
