@@ -93,14 +93,18 @@ describe("the session tools of a built-in run", () => {
     }
   });
 
-  it("answer a model's tool call with bad input by the SDK's validation error, without running the tool", async () => {
+  it("answer a model's tool call with bad input by the SDK's validation error, without running the tool, and record that error as the call's result, in call order", async () => {
     let step = 0;
     const model = new MockLanguageModelV4({
       doGenerate: async () => {
         step++;
         return step === 1
           ? {
-              content: [{ type: "tool-call", toolCallId: "c1", toolName: "sessions_list", input: '{"limit":"many"}' }],
+              // A valid call first, then the bad one: the SDK reports the bad one before the good one has run.
+              content: [
+                { type: "tool-call", toolCallId: "c0", toolName: "agents_list", input: "{}" },
+                { type: "tool-call", toolCallId: "c1", toolName: "sessions_list", input: '{"limit":"many"}' },
+              ],
               finishReason: { unified: "tool-calls", raw: "tool_calls" },
               usage,
               warnings: [],
@@ -123,32 +127,85 @@ describe("the session tools of a built-in run", () => {
       onStep: (messages) => steps.push(messages),
     });
     expect(result.reply).toBe("done");
-    // The model is told why, in the SDK's words, and may try again; the tool's handler never ran.
-    expect(model.doGenerateCalls[1].prompt.find((m) => m.role === "tool")).toEqual({
-      role: "tool",
-      content: [
+    const told = `AI_InvalidToolInputError: Invalid input for tool sessions_list: AI_TypeValidationError: Type validation failed: Value: {"limit":"many"}.\nError message: ${JSON.stringify(
+      [
         {
-          type: "tool-result",
-          toolCallId: "c1",
-          toolName: "sessions_list",
-          output: {
-            type: "error-text",
-            value: `AI_InvalidToolInputError: Invalid input for tool sessions_list: AI_TypeValidationError: Type validation failed: Value: {"limit":"many"}.\nError message: ${JSON.stringify(
-              [
-                {
-                  expected: "number",
-                  code: "invalid_type",
-                  path: ["limit"],
-                  message: "Invalid input: expected number, received string",
-                },
-              ],
-              null,
-              2,
-            )}`,
-          },
+          expected: "number",
+          code: "invalid_type",
+          path: ["limit"],
+          message: "Invalid input: expected number, received string",
         },
       ],
+      null,
+      2,
+    )}`;
+    // The model is told why, in the SDK's words, and may try again; the tool's handler never ran.
+    const toolMessage = model.doGenerateCalls[1].prompt.find((m) => m.role === "tool");
+    expect(toolMessage?.content.find((p) => p.type === "tool-result" && p.toolCallId === "c1")).toEqual({
+      type: "tool-result",
+      toolCallId: "c1",
+      toolName: "sessions_list",
+      output: { type: "error-text", value: told },
     });
-    expect(steps.map((messages) => messages.map((m) => m.role))).toEqual([["assistant"], ["assistant"]]);
+    // The transcript keeps every call with its result, in call order: the rejected one with what the model was told.
+    expect(steps.map((messages) => messages.map((m) => m.role))).toEqual([
+      ["assistant", "toolResult", "toolResult"],
+      ["assistant"],
+    ]);
+    const [, listed, rejected] = steps[0];
+    expect(listed).toMatchObject({ role: "toolResult", toolCallId: "c0", toolName: "agents_list", isError: false });
+    expect(rejected).toEqual({
+      role: "toolResult",
+      toolCallId: "c1",
+      toolName: "sessions_list",
+      content: [{ type: "text", text: told }],
+      isError: true,
+      timestamp: expect.any(Number),
+    });
+  });
+
+  it("record a sessions_spawn call whose arguments are not JSON without any of its text, in the call and in its error result", async () => {
+    let step = 0;
+    const raw = '{"task":"t","attachments":[{"name":"s.txt","content":"TOP-SECRET-BYTES"';
+    const model = new MockLanguageModelV4({
+      doGenerate: async () => {
+        step++;
+        return step === 1
+          ? {
+              content: [{ type: "tool-call", toolCallId: "c1", toolName: "sessions_spawn", input: raw }],
+              finishReason: { unified: "tool-calls", raw: "tool_calls" },
+              usage,
+              warnings: [],
+            }
+          : {
+              content: [{ type: "text", text: "done" }],
+              finishReason: { unified: "stop", raw: "stop" },
+              usage,
+              warnings: [],
+            };
+      },
+    });
+    const steps: TranscriptMessage[][] = [];
+    await runModel({
+      model: resolved(model),
+      system: "s",
+      history: [{ role: "user", content: [{ type: "text", text: "spawn" }], timestamp: 0 }],
+      tools: buildRunTools(env, metaOf("agent:main:bad-json")),
+      signal: new AbortController().signal,
+      onStep: (messages) => steps.push(messages),
+    });
+    // The model itself was told the parse error with its text (it needs it to try again).
+    const told = JSON.stringify(model.doGenerateCalls[1].prompt.find((m) => m.role === "tool"));
+    expect(told).toContain("TOP-SECRET-BYTES");
+    const [call, result] = steps[0];
+    expect(call.role === "assistant" && call.content).toEqual([
+      { type: "toolCall", id: "c1", name: "sessions_spawn", arguments: "__OPENCLAW_REDACTED__" },
+    ]);
+    expect(result).toMatchObject({ role: "toolResult", toolCallId: "c1", toolName: "sessions_spawn", isError: true });
+    const text = result.role === "toolResult" && result.content[0].type === "text" ? result.content[0].text : "";
+    expect(text).toMatch(
+      /^AI_InvalidToolInputError: Invalid input for tool sessions_spawn: AI_JSONParseError: JSON parsing failed: Text: "__OPENCLAW_REDACTED__"\.\nError message: /,
+    );
+    expect(JSON.stringify(steps)).not.toContain("TOP-SECRET");
   });
 });

@@ -1,10 +1,10 @@
 import type { SharedV4ProviderOptions } from "@ai-sdk/provider";
 import { generateText, isStepCount, type ModelMessage, type StepResult, streamText, type ToolSet } from "ai";
 import type { RunnerResult } from "../session/run-types";
-import type { ContentBlock, TranscriptMessage, Usage } from "../session/types";
+import type { ContentBlock, TranscriptMessage } from "../session/types";
 import type { AttachmentPart } from "../spawn/attachment-parts";
-import { redactAttachmentArgs } from "../spawn/attachments";
 import type { ResolvedModel } from "./models";
+import { stepMessages, toUsage } from "./step-messages";
 
 /**
  * The built-in runner: one run = one `streamText` call when it is given `live` (every remote model; the
@@ -82,63 +82,6 @@ async function streamModel(
   }
   // An abort or the deadline rejects these with the signal's reason; the run has already ended then.
   return { text: await result.text, usage: await result.usage };
-}
-
-/** One step's transcript rows: the assistant message (with that call's usage) and its tool results. */
-function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): TranscriptMessage[] {
-  const now = Date.now();
-  const content: ContentBlock[] = [];
-  if (step.text) content.push({ type: "text", text: step.text });
-  // Attachment bytes handed to sessions_spawn never enter the requester's persisted transcript (test/attachments.test.ts).
-  for (const call of step.toolCalls) {
-    const args = call.toolName === "sessions_spawn" ? redactAttachmentArgs(call.input) : call.input;
-    content.push({ type: "toolCall", id: call.toolCallId, name: call.toolName, arguments: args });
-  }
-  const messages: TranscriptMessage[] = [
-    {
-      role: "assistant",
-      content,
-      api: model.api,
-      provider: model.provider,
-      model: model.modelId,
-      usage: toUsage(step.usage, model.cost),
-      // A step that called tools stopped to use them, whatever finish reason the provider reported
-      // (Workers AI's own tool-call shape carries none; test/workers-ai.test.ts).
-      stopReason:
-        step.finishReason === "tool-calls" || step.toolCalls.length > 0
-          ? "toolUse"
-          : step.finishReason === "length"
-            ? "length"
-            : "stop",
-      timestamp: now,
-    },
-  ];
-  for (const tr of step.toolResults) {
-    messages.push({
-      role: "toolResult",
-      toolCallId: tr.toolCallId,
-      toolName: tr.toolName,
-      content: [{ type: "text", text: typeof tr.output === "string" ? tr.output : JSON.stringify(tr.output) }],
-      isError: false,
-      timestamp: now,
-    });
-  }
-  return messages;
-}
-
-export function toUsage(
-  u: { inputTokens?: number; outputTokens?: number; totalTokens?: number },
-  cost?: { input?: number; output?: number },
-): Usage {
-  const input = u.inputTokens ?? 0;
-  const output = u.outputTokens ?? 0;
-  const usage: Usage = { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: u.totalTokens ?? input + output };
-  if (cost && (cost.input !== undefined || cost.output !== undefined)) {
-    const ci = (input * (cost.input ?? 0)) / 1e6;
-    const co = (output * (cost.output ?? 0)) / 1e6;
-    usage.cost = { input: ci, output: co, cacheRead: 0, cacheWrite: 0, total: ci + co };
-  }
-  return usage;
 }
 
 /**

@@ -11,8 +11,8 @@ import type { RunInput, RunSnapshot } from "../session/types";
 import { issueText } from "../zod-issue-text";
 import { readBoundedText } from "./bounded-response";
 import type { RunnerResult } from "./model-runner";
-import { toUsage } from "./model-runner";
 import { mintRunToken } from "./run-token";
+import { toUsage } from "./step-messages";
 import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
 
 /**
