@@ -152,4 +152,30 @@ describe("a model's tool call the AI SDK rejects", () => {
       timestamp: expect.any(Number),
     });
   });
+
+  it("sessions_spawn arguments that are a JSON string are redacted whole, and only the error's quote of them changes", async () => {
+    setConfigOverride(subagentConfig());
+    scriptedModel({ toolCall: { name: "sessions_spawn", args: "a" } });
+    const key = requesterKey("string-spawn");
+    expect(await sendAndWait(key, "spawn")).toMatchObject({ status: "ok", reply: "answer 2" });
+    const rows = await transcriptOf(key);
+    expect(rows[1].content).toEqual([
+      { type: "toolCall", id: "call_1", name: "sessions_spawn", arguments: "__OPENCLAW_REDACTED__" },
+    ]);
+    expect(rows[2].content).toEqual([
+      {
+        type: "text",
+        text: `AI_InvalidToolInputError: Invalid input for tool sessions_spawn: AI_TypeValidationError: Type validation failed: Value: "__OPENCLAW_REDACTED__".\nError message: ${ISSUES(
+          [
+            {
+              expected: "object",
+              code: "invalid_type",
+              path: [],
+              message: "Invalid input: expected object, received string",
+            },
+          ],
+        )}`,
+      },
+    ]);
+  });
 });

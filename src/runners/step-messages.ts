@@ -87,11 +87,10 @@ function rejectionText(toolName: string, input: unknown, error: unknown): string
   const kept = transcriptInput(toolName, input);
   if (kept === input) return told;
   const shown = JSON.stringify(kept);
-  let text = told;
-  // The parsed input as JSON (a validation error's `Value:`), or the raw text (a parse error's `Text:`).
-  for (const quoted of [JSON.stringify(input), typeof input === "string" ? input : undefined]) {
-    if (quoted) text = text.split(quoted).join(shown);
-  }
+  // Only the quotes themselves are swapped: a short input (`"a"`) may also occur elsewhere in the text.
+  // A validation error quotes the parsed input as JSON; a parse error quotes the raw text.
+  let text = told.split(`Value: ${JSON.stringify(input)}.`).join(`Value: ${shown}.`);
+  if (typeof input === "string") text = text.split(`Text: ${input}.`).join(`Text: ${shown}.`);
   return text;
 }
 
