@@ -5,11 +5,9 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runModel } from "../src/runners/model-runner";
 import type { ResolvedModel } from "../src/runners/models";
+import { MOCK_USAGE, resolvedMock } from "./helpers/mock-model";
 
-const usage = {
-  inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 2, text: 2, reasoning: 0 },
-};
+const usage = MOCK_USAGE;
 
 /** A streaming model that calls `lookup` in its first step and answers in its second. */
 function toolCallingModel(): ResolvedModel {
@@ -38,14 +36,7 @@ function toolCallingModel(): ResolvedModel {
       return { stream: simulateReadableStream({ chunks }) };
     },
   });
-  return {
-    ref: "builtin/mock",
-    provider: "builtin",
-    modelId: "mock",
-    api: "builtin",
-    model,
-    thinkingOptions: () => undefined,
-  };
+  return resolvedMock(model);
 }
 
 describe("the model runner streams through streamText (GET /v1/runs/{runId}/events)", () => {

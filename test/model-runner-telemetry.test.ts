@@ -4,11 +4,9 @@ import { MockLanguageModelV4 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { runModel } from "../src/runners/model-runner";
+import { MOCK_USAGE, resolvedMock } from "./helpers/mock-model";
 
-const usage = {
-  inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 2, text: 2, reasoning: 0 },
-};
+const usage = MOCK_USAGE;
 
 /** Calls `lookup` in its first step and answers in its second, in one piece or streamed. */
 function toolCallingModel(): MockLanguageModelV4 {
@@ -70,14 +68,7 @@ describe("a run's AI SDK telemetry", () => {
       const replies: string[] = [];
       for (const live of [undefined, { onDelta: () => {}, onToolCall: () => {} }]) {
         const result = await runModel({
-          model: {
-            ref: "builtin/mock",
-            provider: "builtin",
-            modelId: "mock",
-            api: "builtin",
-            model,
-            thinkingOptions: () => undefined,
-          },
+          model: resolvedMock(model),
           system: "s",
           history: [{ role: "user", content: [{ type: "text", text: "go" }], timestamp: 0 }],
           tools: { lookup: tool({ inputSchema: z.object({ q: z.string() }), execute: async ({ q }) => q }) },

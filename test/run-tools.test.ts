@@ -4,18 +4,15 @@ import { MockLanguageModelV4 } from "ai/test";
 import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { runModel } from "../src/runners/model-runner";
-import type { ResolvedModel } from "../src/runners/models";
 import type { SessionMeta, TranscriptMessage } from "../src/session/types";
 import { TOOLS } from "../src/tools/registry";
 import { buildRunTools } from "../src/tools/run-tools";
 import "../src/index";
+import { MOCK_USAGE, resolvedMock } from "./helpers/mock-model";
 
 afterEach(() => setConfigOverride(null));
 
-const usage = {
-  inputTokens: { total: 3, noCache: 3, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 2, text: 2, reasoning: 0 },
-};
+const usage = MOCK_USAGE;
 
 function metaOf(key: string, extra: Partial<SessionMeta> = {}): SessionMeta {
   return {
@@ -34,15 +31,22 @@ function metaOf(key: string, extra: Partial<SessionMeta> = {}): SessionMeta {
   } as SessionMeta;
 }
 
-function resolved(model: MockLanguageModelV4): ResolvedModel {
-  return {
-    ref: "builtin/mock",
-    provider: "builtin",
-    modelId: "mock",
-    api: "builtin",
-    model,
-    thinkingOptions: () => undefined,
-  };
+/** A model whose first step makes these tool calls and whose second answers "done". */
+function callsThenDone(calls: { type: "tool-call"; toolCallId: string; toolName: string; input: string }[]) {
+  let step = 0;
+  return new MockLanguageModelV4({
+    doGenerate: async () => {
+      step++;
+      return step === 1
+        ? { content: calls, finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage, warnings: [] }
+        : {
+            content: [{ type: "text", text: "done" }],
+            finishReason: { unified: "stop", raw: "stop" },
+            usage,
+            warnings: [],
+          };
+    },
+  });
 }
 
 /** A model that answers "ok" at once; every call's options (the tools it was offered) stay in `doGenerateCalls`. */
@@ -59,7 +63,7 @@ function answeringModel(): MockLanguageModelV4 {
 
 async function runWith(model: MockLanguageModelV4, meta: SessionMeta) {
   return runModel({
-    model: resolved(model),
+    model: resolvedMock(model),
     system: "s",
     history: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 0 }],
     tools: buildRunTools(env, meta),
@@ -94,32 +98,14 @@ describe("the session tools of a built-in run", () => {
   });
 
   it("answer a model's tool call with bad input by the SDK's validation error, without running the tool, and record that error as the call's result, in call order", async () => {
-    let step = 0;
-    const model = new MockLanguageModelV4({
-      doGenerate: async () => {
-        step++;
-        return step === 1
-          ? {
-              // A valid call first, then the bad one: the SDK reports the bad one before the good one has run.
-              content: [
-                { type: "tool-call", toolCallId: "c0", toolName: "agents_list", input: "{}" },
-                { type: "tool-call", toolCallId: "c1", toolName: "sessions_list", input: '{"limit":"many"}' },
-              ],
-              finishReason: { unified: "tool-calls", raw: "tool_calls" },
-              usage,
-              warnings: [],
-            }
-          : {
-              content: [{ type: "text", text: "done" }],
-              finishReason: { unified: "stop", raw: "stop" },
-              usage,
-              warnings: [],
-            };
-      },
-    });
+    // A valid call first, then the bad one: the SDK reports the bad one before the good one has run.
+    const model = callsThenDone([
+      { type: "tool-call", toolCallId: "c0", toolName: "agents_list", input: "{}" },
+      { type: "tool-call", toolCallId: "c1", toolName: "sessions_list", input: '{"limit":"many"}' },
+    ]);
     const steps: TranscriptMessage[][] = [];
     const result = await runModel({
-      model: resolved(model),
+      model: resolvedMock(model),
       system: "s",
       history: [{ role: "user", content: [{ type: "text", text: "list" }], timestamp: 0 }],
       tools: buildRunTools(env, metaOf("agent:main:bad-input")),
@@ -165,29 +151,11 @@ describe("the session tools of a built-in run", () => {
   });
 
   it("record a sessions_spawn call whose arguments are not JSON without any of its text, in the call and in its error result", async () => {
-    let step = 0;
     const raw = '{"task":"t","attachments":[{"name":"s.txt","content":"TOP-SECRET-BYTES"';
-    const model = new MockLanguageModelV4({
-      doGenerate: async () => {
-        step++;
-        return step === 1
-          ? {
-              content: [{ type: "tool-call", toolCallId: "c1", toolName: "sessions_spawn", input: raw }],
-              finishReason: { unified: "tool-calls", raw: "tool_calls" },
-              usage,
-              warnings: [],
-            }
-          : {
-              content: [{ type: "text", text: "done" }],
-              finishReason: { unified: "stop", raw: "stop" },
-              usage,
-              warnings: [],
-            };
-      },
-    });
+    const model = callsThenDone([{ type: "tool-call", toolCallId: "c1", toolName: "sessions_spawn", input: raw }]);
     const steps: TranscriptMessage[][] = [];
     await runModel({
-      model: resolved(model),
+      model: resolvedMock(model),
       system: "s",
       history: [{ role: "user", content: [{ type: "text", text: "spawn" }], timestamp: 0 }],
       tools: buildRunTools(env, metaOf("agent:main:bad-json")),
