@@ -374,6 +374,41 @@ describe("sessions_list visibility (reference §6, §8 item 8)", () => {
     expect(sizes).toEqual([3, 2]);
   });
 
+  it("a tree page reads only the caller's children in each shard, not the shard's other rows", async () => {
+    configure(["deep"]);
+    const me = "agent:deep:main";
+    // 3,200 sessions over the agent's 16 shards, 32 of them the caller's children: ~200 rows and ~2 children a shard.
+    const rows: SyntheticRow[] = [{ key: me, updatedAt: 10 }];
+    for (let n = 0; n < 3_200; n++)
+      rows.push({ key: `agent:deep:s${n}`, updatedAt: 100 + n, ...(n % 100 === 0 ? { spawnedBy: me } : {}) });
+    await seed("deep", rows);
+    // Rows SQLite read per shard for one tree page, from each statement's cursor (SqlStorageCursor.rowsRead).
+    const index = sessionIndex(env, loadConfig(env), "deep");
+    let read = 0;
+    let listed = 0;
+    for (const shard of index.allShards()) {
+      await runInDurableObject(shard, async (instance: RegistryObject, state) => {
+        const proto = Object.getPrototypeOf(state.storage.sql);
+        const exec = proto.exec;
+        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+        proto.exec = function (this: SqlStorage, ...args: Parameters<SqlStorage["exec"]>) {
+          const cursor = exec.apply(this, args);
+          cursors.push(cursor);
+          return cursor;
+        };
+        try {
+          listed += (await instance.list({ scope: { type: "tree", key: me }, limit: 50 })).keys.length;
+        } finally {
+          proto.exec = exec;
+        }
+        read += cursors.reduce((sum, c) => sum + c.rowsRead, 0);
+      });
+    }
+    expect(listed).toBe(33);
+    // The children and the caller's own row, give or take each lookup's one step past its last match.
+    expect(read).toBeLessThanOrEqual(33 + 2 * 16);
+  });
+
   it("self: only the requester's own session", async () => {
     configure(["selfv"], { tools: { sessions: { visibility: "SELF" } } });
     const { me } = await seedTree("selfv");

@@ -248,14 +248,17 @@ export class RegistryObject extends DurableObject<Env> {
       args.push(q.cursor.updatedAt, q.cursor.updatedAt, q.cursor.key);
     }
     const limit = Math.max(1, Math.min(q.limit, 1000));
-    const select = (w: string[]) => `SELECT key, updated_at, row_json FROM sessions WHERE ${w.join(" AND ")}`;
+    const select = (w: string[], index = "") =>
+      `SELECT key, updated_at, row_json FROM sessions ${index}WHERE ${w.join(" AND ")}`;
     // Tree scope = the caller's own row (primary key) + its children (sessions_children), merged in
     // index order. One `key = ? OR spawned_by = ?` made SQLite walk sessions_recent over every row of
-    // the agent: O(sessions) per call, 6× slower at 100,000 sessions (npm run bench).
+    // the agent: O(sessions) per call, 6× slower at 100,000 sessions (npm run bench). The children's arm
+    // names its index: left to choose, SQLite walked sessions_recent (listed = 1, in the ORDER BY's order)
+    // and filtered spawned_by, O(rows in the shard) again (test/sessions-list.test.ts, "a tree page reads…").
     const [query, queryArgs] =
       q.scope.type === "tree"
         ? [
-            `${select(["key = ?", ...where])} UNION ALL ${select(["spawned_by = ?", "key <> ?", ...where])}`,
+            `${select(["key = ?", ...where])} UNION ALL ${select(["spawned_by = ?", "key <> ?", ...where], "INDEXED BY sessions_children ")}`,
             [q.scope.key, ...args, q.scope.key, q.scope.key, ...args],
           ]
         : [select(where), args];
