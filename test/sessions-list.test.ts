@@ -24,6 +24,29 @@ async function seed(agentId: string, rows: SyntheticRow[]) {
   await sessionIndex(env, loadConfig(env), agentId).upsertMany(syntheticIndexEntries(rows));
 }
 
+/** What a shard's call costs in rows: the rows SQLite read for it (SqlStorageCursor.rowsRead of each statement). */
+async function rowsRead<T>(
+  shard: DurableObjectStub<RegistryObject>,
+  call: (o: RegistryObject) => Promise<T>,
+): Promise<{ rows: number; result: T }> {
+  return runInDurableObject(shard, async (instance: RegistryObject, state) => {
+    const proto = Object.getPrototypeOf(state.storage.sql);
+    const exec = proto.exec;
+    const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+    proto.exec = function (this: SqlStorage, ...args: Parameters<SqlStorage["exec"]>) {
+      const cursor = exec.apply(this, args);
+      cursors.push(cursor);
+      return cursor;
+    };
+    try {
+      const result = await call(instance);
+      return { rows: cursors.reduce((sum, c) => sum + c.rowsRead, 0), result };
+    } finally {
+      proto.exec = exec;
+    }
+  });
+}
+
 const keysOf = (r: { details: any }) => r.details.sessions.map((s: any) => s.key);
 const list = (args: Record<string, unknown>, sessionKey: string) => invoke("sessions_list", args, { sessionKey });
 
@@ -374,6 +397,28 @@ describe("sessions_list visibility (reference §6, §8 item 8)", () => {
     expect(sizes).toEqual([3, 2]);
   });
 
+  it("a page after a cursor reads that page, not the rows before the cursor", async () => {
+    configure(["paged"]);
+    const rows: SyntheticRow[] = [];
+    for (let n = 0; n < 3_200; n++)
+      rows.push({ key: `agent:paged:s${String(n).padStart(4, "0")}`, updatedAt: 100 + n });
+    await seed("paged", rows);
+    const index = sessionIndex(env, loadConfig(env), "paged");
+    // A cursor two thirds down the listing: ~133 rows of each shard are newer than it.
+    const cursor = { updatedAt: 100 + 1_066, key: "agent:paged:s1066" };
+    let read = 0;
+    let listed = 0;
+    for (const shard of index.allShards()) {
+      const { rows: r, result } = await rowsRead(shard, (o) => o.list({ scope: { type: "agent" }, limit: 9, cursor }));
+      read += r;
+      listed += result.keys.length;
+      expect(result.updatedAt.every((t) => t < cursor.updatedAt)).toBe(true);
+    }
+    expect(listed).toBe(16 * 9);
+    // Each shard reads its 9 rows and the one that tells it more follow; the cursor's own shard also its row.
+    expect(read).toBeLessThanOrEqual(16 * 10 + 1);
+  });
+
   it("a tree page reads only the caller's children in each shard, not the shard's other rows", async () => {
     configure(["deep"]);
     const me = "agent:deep:main";
@@ -382,27 +427,13 @@ describe("sessions_list visibility (reference §6, §8 item 8)", () => {
     for (let n = 0; n < 3_200; n++)
       rows.push({ key: `agent:deep:s${n}`, updatedAt: 100 + n, ...(n % 100 === 0 ? { spawnedBy: me } : {}) });
     await seed("deep", rows);
-    // Rows SQLite read per shard for one tree page, from each statement's cursor (SqlStorageCursor.rowsRead).
     const index = sessionIndex(env, loadConfig(env), "deep");
     let read = 0;
     let listed = 0;
     for (const shard of index.allShards()) {
-      await runInDurableObject(shard, async (instance: RegistryObject, state) => {
-        const proto = Object.getPrototypeOf(state.storage.sql);
-        const exec = proto.exec;
-        const cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
-        proto.exec = function (this: SqlStorage, ...args: Parameters<SqlStorage["exec"]>) {
-          const cursor = exec.apply(this, args);
-          cursors.push(cursor);
-          return cursor;
-        };
-        try {
-          listed += (await instance.list({ scope: { type: "tree", key: me }, limit: 50 })).keys.length;
-        } finally {
-          proto.exec = exec;
-        }
-        read += cursors.reduce((sum, c) => sum + c.rowsRead, 0);
-      });
+      const { rows, result } = await rowsRead(shard, (o) => o.list({ scope: { type: "tree", key: me }, limit: 50 }));
+      read += rows;
+      listed += result.keys.length;
     }
     expect(listed).toBe(33);
     // The children and the caller's own row, give or take each lookup's one step past its last match.

@@ -244,7 +244,9 @@ export class RegistryObject extends DurableObject<Env> {
       args.push(q.activeSince);
     }
     if (q.cursor) {
-      where.push("(updated_at < ? OR (updated_at = ? AND key < ?))");
+      // `updated_at <= ?` is the index's range bound; the OR alone is no bound, and SQLite then read every
+      // row newer than the cursor to reach the page: O(position) per page (test/sessions-list.test.ts).
+      where.push("updated_at <= ? AND (updated_at < ? OR key < ?)");
       args.push(q.cursor.updatedAt, q.cursor.updatedAt, q.cursor.key);
     }
     const limit = Math.max(1, Math.min(q.limit, 1000));
