@@ -11,7 +11,7 @@ import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
-import { benchSends } from "./sends.mjs";
+import { benchSends, profileSendCpu } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 import { startSlowProvider } from "./slow-provider.mjs";
 
@@ -23,8 +23,12 @@ const INSPECTOR_PORT = PORT + 1;
 /** A remote model that answers after SLOW_MODEL.delayMs (bench/slow-provider.mjs), for the slow-model send burst. */
 const SLOW_MODEL = { port: PORT + 2, delayMs: 15_000, agentId: "slow" };
 const TOKEN = "bench-token";
-/** The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. */
-const BENCH_DEADLINE_MS = 15 * 60_000;
+/**
+ * The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. The full
+ * bench takes ~16 min on a quiet 2-core VM (sends ~7 of them: the bursts, the CPU profile, the slow model's 15 s
+ * answers and announce steps), so the bound leaves room for a loaded machine.
+ */
+const BENCH_DEADLINE_MS = 30 * 60_000;
 
 const SIZES = { small: 100, big: 100_000 };
 /** A sandboxed agent sees only its own tree: 100,000 sessions of which every 1,000th is a child of its main session. */
@@ -212,7 +216,7 @@ function readTable(rows) {
   return { lines, ratios };
 }
 
-function sendTable(res) {
+function sendTable(res, cpuProfile) {
   const lines = [
     `Send path: ${res.path === "sessions_send" ? "`sessions_send` tool, `timeoutSeconds: 0` (fire-and-forget)" : "`POST /v1/sessions/{key}/messages` (sessions_send is not registered yet; same run queue)"}; all ${res.count} calls of a burst in flight at once.`,
     "",
@@ -241,7 +245,7 @@ function sendTable(res) {
     "",
     ...phaseTable(res.profile),
     "",
-    ...cpuTable(res.cpuProfile),
+    ...cpuTable(cpuProfile),
     `In the 1,000-wide bursts: one session ${fmt(res.overhead.oneSession.perSendMs, 2)} ms/send of wall time (${fmt(res.overhead.oneSession.meanMs, 1)} ms mean latency); ` +
       `1,000 sessions ${fmt(res.overhead.spread.perSendMs, 2)} ms/send (${fmt(res.overhead.spread.meanMs, 1)} ms mean latency).`,
     "",
@@ -277,6 +281,12 @@ async function main() {
 
   // BENCH_ONLY=reads|sends|sizes|index|events runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
+  let cpuProfile = null;
+  if (only === undefined || only === "sends") {
+    log("Profiling what a send costs the machine (CPU profile, first: on a fresh gateway)…");
+    cpuProfile = await profileSendCpu({ request, inspectorPort: INSPECTOR_PORT, moduleOf: moduleLines(script) });
+    log(cpuProfile.error ? `  not taken: ${cpuProfile.error}` : "  profiled");
+  }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
   if (only !== "sizes" && only !== "index" && only !== "events") {
@@ -347,11 +357,10 @@ async function main() {
       token: TOKEN,
       count: Number(process.env.BENCH_SENDS ?? 1_000),
       log,
-      cpu: { inspectorPort: INSPECTOR_PORT, moduleOf: moduleLines(script) },
       slow: { agentId: SLOW_MODEL.agentId, provider, delayMs: SLOW_MODEL.delayMs },
     });
     await provider.stop();
-    sendLines = sendTable(sends);
+    sendLines = sendTable(sends, cpuProfile);
     log("", sendLines.join("\n"), "");
   }
 
@@ -441,8 +450,10 @@ function phaseTable(profile) {
 }
 
 /** CPU per call by scenario, then the new-session send's CPU by source file (bench/cpu-profile.mjs). */
-function cpuTable(cpu) {
-  if (!cpu?.length) return ["(CPU profile not taken)"];
+function cpuTable(profile) {
+  if (!profile) return ["(CPU profile not taken)"];
+  if (profile.error) return [`(CPU profile not taken: ${profile.error})`];
+  const cpu = profile.scenarios;
   const newSend = cpu.find((r) => r.name.includes("new session"));
   const top = newSend.modules.slice(0, 14);
   return [

@@ -250,7 +250,6 @@ export async function benchSends({
   count = 1_000,
   requesterKey = "agent:send:main",
   log = () => {},
-  cpu = null,
   slow = null,
 }) {
   const path = await detectSendPath(request, requesterKey);
@@ -270,11 +269,6 @@ export async function benchSends({
   // Warm the worker and both code paths (a different session, so the checks below see only the bursts).
   await runPool(50, 8, (_i) => ping("agent:send:warm"));
   await runPool(50, 8, (i) => send("agent:send:warm", `warm-up ${i}`));
-
-  // First, while the gateway is fresh: connecting the profiler after the 1,000-wide bursts made wrangler's
-  // proxy process run out of file descriptors (all 20,000, twice here) and the profile never started.
-  const cpuProfile = cpu ? await profileCpu(request, requesterKey, ping, cpu) : null;
-  if (cpuProfile) log(`  CPU profiled`);
 
   // --- one session: bare burst, then the send burst, then wait until every run has ended
   const fanInKey = "agent:send:fanin";
@@ -372,7 +366,7 @@ export async function benchSends({
       perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count,
     },
   };
-  return { path, count, rows, check, spreadBad, overhead, steady, profile, cpuProfile, slowBursts };
+  return { path, count, rows, check, spreadBad, overhead, steady, profile, slowBursts };
 }
 
 /** `name;dur=12.3, other;dur=4` → { name: 12.3, other: 4 } (the Server-Timing header app.ts adds). */
@@ -442,9 +436,22 @@ const CPU = { calls: 200, concurrency: 8, tailMs: 3_000 };
 /**
  * What a call costs the machine, by source file (bench/cpu-profile.mjs): each scenario's calls at concurrency 8,
  * then a quiet tail so the runs the sends started (reply and announce step) end inside the profile. The runs
- * are checked to have ended afterwards, outside the profile.
+ * are checked to have ended afterwards, outside the profile. Taken first, on a fresh gateway: connecting the
+ * profiler after the bench's heavy parts failed here (wrangler's proxy process ran out of its 20,000 file
+ * descriptors, or refused the connection). A profile that cannot be taken is reported, never fatal.
  */
-async function profileCpu(request, requesterKey, ping, { inspectorPort, moduleOf }) {
+export async function profileSendCpu({ request, inspectorPort, moduleOf, requesterKey = "agent:send:main" }) {
+  const ping = (key) => request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`);
+  await runPool(40, 8, (i) => ping(`agent:send:cpu-warm-${i}`));
+  await runPool(40, 8, (i) => sendRaw(request, requesterKey, `agent:send:cpu-warm-${i}`, `warm-up ${i}`));
+  try {
+    return { scenarios: await profileScenarios(request, requesterKey, ping, { inspectorPort, moduleOf }) };
+  } catch (err) {
+    return { error: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+async function profileScenarios(request, requesterKey, ping, { inspectorPort, moduleOf }) {
   const scenarios = [
     { name: "bare call → a new object each", call: (i) => ping(`agent:send:cpu-bare-${i}`) },
     {
