@@ -497,6 +497,28 @@ async function slowModelBursts(request, ping, { agentId, provider, delayMs }, co
   const retries = { count: 0 };
   const send = sender(request, "sessions_send", requesterKey, retries);
   const texts = Array.from({ length: count }, (_, i) => SEND_TEXT(i + 1));
+
+  // Concurrency 8 first, as the steady-state rows above, new sessions next to bare calls into new objects; then
+  // its runs' answers (and their announce steps) are let arrive before the burst, so they do not land in it.
+  const steadyBefore = provider.stats.requests;
+  let n = 0;
+  let b = 0;
+  const steady = await measureInterleaved(
+    [
+      {
+        name: `sessions_send → a new session each, model answering after ${delayMs / 1000} s`,
+        call: () => sendRaw(request, requesterKey, `agent:${agentId}:steady-${n}`, `steady #${n++}`),
+      },
+      { name: "bare route → a new object each", call: () => ping(`agent:${agentId}:bare-steady-${b++}`) },
+    ],
+    SLOW_STEADY,
+  );
+  const steadyAnsweredDuring = provider.stats.requests - steadyBefore;
+  const steadyDeadline = Date.now() + WAIT_DEADLINE_MS;
+  while (provider.stats.requests - steadyBefore < 2 * n && Date.now() < steadyDeadline)
+    await new Promise((r) => setTimeout(r, 500));
+  log(`  concurrency 8 with the slow model measured`);
+
   const bare = await burst(`bare ×${count} → ${count} objects`, count, (i) => ping(`agent:${agentId}:bare-${i}`));
   const answeredBefore = provider.stats.requests;
   const sends = await burst(
@@ -519,5 +541,9 @@ async function slowModelBursts(request, ping, { agentId, provider, delayMs }, co
     answeredDuring,
     bad,
     delayMs,
+    steady: { send: steady[0], bare: steady[1], answeredDuring: steadyAnsweredDuring },
   };
 }
+
+/** The concurrency-8 rows with the slow model: fewer calls than the echo rows, so its runs' answers come after them. */
+const SLOW_STEADY = { warmup: 20, requests: 200, rounds: 5, concurrency: 8 };
