@@ -25,8 +25,8 @@ const SLOW_MODEL = { port: PORT + 2, delayMs: 15_000, agentId: "slow" };
 const TOKEN = "bench-token";
 /**
  * The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. The full
- * bench takes ~16 min on a quiet 2-core VM (sends ~7 of them: the bursts, the CPU profile, the slow model's 15 s
- * answers and announce steps), so the bound leaves room for a loaded machine.
+ * bench takes ~7 min on a quiet 2-core VM and about twice that under load (sends: the bursts, the CPU profile,
+ * the slow model's 15 s answers and announce steps), so the bound leaves room.
  */
 const BENCH_DEADLINE_MS = 30 * 60_000;
 
