@@ -404,8 +404,8 @@ main().catch((err) => {
   void shutdown(1);
 });
 
-/** The 1,000-session burst with a model that answers like a remote one (bench/slow-provider.mjs). */
-function slowBurstRows(slow) {
+/** Concurrency 8 and the 1,000-session burst with a model that answers like a remote one (bench/slow-provider.mjs). */
+function slowModelRows(slow) {
   if (!slow) return [];
   const ok = slow.ratio >= 0.5;
   const c8 = slow.steady.send.p50 / slow.steady.bare.p50;
@@ -438,7 +438,7 @@ function sendGoals(res) {
     `| as worded: per-send overhead (send − bare, p50) ≤ 2× a bare call, one session | ${fmt(c8one - 1, 2)}× | ${v(c8one - 1 <= 2)} |`,
     `| as worded: per-send overhead (send − bare, p50) ≤ 2× a bare call, new session | ${fmt(c8new - 1, 2)}× | ${v(c8new - 1 <= 2)} |`,
     `| (old comparison, not the goal's shape) new session vs a bare call into an existing object | ${fmt(c8newVsExisting, 2)}× | – |`,
-    ...slowBurstRows(res.slowBursts),
+    ...slowModelRows(res.slowModel),
   ];
 }
 

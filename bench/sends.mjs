@@ -242,6 +242,26 @@ function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
   };
 }
 
+/**
+ * The bare call (bench/routes.ts), retried like a send after a dropped connection; `retries` counts them.
+ * POST: a GET dropped by the dev proxy would be parked forever instead of failing.
+ */
+function pinger(request, retries) {
+  return (key) =>
+    withRetry(
+      () =>
+        request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }),
+      retries,
+    );
+}
+
+/** Until the slow provider has answered `expected` model calls since it had answered `since` (bounded). */
+async function answersSince(provider, since, expected) {
+  const deadline = Date.now() + WAIT_DEADLINE_MS;
+  while (provider.stats.requests - since < expected && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 500));
+}
+
 /** Run the send bursts and checks; returns rows for the report and the fan-in check. */
 export async function benchSends({
   request,
@@ -256,14 +276,8 @@ export async function benchSends({
   log(`  send path: ${path}`);
   const retries = { count: 0 };
   const send = sender(request, path, requesterKey, retries);
-  // POST: a GET dropped by the dev proxy would be parked forever instead of failing (see bench/routes.ts).
   const pingRetries = { count: 0 };
-  const ping = (key) =>
-    withRetry(
-      () =>
-        request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }),
-      pingRetries,
-    );
+  const ping = pinger(request, pingRetries);
   const texts = Array.from({ length: count }, (_, i) => SEND_TEXT(i + 1));
 
   // Warm the worker and both code paths (a different session, so the checks below see only the bursts).
@@ -334,7 +348,7 @@ export async function benchSends({
   const profile = await profilePhases(request, requesterKey, ping);
   log(`  send phases profiled`);
   // Last, so the slow model's late answers (and their announce steps) disturb no other measurement.
-  const slowBursts = slow ? await slowModelBursts(request, ping, slow, count, log) : null;
+  const slowModel = slow ? await slowModelSends(request, ping, slow, count, log) : null;
 
   const rows = [
     { ...bareOne.stats, retried: bareOneRetries },
@@ -366,7 +380,7 @@ export async function benchSends({
       perSendMs: (spread.stats.wall - bareSpread.stats.wall) / count,
     },
   };
-  return { path, count, rows, check, spreadBad, overhead, steady, profile, slowBursts };
+  return { path, count, rows, check, spreadBad, overhead, steady, profile, slowModel };
 }
 
 /** `name;dur=12.3, other;dur=4` → { name: 12.3, other: 4 } (the Server-Timing header app.ts adds). */
@@ -441,7 +455,7 @@ const CPU = { calls: 200, concurrency: 8, tailMs: 3_000 };
  * descriptors, or refused the connection). A profile that cannot be taken is reported, never fatal.
  */
 export async function profileSendCpu({ request, inspectorPort, moduleOf, requesterKey = "agent:send:main" }) {
-  const ping = (key) => request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`);
+  const ping = pinger(request, { count: 0 });
   await runPool(40, 8, (i) => ping(`agent:send:cpu-warm-${i}`));
   await runPool(40, 8, (i) => sendRaw(request, requesterKey, `agent:send:cpu-warm-${i}`, `warm-up ${i}`));
   try {
@@ -487,12 +501,12 @@ async function profileScenarios(request, requesterKey, ping, { inspectorPort, mo
 }
 
 /**
- * The 1,000-session burst again, into an agent whose model is a remote provider answering after
- * `delayMs` (bench/slow-provider.mjs), next to a bare burst into as many new objects right before it. The
+ * Concurrency 8 into new sessions and the 1,000-session burst again, into an agent whose model is a remote
+ * provider answering after `delayMs` (bench/slow-provider.mjs), each next to bare calls into new objects. The
  * runs the sends start wait on the network instead of finishing on the machine during the burst; then every
  * run is checked to end ok with its reply, and the announce steps are let finish before returning.
  */
-async function slowModelBursts(request, ping, { agentId, provider, delayMs }, count, log) {
+async function slowModelSends(request, ping, { agentId, provider, delayMs }, count, log) {
   const requesterKey = `agent:${agentId}:main`;
   const retries = { count: 0 };
   const send = sender(request, "sessions_send", requesterKey, retries);
@@ -514,9 +528,7 @@ async function slowModelBursts(request, ping, { agentId, provider, delayMs }, co
     SLOW_STEADY,
   );
   const steadyAnsweredDuring = provider.stats.requests - steadyBefore;
-  const steadyDeadline = Date.now() + WAIT_DEADLINE_MS;
-  while (provider.stats.requests - steadyBefore < 2 * n && Date.now() < steadyDeadline)
-    await new Promise((r) => setTimeout(r, 500));
+  await answersSince(provider, steadyBefore, 2 * n);
   log(`  concurrency 8 with the slow model measured`);
 
   const bare = await burst(`bare ×${count} → ${count} objects`, count, (i) => ping(`agent:${agentId}:bare-${i}`));
@@ -530,10 +542,8 @@ async function slowModelBursts(request, ping, { agentId, provider, delayMs }, co
   log(`  ${sends.stats.name}: answered in ${(sends.stats.wall / 1000).toFixed(1)} s`);
   const runs = await waitAll(request, sends.results, 16);
   const bad = runs.filter((r, i) => r.status !== "ok" || !String(r.reply ?? "").includes(texts[i])).length;
-  // Each send's announce step asks the model once more; wait for those answers too (bounded).
-  const deadline = Date.now() + WAIT_DEADLINE_MS;
-  while (provider.stats.requests - answeredBefore < 2 * count && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 500));
+  // Each send's announce step asks the model once more; wait for those answers too.
+  await answersSince(provider, answeredBefore, 2 * count);
   return {
     bare: bare.stats,
     sends: { ...sends.stats, retried: retries.count },

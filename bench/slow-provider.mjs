@@ -28,16 +28,14 @@ function sseChunks(text, model) {
 
 /** Start the provider; `requests` counts the model calls it answered. */
 export async function startSlowProvider({ port, delayMs }) {
-  const stats = { requests: 0, inFlight: 0 };
+  const stats = { requests: 0 };
   const server = createServer((req, res) => {
     let body = "";
     req.on("data", (d) => {
       body += d;
     });
     req.on("end", () => {
-      stats.inFlight++;
       setTimeout(() => {
-        stats.inFlight--;
         stats.requests++;
         let parsed = {};
         try {
