@@ -61,14 +61,15 @@ function answeringModel(): MockLanguageModelV4 {
   });
 }
 
-async function runWith(model: MockLanguageModelV4, meta: SessionMeta) {
+/** One run of `model` as session `meta`, with the session tools; `steps` collects each step's transcript rows. */
+async function runWith(model: MockLanguageModelV4, meta: SessionMeta, text = "hi", steps: TranscriptMessage[][] = []) {
   return runModel({
     model: resolvedMock(model),
     system: "s",
-    history: [{ role: "user", content: [{ type: "text", text: "hi" }], timestamp: 0 }],
+    history: [{ role: "user", content: [{ type: "text", text }], timestamp: 0 }],
     tools: buildRunTools(env, meta),
     signal: new AbortController().signal,
-    onStep: () => {},
+    onStep: (messages) => steps.push(messages),
   });
 }
 
@@ -104,14 +105,7 @@ describe("the session tools of a built-in run", () => {
       { type: "tool-call", toolCallId: "c1", toolName: "sessions_list", input: '{"limit":"many"}' },
     ]);
     const steps: TranscriptMessage[][] = [];
-    const result = await runModel({
-      model: resolvedMock(model),
-      system: "s",
-      history: [{ role: "user", content: [{ type: "text", text: "list" }], timestamp: 0 }],
-      tools: buildRunTools(env, metaOf("agent:main:bad-input")),
-      signal: new AbortController().signal,
-      onStep: (messages) => steps.push(messages),
-    });
+    const result = await runWith(model, metaOf("agent:main:bad-input"), "list", steps);
     expect(result.reply).toBe("done");
     const told = `AI_InvalidToolInputError: Invalid input for tool sessions_list: AI_TypeValidationError: Type validation failed: Value: {"limit":"many"}.\nError message: ${JSON.stringify(
       [
@@ -154,14 +148,7 @@ describe("the session tools of a built-in run", () => {
     const raw = '{"task":"t","attachments":[{"name":"s.txt","content":"TOP-SECRET-BYTES"';
     const model = callsThenDone([{ type: "tool-call", toolCallId: "c1", toolName: "sessions_spawn", input: raw }]);
     const steps: TranscriptMessage[][] = [];
-    await runModel({
-      model: resolvedMock(model),
-      system: "s",
-      history: [{ role: "user", content: [{ type: "text", text: "spawn" }], timestamp: 0 }],
-      tools: buildRunTools(env, metaOf("agent:main:bad-json")),
-      signal: new AbortController().signal,
-      onStep: (messages) => steps.push(messages),
-    });
+    await runWith(model, metaOf("agent:main:bad-json"), "spawn", steps);
     // The model itself was told the parse error with its text (it needs it to try again).
     const told = JSON.stringify(model.doGenerateCalls[1].prompt.find((m) => m.role === "tool"));
     expect(told).toContain("TOP-SECRET-BYTES");
