@@ -4,7 +4,7 @@ import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, sessionStub } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
-import { baseConfig, deferred, installFakes } from "./helpers/scripted";
+import { deferred, installFakes, useOneAgent } from "./helpers/scripted";
 
 /** Timers.arm remembers the alarm it set (src/session/timers.ts): storage is touched only when the earliest timer moves. */
 
@@ -13,13 +13,9 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function configure(agentId: string) {
-  setConfigOverride(baseConfig({ agents: { list: [{ id: agentId, default: true }] } }));
-}
-
 describe("the alarm is armed from memory", () => {
   it("messages into a busy session that leave the earliest timer where it was do not touch the alarm", async () => {
-    configure("armed");
+    useOneAgent("armed");
     const held = deferred<string>();
     installFakes(() => held.promise);
     const key = "agent:armed:busy";
@@ -55,7 +51,7 @@ describe("the alarm is armed from memory", () => {
   });
 
   it("after the alarm fires, and after an eviction, the alarm is set again for the earliest timer", async () => {
-    configure("rearm");
+    useOneAgent("rearm");
     installFakes(() => "ok");
     const key = "agent:rearm:chat";
     await runInDurableObject(sessionStub(key), (obj: SessionObject) => obj.ensureSession());

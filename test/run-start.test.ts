@@ -4,7 +4,7 @@ import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, sessionStub } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
-import { baseConfig, deferred, installFakes } from "./helpers/scripted";
+import { deferred, installFakes, useOneAgent } from "./helpers/scripted";
 
 /**
  * A send's run starts just after the send is answered (src/session/enqueue.ts); the send's own transaction
@@ -16,13 +16,9 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function configure(agentId: string) {
-  setConfigOverride(baseConfig({ agents: { list: [{ id: agentId, default: true }] } }));
-}
-
 describe("a send's run after an eviction before its start", () => {
   it("is started by the alarm at once: the send's transaction leaves the queue's timer due now", async () => {
-    configure("evicted");
+    useOneAgent("evicted");
     const models: string[] = [];
     installFakes((c) => {
       models.push(c.lastUser);
@@ -48,7 +44,7 @@ describe("a send's run after an eviction before its start", () => {
   });
 
   it("starts once when the deferred start and the alarm both try: the claim takes a queued run only while none runs", async () => {
-    configure("twice");
+    useOneAgent("twice");
     const held = deferred<string>();
     let calls = 0;
     installFakes(() => {

@@ -1,5 +1,6 @@
 import { vi } from "vitest";
 import type { DeliveryStatus } from "../../src/channels/outbox-rows";
+import { setConfigOverride } from "../../src/config/load";
 import { callExtension } from "../../src/session/extensions";
 import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
@@ -46,6 +47,11 @@ export function baseConfig(extra: Record<string, any> = {}): Record<string, any>
     channels: channels ?? { discord: { webhookUrl: `${HOOK_BASE}/discord`, webhookSecret: "hook-secret" } },
     ...rest,
   };
+}
+
+/** The base config with one agent, `agentId`, as the default (tests that need a fresh agent of their own). */
+export function useOneAgent(agentId: string): void {
+  setConfigOverride(baseConfig({ agents: { list: [{ id: agentId, default: true }] } }));
 }
 
 export function classify(system: string): { kind: StepKind; turn?: number } {
