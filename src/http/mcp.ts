@@ -6,8 +6,7 @@ import { log } from "../log";
 import type { ToolContext } from "../tools/context";
 import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
-import { findTool, invokeTool, type ToolDefinition, toolsFor } from "../tools/registry";
-import { SEND_DEFAULT_TIMEOUT_SECONDS } from "../tools/sessions-send";
+import { findTool, invokeTool, TOOLS, type ToolDefinition, toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 import { describe } from "./describe";
@@ -29,11 +28,11 @@ const LATEST_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0];
 
 /**
  * MCP clients time a request out after 60 s by default, so a server-side wait must end before that.
- * Tools listed here have the named argument (a wait in seconds) capped over MCP; the wait ends with
+ * Tools that wait (their definition's `wait`) have that argument capped over MCP; the wait ends with
  * the run still going (status "timeout"), and the caller polls as the description says.
  */
 export const MCP_MAX_WAIT_SECONDS = 50;
-const WAIT_ARGUMENTS: Record<string, string> = { sessions_send: "timeoutSeconds" };
+const waitOf = (toolName: string) => TOOLS.find((t) => t.name === toolName)?.wait;
 /** Messages in one JSON-RPC batch at most (README "Limits"): each may be a tool call, answered one after another. */
 export const MCP_MAX_BATCH = 20;
 
@@ -80,14 +79,14 @@ class RpcError extends Error {
 
 /** The description a model sees over MCP: the registry's, plus the MCP wait cap where one applies. */
 function mcpDescription(def: ToolDefinition): string {
-  const waitArg = WAIT_ARGUMENTS[def.name];
+  const waitArg = def.wait?.argument;
   if (!waitArg) return def.description;
   return `${def.description} Over MCP, \`${waitArg}\` is capped at ${MCP_MAX_WAIT_SECONDS} seconds (MCP clients time requests out after 60 s); a longer run returns status "timeout" and keeps going — read its reply later with sessions_history, or pass ${waitArg}: 0 to fire and forget.`;
 }
 
 /** Cap the wait argument of a waiting tool (accepting its snake_case spelling too, as the registry does). */
 export function capMcpWait(toolName: string, rawArgs: unknown): unknown {
-  const waitArg = WAIT_ARGUMENTS[toolName];
+  const waitArg = waitOf(toolName)?.argument;
   if (!waitArg || typeof rawArgs !== "object" || rawArgs === null || Array.isArray(rawArgs)) return rawArgs;
   const args = { ...(rawArgs as Record<string, unknown>) };
   for (const [k, v] of Object.entries(args)) {
@@ -99,13 +98,13 @@ export function capMcpWait(toolName: string, rawArgs: unknown): unknown {
 
 /** The wait in seconds a call of a waiting tool will make over MCP (capped), undefined for other tools. */
 function mcpWaitSeconds(toolName: string, rawArgs: unknown): number | undefined {
-  const waitArg = WAIT_ARGUMENTS[toolName];
-  if (!waitArg) return undefined;
+  const spec = waitOf(toolName);
+  if (!spec) return undefined;
   const args = (capMcpWait(toolName, rawArgs) ?? {}) as Record<string, unknown>;
-  const snake = waitArg.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`);
-  const wait = args[waitArg] ?? args[snake];
-  // Absent: the tool's default wait (sessions_send is the one waiting tool).
-  return typeof wait === "number" ? wait : SEND_DEFAULT_TIMEOUT_SECONDS;
+  const snake = spec.argument.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`);
+  const wait = args[spec.argument] ?? args[snake];
+  // Absent: the tool's default wait.
+  return typeof wait === "number" ? wait : spec.defaultSeconds;
 }
 
 /** A tool result in MCP form: the payload as text (as `/tools/invoke` renders it) and as structured content. */

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Config } from "../config/schema";
 import type { ToolContext } from "./context";
+import { defineTool } from "./definition";
 
 export const agentsListSchema = z.object({});
 
@@ -29,3 +30,11 @@ export async function agentsList(ctx: ToolContext): Promise<AgentsListResult> {
   });
   return { requester, allowAny, agents };
 }
+
+export const agentsListTool = defineTool({
+  name: "agents_list",
+  description: "List agent ids you can target with `sessions_spawn` (based on subagent allowlists).",
+  schema: agentsListSchema,
+  handler: (ctx) => agentsList(ctx),
+  subagents: "none",
+});

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ToolDefinition } from "./registry";
+import type { ToolDefinition } from "./definition";
 
 /** A JSON Schema (draft 2020-12) object, as produced by `z.toJSONSchema`. */
 export type JsonSchema = Record<string, unknown>;

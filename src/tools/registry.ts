@@ -1,90 +1,48 @@
-import type { z } from "zod";
 import type { Config } from "../config/schema";
 import { invalid, notFound } from "../errors";
 import { issueField, issueText } from "../zod-issue-text";
-import { agentsList, agentsListSchema } from "./agents-list";
+import { agentsListTool } from "./agents-list";
 import type { Caller, ToolContext } from "./context";
-import { sessionsHistory, sessionsHistorySchema } from "./sessions-history";
-import { sessionsList, sessionsListSchema } from "./sessions-list";
+import type { ToolDefinition } from "./definition";
+import { sessionsHistoryTool } from "./sessions-history";
+import { sessionsListTool } from "./sessions-list";
+import { sessionsSendTool } from "./sessions-send";
+import { sessionsSpawnTool } from "./sessions-spawn";
+
+export type { ToolDefinition } from "./definition";
 
 /**
- * The one tool registry: each tool's zod schema and handler serve `/tools/invoke`, `/mcp`, the
- * OpenAPI document, the JSON-Schema export and the tools offered to models inside runs.
+ * The one tool registry: every tool, in the order callers see them (MCP tools/list, /v1/tools, the
+ * OpenAPI document, the tools a model is offered). A tool is a module exporting `defineTool({...})`
+ * (src/tools/definition.ts); adding one is a line here (AGENTS.md, "Add a tool"; test/tools/registry.test.ts
+ * fails on a tool module missing from this list).
  */
-export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
-  name: string;
-  description: string;
-  schema: S;
-  handler: (ctx: ToolContext, args: z.infer<S>) => Promise<unknown>;
-  /** Refuse arguments that need their own message before the schema sees them (throws a 400). */
-  rejectArgs?: (args: Record<string, unknown>) => void;
-}
-
-function defineTool<S extends z.ZodObject>(def: ToolDefinition<S>): ToolDefinition {
-  return def as unknown as ToolDefinition;
-}
-
-export const TOOLS: ToolDefinition[] = [
-  defineTool({
-    name: "sessions_list",
-    description:
-      "List visible sessions with optional filters for kind, recent activity, and last messages. Use this to discover a target session before calling sessions_history or sessions_send.",
-    schema: sessionsListSchema,
-    handler: sessionsList,
-  }),
-  defineTool({
-    name: "sessions_history",
-    description:
-      "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) to page back through long transcripts. Secrets are redacted and long texts capped.",
-    schema: sessionsHistorySchema,
-    handler: sessionsHistory,
-  }),
-  defineTool({
-    name: "agents_list",
-    description: "List agent ids you can target with `sessions_spawn` (based on subagent allowlists).",
-    schema: agentsListSchema,
-    handler: (ctx) => agentsList(ctx),
-  }),
+export const TOOLS: readonly ToolDefinition[] = [
+  sessionsListTool,
+  sessionsHistoryTool,
+  agentsListTool,
+  sessionsSendTool,
+  sessionsSpawnTool,
 ];
 
-/** Register a tool (send/spawn live in their own modules and add themselves here). */
-export function registerTool(def: ToolDefinition): void {
-  const at = TOOLS.findIndex((t) => t.name === def.name);
-  if (at >= 0) TOOLS[at] = def;
-  else TOOLS.push(def);
-}
-
-export const SESSION_TOOL_NAMES = new Set([
-  "sessions_list",
-  "sessions_history",
-  "sessions_send",
-  "sessions_spawn",
-  "agents_list",
-]);
-
 /**
- * Session tools an orchestrator sub-agent (depth < maxSpawnDepth) keeps by default, so raising
- * maxSpawnDepth is enough to let it spawn and read its own children (test/subagent-descendants.test.ts). A leaf — every
- * sub-agent at the default maxSpawnDepth 1 — keeps none; sessions_send and agents_list need an allow.
+ * Tools a caller may use. Main sessions get every tool. Sub-agents get the tools whose definition says
+ * `subagents: "all"`, orchestrators (depth < maxSpawnDepth) also those marked `"orchestrators"` — so
+ * raising maxSpawnDepth is enough to let a sub-agent spawn and read its own children
+ * (test/subagent-descendants.test.ts) — and `tools.subagents.tools` allows more (deny wins). Enforced here
+ * for every call, not only by prompt.
  */
-const ORCHESTRATOR_TOOLS = ["sessions_spawn", "sessions_list", "sessions_history"];
-
-/**
- * Tools a caller may use. Sub-agents get the full set minus session tools (orchestrators keep the
- * ones above) unless `tools.subagents.tools` allows more (deny wins) — enforced here for every call,
- * not only by prompt.
- */
-export function toolsFor(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg: Config): ToolDefinition[] {
+export function toolsFor(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg: Config): readonly ToolDefinition[] {
   if (!caller.isSubagent) return TOOLS;
   const policy = cfg.tools.subagents.tools ?? {};
   const orchestrator = (caller.spawnDepth ?? 1) < cfg.agents.defaults.subagents.maxSpawnDepth;
-  const allow = new Set([
-    ...(orchestrator ? ORCHESTRATOR_TOOLS : []),
-    ...(policy.allow ?? []),
-    ...(policy.alsoAllow ?? []),
-  ]);
+  const allow = new Set([...(policy.allow ?? []), ...(policy.alsoAllow ?? [])]);
   const deny = new Set(policy.deny ?? []);
-  return TOOLS.filter((t) => !deny.has(t.name) && (!SESSION_TOOL_NAMES.has(t.name) || allow.has(t.name)));
+  return TOOLS.filter(
+    (t) =>
+      !deny.has(t.name) &&
+      (t.subagents === "all" || allow.has(t.name) || (orchestrator && t.subagents === "orchestrators")),
+  );
 }
 
 export function findTool(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg: Config, name: string): ToolDefinition {

@@ -4,6 +4,7 @@ import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-san
 import type { BudgetedPage } from "../session/transcript";
 import { archivedHistory, archivedRow } from "../spawn/archive-read";
 import { isRefusal, type Refusal, type ToolContext } from "./context";
+import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
 
 export const HISTORY_DEFAULT_LIMIT = 50;
@@ -121,3 +122,12 @@ export async function readHistory(
     nextBefore: hasMore ? (dropped ? (oldestSeq ?? page.nextBefore) : page.nextBefore) : null,
   };
 }
+
+export const sessionsHistoryTool = defineTool({
+  name: "sessions_history",
+  description:
+    "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) to page back through long transcripts. Secrets are redacted and long texts capped.",
+  schema: sessionsHistorySchema,
+  handler: sessionsHistory,
+  subagents: "orchestrators",
+});

@@ -7,6 +7,7 @@ import type { SessionRow } from "../registry/row";
 import { canonicalKeyOfRow, mergePages, sessionIndex } from "../registry/session-index";
 import { jsonBytes, LIST_RESULT_MAX_BYTES, PREVIEW_ROW_MAX_BYTES } from "../session/byte-budget";
 import type { ToolContext } from "./context";
+import { defineTool } from "./definition";
 import { mapPool } from "./pool";
 import { callerVisibility } from "./resolve";
 
@@ -168,3 +169,12 @@ export function decodeCursor(s: string): { updatedAt: number; key: string } {
     throw invalid("cursor: not a cursor returned by a previous listing page");
   }
 }
+
+export const sessionsListTool = defineTool({
+  name: "sessions_list",
+  description:
+    "List visible sessions with optional filters for kind, recent activity, and last messages. Use this to discover a target session before calling sessions_history or sessions_send.",
+  schema: sessionsListSchema,
+  handler: sessionsList,
+  subagents: "orchestrators",
+});

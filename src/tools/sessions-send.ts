@@ -10,7 +10,7 @@ import { callExtension } from "../session/extensions";
 import type { SendIntoResult } from "../session/send-into-rpc";
 import type { RunSnapshot, SessionMeta } from "../session/types";
 import { isRefusal, type Refusal, refusal, type ToolContext, timed } from "./context";
-import { registerTool } from "./registry";
+import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
 
 /** Default wait of a send, OpenClaw's (test/sessions-send.test.ts). */
@@ -232,10 +232,12 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
   return waitedResult(waited, shownKey, timeoutSeconds, delivery);
 }
 
-registerTool({
+export const sessionsSendTool = defineTool({
   name: "sessions_send",
   description:
     "Send a message into another visible session by sessionKey or label. Use this to delegate follow-up work to an existing session; waits for the target run and returns the updated assistant reply when available.",
   schema: sessionsSendSchema,
-  handler: (ctx, args) => sessionsSend(ctx, args as SessionsSendArgs),
+  handler: sessionsSend,
+  subagents: "none",
+  wait: { argument: "timeoutSeconds", defaultSeconds: SEND_DEFAULT_TIMEOUT_SECONDS },
 });

@@ -23,7 +23,7 @@ import {
 import { bindThread, threadKeyFor } from "../spawn/thread-binding";
 import { spawnAllowlist } from "./agents-list";
 import { type Refusal, refusal, type ToolContext } from "./context";
-import { registerTool, type ToolDefinition } from "./registry";
+import { defineTool } from "./definition";
 import { type SessionsSpawnAccepted, type SessionsSpawnArgs, sessionsSpawnSchema } from "./sessions-spawn-schema";
 
 /**
@@ -331,12 +331,13 @@ function childrenRefusal(active: number, max: number): Refusal {
   return refusal("forbidden", `sessions_spawn has reached max active children for this session (${active}/${max})`);
 }
 
-registerTool({
+export const sessionsSpawnTool = defineTool({
   name: "sessions_spawn",
   description:
     'Spawn a sub-agent in an isolated session (agent:<agentId>:subagent:<uuid>) to work on a task. Returns {status:"accepted", runId, childSessionKey} immediately; the result is announced back to this session when the sub-agent finishes (do not poll). Use agents_list to see which agent ids you may target.',
   schema: sessionsSpawnSchema,
   handler: sessionsSpawn,
+  subagents: "orchestrators",
   rejectArgs: (args: Record<string, unknown>) => {
     for (const key of CHANNEL_DELIVERY_KEYS) {
       if (args[key] !== undefined)
@@ -345,4 +346,4 @@ registerTool({
         );
     }
   },
-} as unknown as ToolDefinition);
+});
