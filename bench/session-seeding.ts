@@ -1,11 +1,11 @@
-import { registerSessionExtension } from "../src/session/extensions";
+import type { SessionExtension } from "../src/session/extensions";
 import type { SessionHost } from "../src/session/host";
 import type { RunStatus } from "../src/session/types";
 import { syntheticMessage } from "./seed";
 
 /**
- * The benchmark's calls into a session object, as an extension registered only by the bench Worker
- * (bench/worker.ts): the production object (src/session/session-object.ts) has no seeding method.
+ * The benchmark's calls into a session object, as an extension only the bench Worker's session object
+ * has (bench/worker.ts): the production object (src/session/session-object.ts) has no seeding method.
  */
 const benchRpc = {
   /**
@@ -63,4 +63,4 @@ declare module "../src/session/extensions" {
   }
 }
 
-registerSessionExtension({ name: "bench", rpc: benchRpc });
+export const benchExtension: SessionExtension = { name: "bench", rpc: benchRpc };

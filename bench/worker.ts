@@ -3,13 +3,23 @@
  * plus the benchmark's bare and seeding routes (bench/routes.ts) and their session-object calls
  * (bench/session-seeding.ts). Nothing here is part of the production bundle.
  */
+import { SESSION_EXTENSIONS } from "../src/extensions";
 import { createApp } from "../src/http/app";
-import "../src/index"; // every production extension, registered exactly as in production
+import { CORE_TIMER_KINDS } from "../src/session/core-timers";
+import { SessionExtensions } from "../src/session/extensions";
+import { SessionObject as ProductionSessionObject } from "../src/session/session-object";
 import { benchRoutes } from "./routes";
-import "./session-seeding";
+import { benchExtension } from "./session-seeding";
 
 export { RegistryObject } from "../src/registry/registry-object";
-export { SessionObject } from "../src/session/session-object";
+
+/** Every production extension, in production order, then the bench's calls. */
+export const benchExtensions = new SessionExtensions([...SESSION_EXTENSIONS, benchExtension], CORE_TIMER_KINDS);
+
+/** The production session object with the bench extension added. */
+export class SessionObject extends ProductionSessionObject {
+  static override extensions = benchExtensions;
+}
 
 export const benchApp = createApp(benchRoutes);
 

@@ -1,9 +1,25 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { benchApp } from "../bench/worker";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { benchApp, benchExtensions } from "../bench/worker";
 import { loadConfig } from "../src/config/load";
 import { sessionIndex } from "../src/registry/session-index";
+import { SessionObject } from "../src/session/session-object";
 import { call, GATEWAY, MAIN_TOKEN } from "./helpers/http";
+
+/**
+ * The bench Worker's session object is the production class with the bench extension added (bench/worker.ts).
+ * The objects here are the production class, so their extension calls go through the bench Worker's list.
+ */
+beforeEach(() => {
+  vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+    this: SessionObject,
+    name,
+    method,
+    arg,
+  ) {
+    return benchExtensions.call(this, name, method, arg);
+  });
+});
 
 /** The bench Worker's app (bench/worker.ts), over the same bindings and objects as the production Worker. */
 async function benchCall(method: string, path: string, body?: unknown, token: string | null = GATEWAY) {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
-import { registerSessionExtension } from "../src/session/extensions";
+import { subagentLifecycleExtension } from "../src/spawn/subagent-lifecycle";
 import { advance, call, enc, invoke, sendAndWait } from "./helpers/http";
 import {
   childState,
@@ -17,17 +17,21 @@ import {
  * is wiped with the storage a moment later.
  */
 
-/** Holds a chosen session's delete inside its beforeDelete step, where the real one awaits other objects. */
+/**
+ * Holds a chosen session's delete inside its beforeDelete step, where the real one awaits other objects:
+ * after the last extension's own beforeDelete (the sub-agent lifecycle's) has run.
+ */
 let gate: { key: string; entered: () => void; wait: Promise<void> } | null = null;
-registerSessionExtension({
-  name: "test-close-gate",
-  async beforeDelete(host) {
+function installGate() {
+  const own = subagentLifecycleExtension.beforeDelete!;
+  vi.spyOn(subagentLifecycleExtension, "beforeDelete").mockImplementation(async (host) => {
+    await own(host);
     if (gate && host.key === gate.key) {
       gate.entered();
       await gate.wait;
     }
-  },
-});
+  });
+}
 
 function holdDelete(key: string) {
   let entered!: () => void;
@@ -42,7 +46,10 @@ function holdDelete(key: string) {
   return { inside, release, fail };
 }
 
-beforeEach(() => setConfigOverride(null));
+beforeEach(() => {
+  setConfigOverride(null);
+  installGate();
+});
 afterEach(() => {
   gate = null;
   releaseHangingRequests();

@@ -1,14 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { sessionExtensions } from "../src/extensions";
 import { SessionObject } from "../src/session/session-object";
-import {
-  DEFAULT_TIMER_POLICY,
-  MAX_DEAD_TIMERS,
-  recordTimerFailure,
-  retryDelayMs,
-  timerPolicy,
-} from "../src/session/timer-policy";
+import { DEFAULT_TIMER_POLICY, MAX_DEAD_TIMERS, recordTimerFailure, retryDelayMs } from "../src/session/timer-policy";
 import { REQUESTER_EXTENSION } from "../src/spawn/requester-side";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { baseConfig, flowsOf, installFakes as installScripted, until } from "./helpers/scripted";
@@ -28,6 +23,7 @@ afterEach(() => {
 });
 
 const FAR = 24 * 60 * 60_000;
+const timerPolicy = (kind: string) => sessionExtensions.timerKinds.policy(kind);
 
 /** The structured `timer_dead` log lines written so far. */
 function deadLogLines(spy: { mock: { calls: unknown[][] } }): any[] {
@@ -215,19 +211,19 @@ describe("dead timers", () => {
     await sessionStub(key).ensureSession();
     await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
       for (let i = 0; i < MAX_DEAD_TIMERS + 5; i++) {
-        obj.timers.set("test-kind", `r${i}`, FAR * 1000);
+        obj.timers.set("index", `r${i}`, FAR * 1000);
         obj.sql.exec(
-          "UPDATE timers SET attempts = ? WHERE kind = 'test-kind' AND ref = ?",
+          "UPDATE timers SET attempts = ? WHERE kind = 'index' AND ref = ?",
           DEFAULT_TIMER_POLICY.maxAttempts - 1,
           `r${i}`,
         );
-        expect(recordTimerFailure(obj, obj.timers.get("test-kind", `r${i}`)!, new Error(`boom ${i}`))).toBe("dead");
+        expect(recordTimerFailure(obj, obj.timers.get("index", `r${i}`)!, new Error(`boom ${i}`))).toBe("dead");
       }
     });
     const listed = await call("GET", `/v1/sessions/${enc(key)}/timers/dead?limit=100`);
     expect(listed.json.count).toBe(MAX_DEAD_TIMERS);
     expect(listed.json.timers[0]).toMatchObject({
-      kind: "test-kind",
+      kind: "index",
       ref: `r${MAX_DEAD_TIMERS + 4}`,
       lastError: `boom ${MAX_DEAD_TIMERS + 4}`,
       retryable: true,
@@ -235,6 +231,6 @@ describe("dead timers", () => {
     const refs = new Set(listed.json.timers.map((t: any) => t.ref));
     expect([0, 1, 2, 3, 4].some((i) => refs.has(`r${i}`))).toBe(false);
     expect((await call("GET", `/v1/sessions/${enc(key)}/timers/dead?limit=0`)).status).toBe(400);
-    expect((await call("POST", `/v1/sessions/${enc(key)}/timers/dead/test-kind/nope/retry`)).status).toBe(404);
+    expect((await call("POST", `/v1/sessions/${enc(key)}/timers/dead/index/nope/retry`)).status).toBe(404);
   });
 });

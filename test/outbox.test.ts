@@ -1,11 +1,11 @@
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { queueDelivery } from "../src/channels/outbox";
-import { onDeliveryDead } from "../src/channels/outbox-attempts";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs } from "../src/channels/webhook";
 import { setConfigOverride } from "../src/config/load";
+import { sessionExtensions } from "../src/extensions";
 import type { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, sendAndWait, sessionStub } from "./helpers/http";
 import { deliveriesOf, installFakes, until } from "./helpers/scripted";
@@ -25,9 +25,14 @@ const standardReceiver = (secret: string) => new Webhook(new TextEncoder().encod
 let n = 0;
 const nextKey = () => `agent:main:telegram:direct:user-${++n}`;
 
+/** Dead reply deliveries as the extensions' onDeliveryDead hooks are told of them. */
 const deadSeen: { key: string; delivery: any }[] = [];
-onDeliveryDead("reply", (host, delivery) => {
-  deadSeen.push({ key: host.key, delivery });
+beforeEach(() => {
+  const tell = sessionExtensions.deliveryDead.bind(sessionExtensions);
+  vi.spyOn(sessionExtensions, "deliveryDead").mockImplementation(async (host, delivery) => {
+    if (delivery.kind === "reply") deadSeen.push({ key: host.key, delivery });
+    return tell(host, delivery);
+  });
 });
 
 async function inbound(key: string, message: string, extra: Record<string, unknown> = {}) {

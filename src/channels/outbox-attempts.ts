@@ -1,46 +1,21 @@
 import { log } from "../log";
 import type { SessionHost } from "../session/host";
 import type { TimerRow } from "../session/timers";
-import type { DeliveryRoute } from "../session/types";
-import {
-  type DeliveryKind,
-  deliveryChanged,
-  noWebhookError,
-  OUTBOX_DEAD_TIMER,
-  OUTBOX_TIMER,
-  type OutboxRow,
-} from "./outbox-rows";
+import type { DeadDelivery } from "../session/types";
+import { deliveryChanged, noWebhookError, OUTBOX_DEAD_TIMER, OUTBOX_TIMER, type OutboxRow } from "./outbox-rows";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, type OutboundPayload, postWebhook } from "./webhook";
 
 /**
  * Delivery attempts of the outbox: one POST per due `outbox` timer (claimed first, so two alarm passes
  * never send the same row at once), retry with backoff or a dead letter after the last attempt, and the
- * `onDeliveryDead` handlers a dead letter runs (test/outbox.test.ts).
+ * extensions' `onDeliveryDead` hooks a dead letter runs (test/outbox.test.ts).
  */
-
-export interface DeadDelivery {
-  id: string;
-  idempotencyKey: string;
-  route: DeliveryRoute;
-  message: string;
-  error: string;
-}
 
 /**
  * An attempt in progress pushes its timer this far ahead first: a second alarm run (or an eviction
  * mid-POST) then finds nothing due, and the attempt is retried only if this instance died with it.
  */
 const ATTEMPT_LEASE_MS = 60_000;
-
-type DeadHandler = (host: SessionHost, delivery: DeadDelivery) => void | Promise<void>;
-const DEAD_HANDLERS = new Map<DeliveryKind, DeadHandler[]>();
-
-/** Called when a delivery of this kind ends dead (last attempt failed, or no webhook configured). */
-export function onDeliveryDead(kind: DeliveryKind, handler: DeadHandler): void {
-  const list = DEAD_HANDLERS.get(kind) ?? [];
-  list.push(handler);
-  DEAD_HANDLERS.set(kind, list);
-}
 
 /** Attempts currently in flight in this isolate, so two alarm passes never POST the same row at once. */
 const inFlight = new WeakMap<SessionHost, Set<string>>();
@@ -136,6 +111,7 @@ export async function notifyDead(host: SessionHost, id: string): Promise<void> {
   const payload = JSON.parse(row.payload_json) as OutboundPayload;
   const delivery: DeadDelivery = {
     id: row.id,
+    kind: row.kind,
     idempotencyKey: row.idempotency_key,
     route: {
       channel: payload.channel,
@@ -146,8 +122,8 @@ export async function notifyDead(host: SessionHost, id: string): Promise<void> {
     message: payload.message,
     error: row.last_error ?? "delivery failed",
   };
-  // A throwing handler leaves the timer in place; the alarm retries it with backoff.
-  for (const h of DEAD_HANDLERS.get(row.kind) ?? []) await h(host, delivery);
+  // The extensions' onDeliveryDead hooks. A throwing one leaves the timer in place; the alarm retries it with backoff.
+  await host.deliveryDead(delivery);
   host.timers.clear(OUTBOX_DEAD_TIMER, id);
 }
 

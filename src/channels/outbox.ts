@@ -1,7 +1,7 @@
 import { displayKey } from "../keys";
 import { resolveSendPolicy } from "../policy/send-policy";
 import { jsonBytes } from "../session/byte-budget";
-import { registerSessionExtension } from "../session/extensions";
+import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
 import type { DeliveryRoute, SessionMeta } from "../session/types";
@@ -197,7 +197,8 @@ declare module "../session/extensions" {
   }
 }
 
-registerSessionExtension({
+/** The one outbound delivery chokepoint: deliver:true replies and announces leave through it. */
+export const outboxExtension: SessionExtension = {
   name: "outbox",
   // Command runs deliver their own answer once the command took effect (policy/send-command.ts).
   onRunEnded: (host, event) => {
@@ -205,15 +206,10 @@ registerSessionExtension({
   },
   rpc: outboxRpc,
   afterRunEnded: (host) => attemptDueNow(host),
+  // Default attempt policy: a failing endpoint is the delivery's own budget (src/channels/webhook.ts), not the timer's.
+  timers: { [OUTBOX_TIMER]: {}, [OUTBOX_DEAD_TIMER]: {} },
   async onTimer(host, timer) {
-    if (timer.kind === OUTBOX_TIMER) {
-      await attempt(host, timer);
-      return true;
-    }
-    if (timer.kind === OUTBOX_DEAD_TIMER) {
-      await notifyDead(host, timer.ref);
-      return true;
-    }
-    return false;
+    if (timer.kind === OUTBOX_TIMER) await attempt(host, timer);
+    else await notifyDead(host, timer.ref);
   },
-});
+};

@@ -1,9 +1,8 @@
 import { fromRpcError, SwitchboardError } from "../errors";
 import { log } from "../log";
-import { callExtension, registerSessionExtension } from "../session/extensions";
+import { callExtension, type SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import { LEASE_MS, type RunEndedEvent } from "../session/run-types";
-import { defineTimerKind } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import { FINAL_STATUSES, type Provenance, type RunInput, type RunSnapshot } from "../session/types";
 import { announceStepPrompt, replyStepPrompt } from "./a2a-prompt";
@@ -231,28 +230,23 @@ const a2aRpc = {
   list: (host: SessionHost) => listFlows(host),
 };
 
-defineTimerKind<SessionHost>(FLOW_TIMER, { policy: { maxAttempts: 6 }, onDead: stepGaveUp });
-// A report that never gets through needs no handler: the owner's guard re-checks the step's run by id.
-defineTimerKind(NOTIFY_TIMER, { policy: { maxAttempts: 8 } });
-
-registerSessionExtension({
+/** sessions_send's agent-to-agent flow: the reply-back turns and the announce step after the primary run. */
+export const a2aFlowExtension: SessionExtension = {
   name: EXT,
   finishedFlows: { a2a: ["done"] },
   onRunEnded,
   afterRunEnded: (host) => runDueNow(host),
+  timers: {
+    [FLOW_TIMER]: { policy: { maxAttempts: 6 }, onDead: stepGaveUp },
+    // A report that never gets through needs no handler: the owner's guard re-checks the step's run by id.
+    [NOTIFY_TIMER]: { policy: { maxAttempts: 8 } },
+  },
   async onTimer(host, t) {
-    if (t.kind === FLOW_TIMER) {
-      await onFlowTimer(host, t.ref);
-      return true;
-    }
-    if (t.kind === NOTIFY_TIMER) {
-      await onNotifyTimer(host, t);
-      return true;
-    }
-    return false;
+    if (t.kind === FLOW_TIMER) await onFlowTimer(host, t.ref);
+    else await onNotifyTimer(host, t);
   },
   rpc: a2aRpc,
-});
+};
 
 declare module "../session/extensions" {
   interface ExtensionRpc {

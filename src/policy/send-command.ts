@@ -1,5 +1,5 @@
 import { queueReply } from "../channels/outbox";
-import { registerSessionExtension } from "../session/extensions";
+import type { SessionExtension } from "../session/extensions";
 import { parseSendCommand } from "./send-policy";
 
 /**
@@ -8,7 +8,7 @@ import { parseSendCommand } from "./send-policy";
  * sets the per-session override in the run-ending transaction (so the answer and the change are
  * one atomic step, in queue order with the session's other messages).
  */
-registerSessionExtension({
+export const sendCommandExtension: SessionExtension = {
   name: "send-command",
   produceReply(host, _run, input) {
     if (input.kind !== "command") return undefined;
@@ -37,4 +37,4 @@ registerSessionExtension({
     }
     queueReply(host, event);
   },
-});
+};

@@ -1,6 +1,6 @@
 import { agentModel, findAgent } from "../config/load";
 import { displayKey } from "../keys";
-import { registerSessionExtension } from "../session/extensions";
+import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
@@ -70,7 +70,7 @@ function streams(model: ResolvedModel, host: SessionHost): boolean {
  *
  * Which runs stream is decided with the model (`streams` above).
  */
-registerSessionExtension({
+export const modelRunnerExtension: SessionExtension = {
   name: "model-runner",
   produceReply(host, run, input, signal) {
     if (input.kind === "command") return undefined;
@@ -82,4 +82,4 @@ registerSessionExtension({
     };
     return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), live);
   },
-});
+};

@@ -3,7 +3,8 @@ import { signedWebhookHeaders } from "../channels/signed-webhook";
 import { findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
-import { registerSessionExtension } from "../session/extensions";
+import { DEADLINE_TIMER } from "../session/core-timers";
+import type { SessionExtension } from "../session/extensions";
 import { deleteFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunOutcome, RunRow } from "../session/run-types";
@@ -167,7 +168,7 @@ async function runOnWebhook(
   const meta = host.meta!;
   const cfg = host.cfg;
   const deadline =
-    host.timers.get("deadline", run.id)?.due_at ?? Date.now() + cfg.agents.defaults.timeoutSeconds * 1000;
+    host.timers.get(DEADLINE_TIMER, run.id)?.due_at ?? Date.now() + cfg.agents.defaults.timeoutSeconds * 1000;
   const isSubagent = parseCanonical(meta.key, cfg).isSubagent;
   const agent = findAgent(cfg, meta.agentId);
   const model = meta.modelOverride ?? agent?.model;
@@ -285,7 +286,8 @@ export async function completeRun(
   return stub.getRun(runId);
 }
 
-registerSessionExtension({
+/** Agents whose runtime is a webhook: the run is POSTed there and completed through the API (docs/webhooks.md). */
+export const webhookRunnerExtension: SessionExtension = {
   name: "webhook-runtime",
   produceReply(host, run, input, signal) {
     // Owner commands (`/send on|off`) are the gateway's own runs, answered by their extension, not by the agent.
@@ -303,4 +305,4 @@ registerSessionExtension({
   afterRunEnded(host, event) {
     runEnded.get(host)?.get(event.run.runId)?.(event.run);
   },
-});
+};

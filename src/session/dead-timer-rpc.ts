@@ -1,4 +1,4 @@
-import { registerSessionExtension } from "./extensions";
+import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
 import { listDeadTimers, retryDeadTimer } from "./timer-policy";
 
@@ -18,4 +18,5 @@ declare module "./extensions" {
   }
 }
 
-registerSessionExtension({ name: "dead-timers", rpc: deadTimerRpc });
+/** Dead timers over RPC, for the /v1 dead-timer routes. */
+export const deadTimersExtension: SessionExtension = { name: "dead-timers", rpc: deadTimerRpc };

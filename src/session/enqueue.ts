@@ -6,7 +6,8 @@ import { parseSendCommand } from "../policy/send-policy";
 import { newSessionId } from "../registry/session-id";
 import { indexShardsOf } from "../registry/session-index";
 import { assertOpen } from "./closing";
-import { forwardInbound } from "./extensions";
+import { PUMP_TIMER } from "./core-timers";
+import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import { recordInboundRoute } from "./inbound-route";
 import type { IndexSync } from "./index-sync";
@@ -21,6 +22,8 @@ export interface EnqueueSteps {
   /** Create the session's metadata on first use (inside the caller's transaction). */
   createMeta(init: EnqueueRequest["init"], now: number): SessionMeta;
   indexSync: IndexSync;
+  /** A thread bound to a sub-agent runs its inbound messages there (SessionExtension `forwardInbound`). */
+  extensions: SessionExtensions;
 }
 
 /**
@@ -57,7 +60,7 @@ export async function enqueueRun(
   req: EnqueueRequest,
   alsoInTransaction?: (host: SessionHost) => void,
 ): Promise<RunSnapshot> {
-  const forwarded = await forwardInbound(host, req);
+  const forwarded = await steps.extensions.forwardInbound(host, req);
   if (forwarded) return forwarded;
   // No await from here to the transaction: a delete or archive that began is seen (closing.ts).
   assertOpen(host, host.key);
@@ -101,7 +104,7 @@ export async function enqueueRun(
     // evicted first the alarm starts it at once. Behind a running run the queue moves on when that run ends
     // (its lease covers a lost executor), so then the timer is only a late safety net and fires no alarm now.
     const idle = host.sql.exec("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").toArray().length === 0;
-    host.timers.set("pump", "queue", idle ? now : now + LEASE_MS, undefined, { keepEarlier: true });
+    host.timers.set(PUMP_TIMER, "queue", idle ? now : now + LEASE_MS, undefined, { keepEarlier: true });
     // The registry row is stale from here: its write is owed durably, with the change that causes it.
     steps.indexSync.schedule(now);
     // State that must exist exactly when this run does (a spawned child's attachments), local callers only.

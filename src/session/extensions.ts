@@ -3,14 +3,16 @@ import { log } from "../log";
 import type { SessionHost } from "./host";
 import type { FinishedFlowStates } from "./retention";
 import type { RunEndedEvent, RunnerResult, RunRow } from "./run-types";
+import { type TimerKind, TimerKinds } from "./timer-policy";
 import type { TimerRow } from "./timers";
-import type { EnqueueRequest, RunInput, RunSnapshot } from "./types";
+import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot } from "./types";
 
 /**
  * Later layers (runners, agent-to-agent flows, the outbox, sub-agent lifecycle) plug into the session
  * object here instead of growing one class: each hook runs at a fixed point of the run/timer lifecycle
- * with the object's narrow host surface (src/session/host.ts). An extension registers itself when its
- * module is imported (src/index.ts lists them).
+ * with the object's narrow host surface (src/session/host.ts). An extension is a module exporting one
+ * `SessionExtension`; src/extensions.ts lists them in the order their hooks run (AGENTS.md, "Add a
+ * session extension").
  */
 export interface SessionExtension {
   name: string;
@@ -18,8 +20,14 @@ export interface SessionExtension {
   onRunEnded?(host: SessionHost, event: RunEndedEvent): void;
   /** After that transaction committed: start work that may do I/O (a delivery attempt, an RPC). */
   afterRunEnded?(host: SessionHost, event: RunEndedEvent): void | Promise<void>;
-  /** A due timer of a kind this extension owns; return true when handled. */
-  onTimer?(host: SessionHost, timer: TimerRow): Promise<boolean> | boolean;
+  /**
+   * The timer kinds this extension owns (AGENTS.md, "Add a timer kind"): each one's attempt policy, what
+   * ends when it dies and how an operator retry revives it (src/session/timer-policy.ts, docs/timers.md).
+   * A kind nobody declared cannot be set (src/session/timers.ts).
+   */
+  timers?: Record<string, TimerKind<SessionHost>>;
+  /** A due timer of one of this extension's kinds (`timers`). Deletes or reschedules its row in the transaction of its effect. */
+  onTimer?(host: SessionHost, timer: TimerRow): Promise<void> | void;
   /**
    * Produce the reply of a run (the model runner, webhook agents, owner commands); undefined = not mine.
    * Runners claim disjoint runs, so their registration order does not matter.
@@ -37,6 +45,8 @@ export interface SessionExtension {
   forwardInbound?(host: SessionHost, req: EnqueueRequest): Promise<RunSnapshot | null> | null;
   /** A queued run that may not start yet (a sub-agent task waiting for its lane slot); its holder kicks the queue later. */
   holdsQueuedRun?(host: SessionHost, run: RunRow): boolean;
+  /** A delivery of this session ended dead (its last attempt failed, or no webhook is configured). */
+  onDeliveryDead?(host: SessionHost, delivery: DeadDelivery): Promise<void> | void;
   /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
   beforeDelete?(host: SessionHost): Promise<void> | void;
   /**
@@ -85,89 +95,112 @@ export async function callExtension<N extends keyof ExtensionRpc, M extends keyo
   return (await stub.extensionCall(name, method, arg[0])) as Awaited<ReturnType<RpcMethod<N, M>>>;
 }
 
-const EXTENSIONS: SessionExtension[] = [];
+/**
+ * A session object's extensions, installed from one ordered list (src/extensions.ts): each hook runs
+ * over the list in that order. Built once per isolate; the checks below fail at startup (and in every
+ * test) when two extensions claim the same name or timer kind, or a timer kind has no handler.
+ */
+export class SessionExtensions {
+  readonly timerKinds: TimerKinds;
+  /** Which extension runs each timer kind it declared. */
+  private readonly timerOwners = new Map<string, SessionExtension>();
 
-export function registerSessionExtension(ext: SessionExtension): void {
-  const at = EXTENSIONS.findIndex((e) => e.name === ext.name);
-  if (at >= 0) EXTENSIONS[at] = ext;
-  else EXTENSIONS.push(ext);
-}
-
-/** The object's side of `callExtension`: run the named extension's RPC method with this host. */
-export async function dispatchExtensionCall(
-  host: SessionHost,
-  name: string,
-  method: string,
-  arg?: unknown,
-): Promise<unknown> {
-  const fn = EXTENSIONS.find((e) => e.name === name)?.rpc?.[method];
-  if (!fn) throw toRpcError(new SwitchboardError("not_found", `Unknown extension call: ${name}.${method}`));
-  return await fn(host, arg);
-}
-
-/** The first forwarding hook that moved the message elsewhere, or null: run it here. */
-export async function forwardInbound(host: SessionHost, req: EnqueueRequest): Promise<RunSnapshot | null> {
-  for (const ext of EXTENSIONS) {
-    const check = ext.forwardInbound?.(host, req);
-    // Awaited only when a hook had something to look up: ordinary messages never yield here.
-    const forwarded = check ? await check : null;
-    if (forwarded) return forwarded;
+  constructor(
+    readonly list: readonly SessionExtension[],
+    coreTimerKinds: readonly string[],
+  ) {
+    const names = new Set<string>();
+    const kinds: Record<string, TimerKind> = Object.fromEntries(coreTimerKinds.map((k) => [k, {}]));
+    for (const ext of list) {
+      if (names.has(ext.name)) throw new Error(`Two session extensions are named "${ext.name}"`);
+      names.add(ext.name);
+      const own = Object.keys(ext.timers ?? {});
+      if (own.length > 0 !== Boolean(ext.onTimer))
+        throw new Error(
+          `Session extension "${ext.name}": declare timer kinds (timers) and their handler (onTimer) together`,
+        );
+      for (const kind of own) {
+        if (kind in kinds) throw new Error(`Timer kind "${kind}" is declared twice (extension "${ext.name}")`);
+        kinds[kind] = ext.timers![kind];
+        this.timerOwners.set(kind, ext);
+      }
+    }
+    this.timerKinds = new TimerKinds(kinds);
   }
-  return null;
-}
 
-export function queuedRunIsHeld(host: SessionHost, run: RunRow): boolean {
-  return EXTENSIONS.some((e) => e.holdsQueuedRun?.(host, run));
-}
-
-export function runIsHeldElsewhere(host: SessionHost, runId: string): boolean {
-  return EXTENSIONS.some((e) => e.holdsRun?.(host, runId));
-}
-
-/** The reply of a run from the runner that claims it; a run nobody claims is an error, never a silent success. */
-export function produceReply(
-  host: SessionHost,
-  run: RunRow,
-  input: RunInput,
-  signal: AbortSignal,
-): Promise<RunnerResult> {
-  for (const ext of EXTENSIONS) {
-    const r = ext.produceReply?.(host, run, input, signal);
-    if (r) return r;
+  /** The object's side of `callExtension`: run the named extension's RPC method with this host. */
+  async call(host: SessionHost, name: string, method: string, arg?: unknown): Promise<unknown> {
+    const fn = this.list.find((e) => e.name === name)?.rpc?.[method];
+    if (!fn) throw toRpcError(new SwitchboardError("not_found", `Unknown extension call: ${name}.${method}`));
+    return await fn(host, arg);
   }
-  return Promise.reject(new Error(`No runner answers ${input.kind} runs of agent ${host.meta?.agentId}`));
-}
 
-/** Follow-ups written in the run-ending transaction (flows, deliveries). */
-export function onRunEnded(host: SessionHost, event: RunEndedEvent): void {
-  for (const ext of EXTENSIONS) ext.onRunEnded?.(host, event);
-}
-
-/** Work started after the run-ending transaction committed (e.g. attempt a delivery now); failures are logged. */
-export function afterRunEnded(host: SessionHost, event: RunEndedEvent): void {
-  for (const ext of EXTENSIONS) {
-    if (!ext.afterRunEnded) continue;
-    void Promise.resolve(ext.afterRunEnded(host, event)).catch((err) =>
-      log.error("after_run_ended_failed", {
-        sessionKey: host.key,
-        runId: event.run.runId,
-        extension: ext.name,
-        error: err,
-      }),
-    );
+  /** The first forwarding hook that moved the message elsewhere, or null: run it here. */
+  async forwardInbound(host: SessionHost, req: EnqueueRequest): Promise<RunSnapshot | null> {
+    for (const ext of this.list) {
+      const check = ext.forwardInbound?.(host, req);
+      // Awaited only when a hook had something to look up: ordinary messages never yield here.
+      const forwarded = check ? await check : null;
+      if (forwarded) return forwarded;
+    }
+    return null;
   }
-}
 
-/** A due timer of an extension's kind; false when no extension owns the kind. */
-export async function onExtensionTimer(host: SessionHost, timer: TimerRow): Promise<boolean> {
-  for (const ext of EXTENSIONS) if (ext.onTimer && (await ext.onTimer(host, timer))) return true;
-  return false;
-}
+  queuedRunIsHeld(host: SessionHost, run: RunRow): boolean {
+    return this.list.some((e) => e.holdsQueuedRun?.(host, run));
+  }
 
-export async function beforeDelete(host: SessionHost): Promise<void> {
-  for (const ext of EXTENSIONS) await ext.beforeDelete?.(host);
-}
+  runIsHeldElsewhere(host: SessionHost, runId: string): boolean {
+    return this.list.some((e) => e.holdsRun?.(host, runId));
+  }
 
-export function finishedFlowStates(): FinishedFlowStates {
-  return Object.assign({}, ...EXTENSIONS.map((e) => e.finishedFlows ?? {}));
+  /** The reply of a run from the runner that claims it; a run nobody claims is an error, never a silent success. */
+  produceReply(host: SessionHost, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> {
+    for (const ext of this.list) {
+      const r = ext.produceReply?.(host, run, input, signal);
+      if (r) return r;
+    }
+    return Promise.reject(new Error(`No runner answers ${input.kind} runs of agent ${host.meta?.agentId}`));
+  }
+
+  /** Follow-ups written in the run-ending transaction (flows, deliveries). */
+  onRunEnded(host: SessionHost, event: RunEndedEvent): void {
+    for (const ext of this.list) ext.onRunEnded?.(host, event);
+  }
+
+  /** Work started after the run-ending transaction committed (e.g. attempt a delivery now); failures are logged. */
+  afterRunEnded(host: SessionHost, event: RunEndedEvent): void {
+    for (const ext of this.list) {
+      if (!ext.afterRunEnded) continue;
+      void Promise.resolve(ext.afterRunEnded(host, event)).catch((err) =>
+        log.error("after_run_ended_failed", {
+          sessionKey: host.key,
+          runId: event.run.runId,
+          extension: ext.name,
+          error: err,
+        }),
+      );
+    }
+  }
+
+  /** A due timer of an extension's kind; false when no extension declared the kind. */
+  async onTimer(host: SessionHost, timer: TimerRow): Promise<boolean> {
+    const owner = this.timerOwners.get(timer.kind);
+    if (!owner?.onTimer) return false;
+    await owner.onTimer(host, timer);
+    return true;
+  }
+
+  /** A delivery ended dead (src/channels/outbox-attempts.ts). A throw leaves its timer for the alarm to retry. */
+  async deliveryDead(host: SessionHost, delivery: DeadDelivery): Promise<void> {
+    for (const ext of this.list) await ext.onDeliveryDead?.(host, delivery);
+  }
+
+  async beforeDelete(host: SessionHost): Promise<void> {
+    for (const ext of this.list) await ext.beforeDelete?.(host);
+  }
+
+  finishedFlowStates(): FinishedFlowStates {
+    return Object.assign({}, ...this.list.map((e) => e.finishedFlows ?? {}));
+  }
 }

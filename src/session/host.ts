@@ -3,9 +3,10 @@ import type { SessionEvents } from "../events/session-events";
 import type { IndexEntry } from "../registry/row";
 import type { IndexDirty } from "./index-sync";
 import type { RunOutcome, RunRow } from "./run-types";
+import type { TimerKinds } from "./timer-policy";
 import type { Timers } from "./timers";
 import type { Transcript } from "./transcript";
-import type { EnqueueRequest, RunSnapshot, SessionMeta, TranscriptMessage } from "./types";
+import type { DeadDelivery, EnqueueRequest, RunSnapshot, SessionMeta, TranscriptMessage } from "./types";
 
 /**
  * What a session object offers the modules that act for it: its extensions (flows, outbox, sub-agent
@@ -21,6 +22,8 @@ export interface SessionHost {
   readonly sql: SqlStorage;
   readonly storage: DurableObjectStorage;
   readonly timers: Timers;
+  /** The kinds its timers may have: the object's own and its extensions' (src/session/extensions.ts). */
+  readonly timerKinds: TimerKinds;
   readonly transcript: Transcript;
   /** The session's event log and live watchers (docs/events.md). */
   readonly events: SessionEvents;
@@ -44,4 +47,6 @@ export interface SessionHost {
   /** Start the run queue if this instance is not already working through it. */
   kick(): void;
   markIndexDirty(opts?: IndexDirty): Promise<void>;
+  /** Tell the extensions a delivery ended dead (their `onDeliveryDead`; src/channels/outbox-attempts.ts). */
+  deliveryDead(delivery: DeadDelivery): Promise<void>;
 }

@@ -4,6 +4,7 @@ import { log } from "../log";
 import { indexEntryOf } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
 import { INDEX_INTERVAL_MIN_MS } from "../registry/write-pacing";
+import { INDEX_TIMER } from "./core-timers";
 import type { Timers } from "./timers";
 import type { SessionMeta } from "./types";
 
@@ -68,7 +69,7 @@ export class IndexSync {
 
   /** The coalesced index timer (inside the caller's transaction): due when the interval since the last write has passed, never later than a due one. */
   schedule(now: number): void {
-    this.host.timers.set("index", "sync", Math.max(now, this.lastSync + this.intervalMs), undefined, {
+    this.host.timers.set(INDEX_TIMER, "sync", Math.max(now, this.lastSync + this.intervalMs), undefined, {
       keepEarlier: true,
     });
   }
@@ -87,7 +88,7 @@ export class IndexSync {
     this.intervalMs = paced.nextWriteInMs;
     // Only if nothing changed during the write: a change made meanwhile keeps its timer (and gets written).
     if (this.host.meta && this.host.hasStorage && JSON.stringify(this.host.meta) === written) {
-      this.host.timers.clear("index", "sync");
+      this.host.timers.clear(INDEX_TIMER, "sync");
       await this.host.timers.arm();
     }
   }

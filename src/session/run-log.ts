@@ -1,11 +1,11 @@
 import { log } from "../log";
-import { registerSessionExtension } from "./extensions";
+import type { SessionExtension } from "./extensions";
 
 /**
  * One `run_ended` log line per run, after its ending committed: the run id, the session key, how it
  * ended and what it cost — the line an operator follows from a request's `runId` (src/log.ts).
  */
-registerSessionExtension({
+export const runLogExtension: SessionExtension = {
   name: "run-log",
   afterRunEnded(host, { run }) {
     log[run.status === "ok" ? "info" : "warn"]("run_ended", {
@@ -19,4 +19,4 @@ registerSessionExtension({
       ...(run.model ? { model: run.model } : {}),
     });
   },
-});
+};

@@ -1,7 +1,8 @@
 import { displayKey, shownProvenance } from "../keys";
 import { log } from "../log";
 import { capReplyAndError } from "./byte-budget";
-import { afterRunEnded, onRunEnded, produceReply, queuedRunIsHeld, runIsHeldElsewhere } from "./extensions";
+import { DEADLINE_TIMER, LEASE_TIMER, PUMP_TIMER } from "./core-timers";
+import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import type { IndexSync } from "./index-sync";
 import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
@@ -26,6 +27,8 @@ export class RunQueue {
   constructor(
     private readonly host: SessionHost,
     private readonly indexSync: IndexSync,
+    /** Who produces each run's reply and what follows its end (src/extensions.ts). */
+    private readonly extensions: SessionExtensions,
   ) {}
 
   /** Start the queue if this instance is not already working through it. */
@@ -73,8 +76,8 @@ export class RunQueue {
         .exec<RunRow>("SELECT * FROM runs WHERE status = 'queued' ORDER BY qseq LIMIT 1")
         .toArray()[0];
       // Nothing queued, or the head is held (its holder kicks the queue and owns the timer that will).
-      if (!next || queuedRunIsHeld(host, next)) {
-        host.timers.clear("pump", "queue");
+      if (!next || this.extensions.queuedRunIsHeld(host, next)) {
+        host.timers.clear(PUMP_TIMER, "queue");
         return null;
       }
       const now = Date.now();
@@ -84,14 +87,14 @@ export class RunQueue {
         now,
         next.id,
       );
-      host.timers.set("lease", next.id, now + LEASE_MS);
+      host.timers.set(LEASE_TIMER, next.id, now + LEASE_MS);
       // The start the pump timer stood for happened: it goes back to a late safety net for the runs queued
       // behind this one, so an enqueue's "start now" fires no alarm once the run is claimed (src/session/enqueue.ts).
-      host.timers.set("pump", "queue", now + LEASE_MS);
+      host.timers.set(PUMP_TIMER, "queue", now + LEASE_MS);
       const timeoutSeconds = runDeadlineSeconds(input, host.cfg);
       // The deadline is set once, at the first start, so a retried run keeps its original deadline.
       if (next.started_at === null && timeoutSeconds !== null)
-        host.timers.set("deadline", next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
+        host.timers.set(DEADLINE_TIMER, next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       const claimed = host.runRow(next.id)!;
       host.events.run(host.snapshot(claimed));
       return claimed;
@@ -104,7 +107,7 @@ export class RunQueue {
     const input = JSON.parse(run.input_json) as RunInput;
     try {
       this.writeUserMessage(run, input);
-      const result = await produceReply(this.host, run, input, abort.signal);
+      const result = await this.extensions.produceReply(this.host, run, input, abort.signal);
       await this.finishRun(run.id, { status: "ok", reply: result.reply, result });
     } catch (err) {
       // A deadline or an abort has already ended the run; finishRun ignores ended runs.
@@ -181,12 +184,12 @@ export class RunQueue {
         now,
         runId,
       );
-      host.timers.clear("lease", runId);
-      host.timers.clear("deadline", runId);
+      host.timers.clear(LEASE_TIMER, runId);
+      host.timers.clear(DEADLINE_TIMER, runId);
       this.indexSync.schedule(now);
       const event: RunEndedEvent = { run: host.snapshot(host.runRow(runId)!), input };
       host.events.run(event.run);
-      onRunEnded(host, event);
+      this.extensions.onRunEnded(host, event);
       return event;
     });
     if (!ended) return;
@@ -197,7 +200,7 @@ export class RunQueue {
     const idle = host.sql.exec("SELECT 1 FROM runs WHERE status = 'queued' LIMIT 1").toArray().length === 0;
     await host.markIndexDirty({ idle });
     this.waiters.release(runId, ended.run);
-    afterRunEnded(host, ended);
+    this.extensions.afterRunEnded(host, ended);
     this.kick();
   }
 
@@ -246,7 +249,7 @@ export class RunQueue {
   /** The run's deadline timer fired: end it as timed out, with the deadline it was given. */
   async onDeadline(t: TimerRow): Promise<void> {
     const row = this.host.runRow(t.ref);
-    this.host.timers.clear("deadline", t.ref);
+    this.host.timers.clear(DEADLINE_TIMER, t.ref);
     if (!row || FINAL_STATUSES.has(row.status)) return;
     if (this.active?.runId === t.ref) this.active.abort.abort(new Error("deadline"));
     // Report the deadline the run was given (the timer's payload), not the wall time the alarm fired at.
@@ -263,23 +266,23 @@ export class RunQueue {
     const { host } = this;
     const row = host.runRow(runId);
     if (row?.status !== "running") {
-      host.timers.clear("lease", runId);
+      host.timers.clear(LEASE_TIMER, runId);
       return;
     }
     if (this.active?.runId === runId) {
-      host.timers.set("lease", runId, Date.now() + LEASE_MS);
+      host.timers.set(LEASE_TIMER, runId, Date.now() + LEASE_MS);
       return;
     }
     // Held by an external runtime (see SessionExtension.holdsRun): nothing was lost, retrying would run it twice.
-    if (runIsHeldElsewhere(host, runId)) {
-      host.timers.clear("lease", runId);
+    if (this.extensions.runIsHeldElsewhere(host, runId)) {
+      host.timers.clear(LEASE_TIMER, runId);
       return;
     }
     if (row.attempts < 2) {
       host.storage.transactionSync(() => {
         host.sql.exec("UPDATE runs SET status = 'queued' WHERE id = ?", runId);
         host.events.run(host.snapshot(host.runRow(runId)!));
-        host.timers.clear("lease", runId);
+        host.timers.clear(LEASE_TIMER, runId);
       });
       this.kick();
       return;

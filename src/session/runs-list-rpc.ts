@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { registerSessionExtension } from "./extensions";
+import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
 import { type RunSnapshot, runSnapshotSchema } from "./run-schema";
 import type { RunRow } from "./run-types";
@@ -47,4 +47,5 @@ declare module "./extensions" {
   }
 }
 
-registerSessionExtension({ name: "runs", rpc: runsRpc });
+/** A session's recent runs over RPC, for GET /v1/sessions/{key}/runs (the console). */
+export const runsListExtension: SessionExtension = { name: "runs", rpc: runsRpc };

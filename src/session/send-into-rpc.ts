@@ -1,5 +1,5 @@
 import { resolveSendPolicy } from "../policy/send-policy";
-import { registerSessionExtension } from "./extensions";
+import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
 import type { EnqueueRequest, RunSnapshot, SessionMeta } from "./types";
 
@@ -41,4 +41,5 @@ declare module "./extensions" {
   }
 }
 
-registerSessionExtension({ name: "send-into", rpc: sendIntoRpc });
+/** sessions_send's target checks and enqueue in one call. */
+export const sendIntoExtension: SessionExtension = { name: "send-into", rpc: sendIntoRpc };

@@ -3,6 +3,7 @@ import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
 import { SessionEvents } from "../events/session-events";
+import { sessionExtensions } from "../extensions";
 import { displayKey, parseCanonical } from "../keys";
 import { type IndexEntry, indexEntryOf, type SessionRow } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
@@ -11,15 +12,16 @@ import { runAlarm } from "./alarm";
 import { TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
 import { assertOpen, beginClosing } from "./closing";
 import { enqueueRun, newSessionMeta } from "./enqueue";
-import { beforeDelete, dispatchExtensionCall } from "./extensions";
+import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import { type IndexDirty, IndexSync } from "./index-sync";
 import { RunQueue } from "./run-queue";
 import type { RunOutcome, RunRow } from "./run-types";
 import { migrate } from "./schema";
+import type { TimerKinds } from "./timer-policy";
 import { Timers } from "./timers";
 import { type BudgetedPage, Transcript } from "./transcript";
-import type { EnqueueRequest, RunSnapshot, SessionMeta, TranscriptMessage } from "./types";
+import type { DeadDelivery, EnqueueRequest, RunSnapshot, SessionMeta, TranscriptMessage } from "./types";
 
 /**
  * One Durable Object per canonical session key (docs/architecture.md). It owns the session's metadata, transcript,
@@ -27,10 +29,13 @@ import type { EnqueueRequest, RunSnapshot, SessionMeta, TranscriptMessage } from
  * row current. Every method is typed RPC; `fetch` only accepts event-stream WebSockets (docs/events.md).
  *
  * This class is wiring: the run queue (run-queue.ts), enqueueing (enqueue.ts), the alarm (alarm.ts), the
- * registry row (index-sync.ts) and the extensions — runners, flows, outbox, sub-agents (extensions.ts) —
- * each live in their own module and see the object only through its host surface (host.ts).
+ * registry row (index-sync.ts) and the extensions — runners, flows, outbox, sub-agents, listed in
+ * src/extensions.ts — each live in their own module and see the object only through its host surface (host.ts).
  */
 export class SessionObject extends DurableObject<Env> implements SessionHost {
+  /** The extensions this class is made of (src/extensions.ts); a subclass may add its own (bench/worker.ts). */
+  static extensions: SessionExtensions = sessionExtensions;
+  readonly extensions: SessionExtensions = (this.constructor as typeof SessionObject).extensions;
   readonly sql: SqlStorage;
   readonly timers: Timers;
   readonly transcript: Transcript;
@@ -38,12 +43,12 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
   meta: SessionMeta | null = null;
   private schemaReady = false;
   private readonly indexSync = new IndexSync(this);
-  private readonly queue = new RunQueue(this, this.indexSync);
+  private readonly queue = new RunQueue(this, this.indexSync, this.extensions);
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.timers = new Timers(this.sql, ctx.storage);
+    this.timers = new Timers(this.sql, ctx.storage, (kind) => this.timerKinds.has(kind));
     this.events = new SessionEvents(this.sql, ctx, {
       hasSession: () => this.schemaReady && this.meta !== null,
       incarnation: () => this.meta?.sessionId ?? null,
@@ -81,6 +86,10 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
 
   get storage(): DurableObjectStorage {
     return this.ctx.storage;
+  }
+
+  get timerKinds(): TimerKinds {
+    return this.extensions.timerKinds;
   }
 
   get hasStorage(): boolean {
@@ -180,7 +189,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
   }
 
   private async clearAll(agentId: string, key: string, archivedAs?: IndexEntry): Promise<void> {
-    await beforeDelete(this);
+    await this.extensions.beforeDelete(this);
     this.queue.releaseAllWaiters("aborted", "session deleted");
     const sessionId = this.meta?.sessionId;
     // From here on the object reads as deleted, before anything yields: the run aborted below then
@@ -206,6 +215,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
       ensureSchema: () => this.ensureSchema(),
       createMeta: (init: EnqueueRequest["init"], now: number) => this.createMeta(init, now),
       indexSync: this.indexSync,
+      extensions: this.extensions,
     };
     return enqueueRun(this, steps, req, alsoInTransaction);
   }
@@ -298,7 +308,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
    * class (and this module never imports them, so there is no import cycle).
    */
   async extensionCall(name: string, method: string, arg?: unknown): Promise<unknown> {
-    return dispatchExtensionCall(this, name, method, arg);
+    return this.extensions.call(this, name, method, arg);
   }
 
   // ---------------------------------------------------------------- watchers (src/events/session-events.ts)
@@ -319,7 +329,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
   // ---------------------------------------------------------------- alarm (alarm.ts) & registry row (index-sync.ts)
 
   async alarm(): Promise<void> {
-    await runAlarm(this, this.queue, this.indexSync);
+    await runAlarm(this, { queue: this.queue, indexSync: this.indexSync, extensions: this.extensions });
   }
 
   markIndexDirty(opts: IndexDirty = {}): Promise<void> {
@@ -328,5 +338,9 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
 
   syncIndex(): Promise<void> {
     return this.indexSync.sync();
+  }
+
+  deliveryDead(delivery: DeadDelivery): Promise<void> {
+    return this.extensions.deliveryDead(this, delivery);
   }
 }

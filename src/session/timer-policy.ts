@@ -32,6 +32,8 @@ export interface TimerHost {
   readonly sql: SqlStorage;
   readonly storage: DurableObjectStorage;
   readonly timers: Timers;
+  /** The kinds this object's timers may have (src/session/extensions.ts builds them from the extension list). */
+  readonly timerKinds: TimerKinds;
 }
 
 export interface DeadTimer {
@@ -45,41 +47,52 @@ export interface DeadTimer {
 }
 
 /**
- * Synchronous, inside the transaction that moves the timer to `dead_timers`: end what the timer was
- * driving (a flow gets its error) so the two can never disagree.
+ * A timer kind as its owner declares it (SessionExtension `timers`): its limits, what ends when it dies and
+ * how an operator retry revives it. `H` is the object whose alarm runs the timer (the session object), so
+ * handlers use its API. Method syntax on purpose: a kind declared for the session object's host is held
+ * in the list of all kinds without a cast — only the object that declares a kind runs its timers.
  */
-export type DeadTimerHandler = (host: TimerHost, dead: DeadTimer) => void;
-/** Synchronous, inside the operator's retry transaction: put back what the dead handler ended; false = not retryable. */
-export type DeadTimerReviver = (host: TimerHost, dead: DeadTimer) => boolean;
-
-const POLICIES = new Map<string, TimerPolicy>();
-const DEAD_HANDLERS = new Map<string, DeadTimerHandler>();
-const REVIVERS = new Map<string, DeadTimerReviver>();
-
-/**
- * A module that owns a timer kind declares its limits, what ends when it dies and how an operator retry
- * revives it. `H` is the object whose alarm runs the timer (the session object), so handlers use its API.
- */
-export function defineTimerKind<H extends TimerHost = TimerHost>(
-  kind: string,
-  opts: {
-    policy?: Partial<TimerPolicy>;
-    onDead?: (host: H, dead: DeadTimer) => void;
-    revive?: (host: H, dead: DeadTimer) => boolean;
-  } = {},
-): void {
-  if (opts.policy) POLICIES.set(kind, { ...DEFAULT_TIMER_POLICY, ...opts.policy });
-  // Only the object that defines the kind's timers runs them, so its handlers always get that object.
-  if (opts.onDead) DEAD_HANDLERS.set(kind, opts.onDead as DeadTimerHandler);
-  if (opts.revive) REVIVERS.set(kind, opts.revive as DeadTimerReviver);
+export interface TimerKind<H extends TimerHost = TimerHost> {
+  policy?: Partial<TimerPolicy>;
+  /**
+   * Synchronous, inside the transaction that moves the timer to `dead_timers`: end what the timer was
+   * driving (a flow gets its error) so the two can never disagree.
+   */
+  onDead?(host: H, dead: DeadTimer): void;
+  /** Synchronous, inside the operator's retry transaction: put back what `onDead` ended; false = not retryable. */
+  revive?(host: H, dead: DeadTimer): boolean;
 }
 
-export function timerPolicy(kind: string): TimerPolicy {
-  return POLICIES.get(kind) ?? DEFAULT_TIMER_POLICY;
-}
+/** Every timer kind a session object knows: the object's own and those its extensions declare. */
+export class TimerKinds {
+  constructor(private readonly kinds: Readonly<Record<string, TimerKind>>) {}
 
-export function isRetryable(kind: string): boolean {
-  return !DEAD_HANDLERS.has(kind) || REVIVERS.has(kind);
+  has(kind: string): boolean {
+    return Object.hasOwn(this.kinds, kind);
+  }
+
+  policy(kind: string): TimerPolicy {
+    const own = this.has(kind) ? this.kinds[kind].policy : undefined;
+    return own ? { ...DEFAULT_TIMER_POLICY, ...own } : DEFAULT_TIMER_POLICY;
+  }
+
+  /**
+   * A known kind whose death ends nothing, or that can put back what its death ended. A kind no longer
+   * declared (removed in an upgrade) is not: nothing would run it.
+   */
+  isRetryable(kind: string): boolean {
+    const k = this.get(kind);
+    return k !== undefined && (!k.onDead || Boolean(k.revive));
+  }
+
+  get(kind: string): TimerKind | undefined {
+    return this.has(kind) ? this.kinds[kind] : undefined;
+  }
+
+  /** Every kind, for the documentation check (test/session/timer-kinds.test.ts). */
+  names(): string[] {
+    return Object.keys(this.kinds);
+  }
 }
 
 /**
@@ -114,7 +127,7 @@ export async function runDueTimers(host: TimerHost, dispatch: (t: TimerRow) => P
 
 /** The handler of `t` threw: schedule the next attempt, or, after the last one, move the timer to `dead_timers`. */
 export function recordTimerFailure(host: TimerHost, t: TimerRow, err: unknown): "retry" | "dead" | "gone" {
-  const policy = timerPolicy(t.kind);
+  const policy = host.timerKinds.policy(t.kind);
   const error = errorText(err);
   const now = Date.now();
   const died: { timer?: DeadTimer } = {};
@@ -173,11 +186,11 @@ export function recordTimerFailure(host: TimerHost, t: TimerRow, err: unknown): 
       "DELETE FROM dead_timers WHERE rowid IN (SELECT rowid FROM dead_timers ORDER BY died_at DESC, rowid DESC LIMIT -1 OFFSET ?)",
       MAX_DEAD_TIMERS,
     );
-    const onDead = DEAD_HANDLERS.get(t.kind);
-    if (onDead) {
+    const kind = host.timerKinds.get(t.kind);
+    if (kind?.onDead) {
       // A throwing handler must not roll the death back (the timer would then retry forever): log it, keep the death.
       try {
-        onDead(host, dead);
+        kind.onDead(host, dead);
       } catch (handlerErr) {
         log.error("timer_dead_handler_failed", {
           sessionKey: host.key,
@@ -226,14 +239,14 @@ const deadOf = (r: DeadRow): DeadTimer => ({
   firstFailedAt: r.first_failed_at,
   diedAt: r.died_at,
 });
-const viewOf = (d: DeadTimer): DeadTimerView => ({
+const viewOf = (kinds: TimerKinds, d: DeadTimer): DeadTimerView => ({
   kind: d.kind,
   ref: d.ref,
   attempts: d.attempts,
   lastError: d.lastError,
   firstFailedAt: d.firstFailedAt,
   diedAt: d.diedAt,
-  retryable: isRetryable(d.kind),
+  retryable: kinds.isRetryable(d.kind),
 });
 
 /** Dead timers of a session, newest first. */
@@ -242,7 +255,7 @@ export function listDeadTimers(host: TimerHost, limit: number): DeadTimerView[] 
   return host.sql
     .exec<DeadRow>("SELECT * FROM dead_timers ORDER BY died_at DESC, rowid DESC LIMIT ?", limit)
     .toArray()
-    .map((r) => viewOf(deadOf(r)));
+    .map((r) => viewOf(host.timerKinds, deadOf(r)));
 }
 
 /**
@@ -259,11 +272,12 @@ export function retryDeadTimer(
     const row = host.sql.exec<DeadRow>("SELECT * FROM dead_timers WHERE kind = ? AND ref = ?", kind, ref).toArray()[0];
     if (!row) return null;
     const dead = deadOf(row);
-    if (!isRetryable(kind)) return { timer: viewOf(dead), retried: false };
-    const revive = REVIVERS.get(kind);
-    if (revive && !revive(host, dead)) return { timer: viewOf(dead), retried: false };
+    const kinds = host.timerKinds;
+    if (!kinds.isRetryable(kind)) return { timer: viewOf(kinds, dead), retried: false };
+    const revive = kinds.get(kind)?.revive;
+    if (revive && !revive(host, dead)) return { timer: viewOf(kinds, dead), retried: false };
     host.sql.exec("DELETE FROM dead_timers WHERE kind = ? AND ref = ?", kind, ref);
     host.timers.set(kind, ref, Date.now(), dead.payload === null ? undefined : JSON.parse(dead.payload));
-    return { timer: viewOf(dead), retried: true };
+    return { timer: viewOf(kinds, dead), retried: true };
   });
 }

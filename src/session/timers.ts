@@ -26,10 +26,17 @@ export class Timers {
   constructor(
     private readonly sql: SqlStorage,
     private readonly storage: DurableObjectStorage,
+    /** Whether a kind is declared (src/session/core-timers.ts, or an extension's `timers`). */
+    private readonly isDeclared: (kind: string) => boolean,
   ) {}
 
   /** Upsert a timer. `keepEarlier` keeps an existing earlier due time (coalescing). */
   set(kind: string, ref: string, dueAt: number, payload?: unknown, opts: { keepEarlier?: boolean } = {}): void {
+    // A row of an undeclared kind would reach the alarm with no handler and be dropped unrun: refuse to write it.
+    if (!this.isDeclared(kind))
+      throw new Error(
+        `Timer kind "${kind}" is not declared: add it to its extension's timers (AGENTS.md, "Add a timer kind")`,
+      );
     const p = payload === undefined ? null : JSON.stringify(payload);
     if (opts.keepEarlier) {
       this.sql.exec(

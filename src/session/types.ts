@@ -55,6 +55,17 @@ export interface DeliveryRoute {
   threadId?: string | null;
 }
 
+/** A delivery that ended dead (src/channels/outbox-attempts.ts), as extensions' `onDeliveryDead` receive it. */
+export interface DeadDelivery {
+  id: string;
+  /** What was delivered: `reply`, `announce` or `subagent_announce` (src/channels/outbox-rows.ts). */
+  kind: string;
+  idempotencyKey: string;
+  route: DeliveryRoute;
+  message: string;
+  error: string;
+}
+
 export interface SessionMeta {
   key: string;
   agentId: string;

@@ -1,9 +1,8 @@
 import { getFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
-import { type DeadTimer, defineTimerKind } from "../session/timer-policy";
+import type { DeadTimer, TimerKind } from "../session/timer-policy";
 import type { SubagentInfo } from "../session/types";
 import { announceResult, type ChildFinding, type ChildOutcome, type RunOutcome, statusLabel } from "./announce-format";
-import { onChildrenSettled } from "./child-slots";
 import type { CompletionEvent } from "./completion-event";
 
 /**
@@ -100,8 +99,6 @@ export function resumeDeferredAnnounces(host: SessionHost): void {
   }
 }
 
-onChildrenSettled(resumeDeferredAnnounces);
-
 /** The state each announce timer drives; its death leaves the flow "failed" and an operator retry puts it back. */
 const ANNOUNCE_TIMER_STATES: Record<string, FlowState> = { [ANNOUNCE_TIMER]: "step", [HANDOFF_TIMER]: "handoff" };
 
@@ -122,10 +119,13 @@ function reviveAnnounce(host: SessionHost, dead: DeadTimer): boolean {
   return true;
 }
 
-defineTimerKind<SessionHost>(ANNOUNCE_TIMER, { onDead: announceGaveUp, revive: reviveAnnounce });
-// The requester may be busy or restarting for a while: about an hour of attempts before the hand-off gives up.
-defineTimerKind<SessionHost>(HANDOFF_TIMER, {
-  policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 },
-  onDead: announceGaveUp,
-  revive: reviveAnnounce,
-});
+/** The announce flow's timer kinds, run by the sub-agent lifecycle extension (src/spawn/subagent-lifecycle.ts). */
+export const ANNOUNCE_TIMER_KINDS: Record<string, TimerKind<SessionHost>> = {
+  [ANNOUNCE_TIMER]: { onDead: announceGaveUp, revive: reviveAnnounce },
+  // The requester may be busy or restarting for a while: about an hour of attempts before the hand-off gives up.
+  [HANDOFF_TIMER]: {
+    policy: { maxAttempts: 10, baseDelayMs: 5_000, maxDelayMs: 10 * 60_000 },
+    onDead: announceGaveUp,
+    revive: reviveAnnounce,
+  },
+};

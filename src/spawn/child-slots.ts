@@ -1,5 +1,6 @@
 import { getFlowRow, moveFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
+import { resumeDeferredAnnounces } from "./announce-flow";
 import type { ChildFinding, ChildOutcome } from "./announce-format";
 
 /**
@@ -25,16 +26,6 @@ export function countActiveChildren(host: SessionHost): number {
 }
 
 /**
- * Called inside the transaction that released a slot, when no child of this session is running any
- * more: the sub-agent lifecycle resumes an announce it deferred for its descendants.
- */
-type SettledListener = (host: SessionHost) => void;
-const settledListeners: SettledListener[] = [];
-export function onChildrenSettled(fn: SettledListener): void {
-  settledListeners.push(fn);
-}
-
-/**
  * End a child's slot. `outcome` is what it announced; a slot released without one (the child was
  * deleted or never created) is marked `gone` and left out of its parent's results.
  */
@@ -44,7 +35,8 @@ export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: C
   host.timers.clear(SLOT_TIMER, childKey);
   if (row?.state !== "running") return;
   moveFlowRow(host.sql, id, outcome ? "ended" : "gone", { data: { ...row.data, ...(outcome ? { outcome } : {}) } });
-  if (countActiveChildren(host) === 0) for (const fn of settledListeners) fn(host);
+  // No child runs any more: an announce this session deferred for its descendants goes out now.
+  if (countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
 }
 
 /**

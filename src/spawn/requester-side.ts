@@ -1,9 +1,8 @@
-import { onDeliveryDead } from "../channels/outbox-attempts";
-import { callExtension, registerSessionExtension } from "../session/extensions";
+import { callExtension, type SessionExtension } from "../session/extensions";
 import { getFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { TimerRow } from "../session/timers";
-import type { SessionMeta } from "../session/types";
+import type { DeadDelivery, SessionMeta } from "../session/types";
 import { CHILD_FLOW, childFlowId, countActiveChildren, releaseSlotSync, SLOT_TIMER } from "./child-slots";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, internalMessage, recordDirectAnnounce } from "./direct-announce";
 import { acceptForTurn } from "./requester-turn";
@@ -147,27 +146,12 @@ declare module "../session/extensions" {
   }
 }
 
-registerSessionExtension({
-  name: REQUESTER_EXTENSION,
-  // Announce dedupe keys outlive any hand-off retry by far (the child retries within minutes until acknowledged).
-  finishedFlows: {
-    [CHILD_FLOW]: ["ended", "gone"],
-    [ANNOUNCE_IN_FLOW]: ["recorded", "silent", "turn_done", "fallback"],
-    [DEAD_NOTICE_FLOW]: ["recorded"],
-  },
-  rpc: requesterRpc,
-  async onTimer(host, timer) {
-    if (timer.kind !== SLOT_TIMER) return false;
-    await checkSlot(host, timer);
-    return true;
-  },
-});
-
 /**
  * The requester is told when an announce could not be delivered to its channel after the outbox's
  * last attempt (OpenClaw only logged it; test/subagent-announce.test.ts). Once per delivery.
  */
-onDeliveryDead("subagent_announce", (host, d) => {
+function announceUndelivered(host: SessionHost, d: DeadDelivery): void {
+  if (d.kind !== "subagent_announce") return;
   const childKey = childKeyOfAnnounce(d.idempotencyKey);
   const where = d.route.to ? `${d.route.channel} (${d.route.to})` : d.route.channel;
   const text = `[Subagent announce undelivered] The completion announce of ${childKey} could not be delivered to ${where}: ${d.error}. It is recorded above in this session's transcript.`;
@@ -187,7 +171,22 @@ onDeliveryDead("subagent_announce", (host, d) => {
       now,
     );
   });
-});
+}
+
+/** The requester's side of its sub-agents: child slots, their checks, and announces handed to it. */
+export const requesterExtension: SessionExtension = {
+  name: REQUESTER_EXTENSION,
+  // Announce dedupe keys outlive any hand-off retry by far (the child retries within minutes until acknowledged).
+  finishedFlows: {
+    [CHILD_FLOW]: ["ended", "gone"],
+    [ANNOUNCE_IN_FLOW]: ["recorded", "silent", "turn_done", "fallback"],
+    [DEAD_NOTICE_FLOW]: ["recorded"],
+  },
+  rpc: requesterRpc,
+  timers: { [SLOT_TIMER]: {} },
+  onTimer: (host, timer) => checkSlot(host, timer),
+  onDeliveryDead: announceUndelivered,
+};
 
 // ---------------------------------------------------------------- typed calls into a requester's object
 

@@ -1,10 +1,9 @@
 import { queueDelivery } from "../channels/outbox";
 import { utf8ByteLength } from "../policy/history-sanitize";
-import { registerSessionExtension } from "../session/extensions";
+import type { SessionExtension } from "../session/extensions";
 import { getFlowRow, moveFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
-import { defineTimerKind } from "../session/timer-policy";
 import type { DeliveryRoute } from "../session/types";
 import { type ChildOutcome, isSilentToken } from "./announce-format";
 import { releaseSlotSync, SLOT_TIMER } from "./child-slots";
@@ -195,23 +194,21 @@ function settleEvent(
   releaseSlotSync(host, e.childKey, e.outcome);
 }
 
-// A turn that can never be queued gives up like every timer (docs/timers.md): its waiting completions are told directly.
-defineTimerKind<SessionHost>(COMPLETION_TURN_TIMER, {
-  onDead(host) {
-    const now = Date.now();
-    for (const { id, e } of pendingEvents(host)) settleEvent(host, id, e, "fallback", now);
-  },
-});
-
-registerSessionExtension({
+/** The requester's completion turns: its sub-agents' results reach its model in one run. */
+export const requesterTurnExtension: SessionExtension = {
   name: "subagent-requester-turn",
   onRunEnded,
-  async onTimer(host, timer) {
-    if (timer.kind !== COMPLETION_TURN_TIMER) return false;
-    await startCompletionTurn(host);
-    return true;
+  timers: {
+    // A turn that can never be queued gives up like every timer (docs/timers.md): its waiting completions are told directly.
+    [COMPLETION_TURN_TIMER]: {
+      onDead(host) {
+        const now = Date.now();
+        for (const { id, e } of pendingEvents(host)) settleEvent(host, id, e, "fallback", now);
+      },
+    },
   },
-});
+  onTimer: (host) => startCompletionTurn(host),
+};
 
 /**
  * The reply of this session's latest completion turn since `sinceMs` that said something (not a

@@ -1,7 +1,7 @@
 import { log } from "../log";
-import { callExtension, registerSessionExtension } from "../session/extensions";
+import { PUMP_TIMER } from "../session/core-timers";
+import { callExtension, type SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
-import { defineTimerKind } from "../session/timer-policy";
 import { LANE_OBJECT } from "./subagent-lane";
 
 /**
@@ -90,20 +90,8 @@ declare module "../session/extensions" {
   }
 }
 
-// The lane unreachable for all its attempts: run the task anyway (over the limit, visibly as a dead timer) rather than
-// never. A release that keeps failing would leak a slot, so it is tried for longer (about 2 h) before it is dead.
-defineTimerKind<SessionHost>(LANE_TIMER, {
-  policy: { maxAttempts: 14, maxDelayMs: 10 * 60_000 },
-  onDead: (host, dead) => {
-    const sub = host.meta?.subagent;
-    if (dead.ref !== ACQUIRE || sub?.lane !== "waiting") return;
-    sub.lane = "running";
-    host.saveMeta();
-    host.timers.set("pump", "queue", Date.now());
-  },
-});
-
-registerSessionExtension({
+/** The child's side of the sub-agent lane: its task run waits for a slot, and gives it back when it ends. */
+export const subagentLaneExtension: SessionExtension = {
   name: EXT,
   rpc: laneRpc,
   holdsQueuedRun(host, run) {
@@ -125,10 +113,22 @@ registerSessionExtension({
   afterRunEnded: async (host) => {
     if (host.timers.get(LANE_TIMER, RELEASE)) await release(host);
   },
+  timers: {
+    // The lane unreachable for all its attempts: run the task anyway (over the limit, visibly as a dead timer) rather
+    // than never. A release that keeps failing would leak a slot, so it is tried for longer (about 2 h) before it is dead.
+    [LANE_TIMER]: {
+      policy: { maxAttempts: 14, maxDelayMs: 10 * 60_000 },
+      onDead: (host, dead) => {
+        const sub = host.meta?.subagent;
+        if (dead.ref !== ACQUIRE || sub?.lane !== "waiting") return;
+        sub.lane = "running";
+        host.saveMeta();
+        host.timers.set(PUMP_TIMER, "queue", Date.now());
+      },
+    },
+  },
   async onTimer(host, timer) {
-    if (timer.kind !== LANE_TIMER) return false;
     if (timer.ref === ACQUIRE) await acquire(host);
     else await release(host);
-    return true;
   },
-});
+};

@@ -1,13 +1,14 @@
 import { log } from "../log";
 import { transcriptPathOf } from "../registry/row";
 import { capText } from "../session/byte-budget";
-import { registerSessionExtension } from "../session/extensions";
+import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
 import type { SubagentInfo } from "../session/types";
 import {
   ANNOUNCE_FLOW,
   ANNOUNCE_TIMER,
+  ANNOUNCE_TIMER_KINDS,
   announcedOutcome,
   DESCENDANTS_TIMER,
   flowAt,
@@ -232,25 +233,23 @@ declare module "../session/extensions" {
   }
 }
 
-registerSessionExtension({
+/** The child's side of a sub-agent: its announce, the hand-off to its requester, archive and delete. */
+export const subagentLifecycleExtension: SessionExtension = {
   name: LIFECYCLE_EXTENSION,
   finishedFlows: { [ANNOUNCE_FLOW]: ["done", "failed"] },
   onRunEnded,
   rpc: lifecycleRpc,
+  timers: { ...ANNOUNCE_TIMER_KINDS, [ARCHIVE_TIMER]: {}, [DELETE_TIMER]: {}, [DESCENDANTS_TIMER]: {} },
   async onTimer(host, timer) {
     switch (timer.kind) {
       case ANNOUNCE_TIMER:
-        await startAnnounceStep(host, timer.ref);
-        return true;
+        return startAnnounceStep(host, timer.ref);
       case HANDOFF_TIMER:
-        await handOff(host, timer.ref);
-        return true;
+        return handOff(host, timer.ref);
       case ARCHIVE_TIMER:
-        await removeChild(host, timer, true);
-        return true;
+        return removeChild(host, timer, true);
       case DELETE_TIMER:
-        await removeChild(host, timer, false);
-        return true;
+        return removeChild(host, timer, false);
       case DESCENDANTS_TIMER:
         // The cap: announce now; children still running are reported as such.
         host.storage.transactionSync(() => {
@@ -258,9 +257,6 @@ registerSessionExtension({
           host.timers.clear(DESCENDANTS_TIMER, timer.ref);
           resumeDeferredAnnounces(host);
         });
-        return true;
-      default:
-        return false;
     }
   },
   async beforeDelete(host) {
@@ -274,4 +270,4 @@ registerSessionExtension({
       log.warn("subagent_slot_release_failed", { sessionKey: host.key, error: err });
     }
   },
-});
+};

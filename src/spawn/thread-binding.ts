@@ -1,6 +1,6 @@
 import { fromRpcError, SwitchboardError } from "../errors";
 import { log } from "../log";
-import { callExtension, registerSessionExtension } from "../session/extensions";
+import { callExtension, type SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { DeliveryRoute, EnqueueRequest, RunSnapshot } from "../session/types";
 
@@ -83,7 +83,8 @@ declare module "../session/extensions" {
   }
 }
 
-registerSessionExtension({
+/** thread=true: a thread key whose inbound messages run in the sub-agent bound to it. */
+export const threadBindingExtension: SessionExtension = {
   name: THREAD_EXTENSION,
   forwardInbound,
   rpc: threadRpc,
@@ -97,7 +98,7 @@ registerSessionExtension({
       log.warn("thread_unbind_failed", { sessionKey: host.key, error: err });
     }
   },
-});
+};
 
 export function bindThread(env: Env, b: ThreadBinding): Promise<void> {
   return callExtension(env.SESSIONS.getByName(b.threadKey), THREAD_EXTENSION, "bind", b);

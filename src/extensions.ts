@@ -1,0 +1,44 @@
+import { outboxExtension } from "./channels/outbox";
+import { a2aFlowExtension } from "./flows/a2a-flow";
+import { sendCommandExtension } from "./policy/send-command";
+import { modelRunnerExtension } from "./runners/builtin-run";
+import { webhookRunnerExtension } from "./runners/webhook-runner";
+import { CORE_TIMER_KINDS } from "./session/core-timers";
+import { deadTimersExtension } from "./session/dead-timer-rpc";
+import { type SessionExtension, SessionExtensions } from "./session/extensions";
+import { runLogExtension } from "./session/run-log";
+import { runsListExtension } from "./session/runs-list-rpc";
+import { sendIntoExtension } from "./session/send-into-rpc";
+import { requesterExtension } from "./spawn/requester-side";
+import { requesterTurnExtension } from "./spawn/requester-turn";
+import { subagentLaneExtension } from "./spawn/subagent-lane-client";
+import { subagentLifecycleExtension } from "./spawn/subagent-lifecycle";
+import { threadBindingExtension } from "./spawn/thread-binding";
+
+/**
+ * What a session object is made of beyond its core (src/session/session-object.ts): its extensions, in
+ * the order their hooks run (AGENTS.md, "Add a session extension"). Each sees the object only through
+ * its host surface (src/session/host.ts). The order matters where hooks share a moment: `onRunEnded`
+ * hooks write in this order inside the run-ending transaction, `afterRunEnded` work starts in this order
+ * (the run log last), `beforeDelete` releases in this order. Runners claim disjoint runs, and each timer
+ * kind has one owner, so for those the order does not matter.
+ */
+export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
+  outboxExtension, // the one outbound delivery chokepoint (deliver:true replies, announces)
+  a2aFlowExtension, // sessions_send's agent-to-agent flow: reply-back turns and the announce step
+  runsListExtension, // a session's recent runs over /v1 (GET …/runs, the console)
+  webhookRunnerExtension, // runner: agents whose runtime is a webhook
+  modelRunnerExtension, // runner: the built-in model runner (AI SDK)
+  sendCommandExtension, // runner: the owner's standalone /send on|off|inherit
+  requesterTurnExtension, // requester: sub-agent results reach its model in completion turns
+  requesterExtension, // requester: child slots, announces handed to it, undelivered-announce notices
+  threadBindingExtension, // thread=true: a thread key whose inbound messages run in the sub-agent
+  subagentLifecycleExtension, // child: announce, hand-off, archive and delete
+  subagentLaneExtension, // child: maxConcurrent — a task starts when the lane grants it a slot
+  deadTimersExtension, // dead timers over /v1 (GET …/timers/dead, retry)
+  sendIntoExtension, // sessions_send: target checks + enqueue in one call
+  runLogExtension, // one run_ended log line per run (src/log.ts)
+];
+
+/** The installed list, checked once per isolate (unique names and timer kinds; src/session/extensions.ts). */
+export const sessionExtensions = new SessionExtensions(SESSION_EXTENSIONS, CORE_TIMER_KINDS);
