@@ -34,7 +34,7 @@ describe("GET /openapi.json", () => {
 
   it("documents every route the app serves (none undocumented)", async () => {
     const doc = await getDoc();
-    // Every method route of the production app: a route added without describe(...) is missing here.
+    // Every method route of the production app: a route added without routeDoc(...) is missing here.
     const served = createApp()
       .routes.filter((r) => ["GET", "POST", "PATCH", "PUT", "DELETE"].includes(r.method))
       .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:([A-Za-z0-9_]+)/g, "{$1}")}`);

@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 
 /** Where the Scalar bundle is served from: a static asset of this Worker (scripts/assets/docs.mjs). */
 export const SCALAR_SCRIPT = "/docs/scalar.js";
@@ -35,7 +35,7 @@ Scalar.createApiReference("#api-reference", {
 export function docsRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/docs",
-    describe({
+    routeDoc({
       tag: "meta",
       summary: "Human-readable API reference (Scalar, served by this Worker)",
       ok: { description: "HTML page", contentType: "text/html" },

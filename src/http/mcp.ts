@@ -9,7 +9,7 @@ import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, TOOLS, type ToolDefinition, toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { progressOf, progressStream } from "./mcp-progress";
 
 /**
@@ -211,7 +211,7 @@ function rpcError(id: JsonRpcId, code: number, message: string): JsonRpcResponse
 export function mcpRoutes(app: Hono<AppEnv>): void {
   app.post(
     "/mcp",
-    describe({
+    routeDoc({
       tag: "tools",
       summary: "MCP endpoint (stateless Streamable HTTP, JSON responses)",
       description:

@@ -4,7 +4,7 @@ import { notFound } from "../errors";
 import { callExtension } from "../session/extensions";
 import { attachmentsSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { keyParam, rpc, targetOf } from "./route-helpers";
 import { valid } from "./validate";
 
@@ -15,7 +15,7 @@ import { valid } from "./validate";
 export function attachmentsRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/sessions/:key/attachments",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "Files attached to a sub-agent by sessions_spawn",
       ok: { description: "Attachments", schema: attachmentsSchema },
@@ -33,7 +33,7 @@ export function attachmentsRoutes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/sessions/:key/attachments/:name",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "One attachment's bytes (Content-Type is the file's mimeType; X-Attachment-Sha256 its hash)",
       ok: { description: "The file", contentType: "application/octet-stream" },

@@ -5,7 +5,7 @@ import { redactSecrets } from "../config/redact";
 import { callExtension } from "../session/extensions";
 import { RUNS_LIST_MAX, runSummarySchema } from "../session/runs-list-rpc";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { keyParam, rpc, targetOf } from "./route-helpers";
 import { assertOperator } from "./scopes";
 import { intQuery, valid } from "./validate";
@@ -29,7 +29,7 @@ export const runsPageSchema = z.strictObject({
 export function consoleRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/config",
-    describe({
+    routeDoc({
       tag: "meta",
       summary: "The effective configuration, secrets redacted (operator token only)",
       ok: { description: "Configuration and its warnings", schema: effectiveConfigSchema },
@@ -47,7 +47,7 @@ export function consoleRoutes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/sessions/:key/runs",
-    describe({
+    routeDoc({
       tag: "runs",
       summary: "A session's most recent runs, newest first",
       description:

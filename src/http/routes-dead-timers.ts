@@ -4,7 +4,7 @@ import { notFound, SwitchboardError } from "../errors";
 import { callExtension } from "../session/extensions";
 import { deadTimersSchema, retriedTimerSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { keyParam, rpc, targetOf } from "./route-helpers";
 import { intQuery, valid } from "./validate";
 
@@ -12,7 +12,7 @@ import { intQuery, valid } from "./validate";
 export function deadTimersRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/sessions/:key/timers/dead",
-    describe({
+    routeDoc({
       tag: "deliveries",
       summary: "Timers that gave up after their attempts, newest first",
       ok: { description: "Dead timers", schema: deadTimersSchema },
@@ -30,7 +30,7 @@ export function deadTimersRoutes(app: Hono<AppEnv>): void {
 
   app.post(
     "/v1/sessions/:key/timers/dead/:kind/:ref/retry",
-    describe({
+    routeDoc({
       tag: "deliveries",
       summary: "Re-queue a dead timer with a fresh attempt budget",
       description: "A 409 when its death ended a flow: start the work again instead.",

@@ -4,7 +4,7 @@ import { notFound } from "../errors";
 import { callExtension } from "../session/extensions";
 import { DELIVERY_STATUSES, deliveriesSchema, deliverySchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { keyParam, rpc, targetOf } from "./route-helpers";
 import { intQuery, valid } from "./validate";
 
@@ -15,7 +15,7 @@ import { intQuery, valid } from "./validate";
 export function deliveriesRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/sessions/:key/deliveries",
-    describe({
+    routeDoc({
       tag: "deliveries",
       summary: "Outbound deliveries of a session (outbox), including dead letters",
       ok: { description: "Deliveries, newest first", schema: deliveriesSchema },
@@ -50,7 +50,7 @@ export function deliveriesRoutes(app: Hono<AppEnv>): void {
 
   app.post(
     "/v1/sessions/:key/deliveries/:id/retry",
-    describe({
+    routeDoc({
       tag: "deliveries",
       summary: "Re-queue a dead or blocked delivery",
       ok: { description: "The delivery, pending again", schema: deliverySchema },

@@ -4,7 +4,7 @@ import { invalid } from "../errors";
 import { EVENT_ID_MAX_CHARS, EVENT_ID_PATTERN } from "../events/event-ids";
 import { eventStreamResponse } from "../events/sse-bridge";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { keyParam, targetOf } from "./route-helpers";
 import { runTarget } from "./routes-runs";
 import { valid } from "./validate";
@@ -48,7 +48,7 @@ function watchUrl(stream: "session" | "run", after: string | null, runId?: strin
 export function eventsRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/sessions/:key/events",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "The session's events (transcript appends, run and delivery changes) as server-sent events",
       description:
@@ -69,7 +69,7 @@ export function eventsRoutes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/runs/:id/events",
-    describe({
+    routeDoc({
       tag: "runs",
       summary: "A run's text as it is generated, its tool calls, then its final status (server-sent events)",
       description:

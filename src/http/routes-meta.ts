@@ -5,13 +5,13 @@ import { archiveStatus } from "../spawn/archive-read";
 import { agentsSchema, healthSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
 import { authenticate } from "./auth";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 
 /** `GET /healthz` (public) and `GET /v1/agents`. */
 export function healthRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/healthz",
-    describe({
+    routeDoc({
       tag: "meta",
       summary: "Liveness and configured agent ids",
       description:
@@ -36,7 +36,7 @@ export function healthRoutes(app: Hono<AppEnv>): void {
 export function agentsRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/agents",
-    describe({
+    routeDoc({
       tag: "agents",
       summary: "Configured agents",
       ok: { description: "Agents", schema: agentsSchema },

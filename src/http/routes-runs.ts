@@ -9,7 +9,7 @@ import { type RunSnapshot, runSnapshotSchema } from "../session/run-schema";
 import { MAX_WAIT_MS } from "../session/run-types";
 import type { AppEnv } from "./app-env";
 import { authorizeKey } from "./auth";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { intQuery, valid } from "./validate";
 
 const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
@@ -40,7 +40,7 @@ function found(id: string, run: RunSnapshot | null): RunSnapshot {
 export function runsRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/runs/:id",
-    describe({
+    routeDoc({
       tag: "runs",
       summary: "A run's status and outcome",
       ok: { description: "The run", schema: runSnapshotSchema },
@@ -56,7 +56,7 @@ export function runsRoutes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/runs/:id/wait",
-    describe({
+    routeDoc({
       tag: "runs",
       summary: "Wait server-side for a run to end",
       description:
@@ -89,7 +89,7 @@ export function runsRoutes(app: Hono<AppEnv>): void {
 
   app.post(
     "/v1/runs/:id/abort",
-    describe({
+    routeDoc({
       tag: "runs",
       summary: "Abort a queued or running run",
       ok: { description: "The run", schema: runSnapshotSchema },
@@ -107,7 +107,7 @@ export function runsRoutes(app: Hono<AppEnv>): void {
   // given (docs/webhooks.md). The token stops working once the run has ended, so a second completion is a 401.
   app.post(
     "/v1/runs/:id/complete",
-    describe({
+    routeDoc({
       tag: "runs",
       summary: "Complete a webhook run (run token only)",
       description:

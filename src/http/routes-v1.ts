@@ -22,7 +22,7 @@ import {
   sessionsPageSchema,
 } from "./api-schemas";
 import type { AppEnv } from "./app-env";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { keyParam, rpc, targetOf } from "./route-helpers";
 import { assertOperator } from "./scopes";
 import { intQuery, valid } from "./validate";
@@ -93,7 +93,7 @@ export function normalizeLabel(v: unknown): string {
 export function v1Routes(app: Hono<AppEnv>): void {
   app.post(
     "/v1/sessions/:key/messages",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "Inbound message from a channel: queues a run",
       description:
@@ -142,7 +142,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/sessions",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "List sessions of one agent (newest first, cursor-paged)",
       ok: { description: "A page of sessions", schema: sessionsPageSchema },
@@ -185,7 +185,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/sessions/:key",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "One session's row (an archived session's row comes from the archive)",
       ok: { description: "The session", schema: sessionRowSchema },
@@ -206,7 +206,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.patch(
     "/v1/sessions/:key",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "Change label, model, thinking/verbose level or send policy",
       description: "`sendPolicy` needs the operator token (403). A body that changes nothing is a 400.",
@@ -246,7 +246,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.delete(
     "/v1/sessions/:key",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "Delete a session (never `main`)",
       ok: { description: "Deleted", schema: deletedSchema },
@@ -264,7 +264,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/sessions/:key/history",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "A sanitized page of the transcript (same shape as sessions_history)",
       ok: { description: "History page (empty for a session that does not exist)", schema: historyPageSchema },
@@ -287,7 +287,7 @@ export function v1Routes(app: Hono<AppEnv>): void {
 
   app.get(
     "/v1/sessions/:key/transcript.jsonl",
-    describe({
+    routeDoc({
       tag: "sessions",
       summary: "The whole transcript as JSON lines (streamed)",
       description:

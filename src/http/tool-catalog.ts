@@ -5,7 +5,7 @@ import { toolsFor } from "../tools/registry";
 import { toolCatalogSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 
 /**
  * `GET /v1/tools`: the tools this caller may use, as JSON-Schema function definitions derived from
@@ -16,7 +16,7 @@ import { describe } from "./describe";
 export function toolCatalogRoutes(app: Hono<AppEnv>): void {
   app.get(
     "/v1/tools",
-    describe({
+    routeDoc({
       tag: "tools",
       summary: "Tools this caller may use, as JSON-Schema function definitions",
       ok: { description: "The caller's tool set", schema: toolCatalogSchema },

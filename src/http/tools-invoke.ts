@@ -5,7 +5,7 @@ import { findTool, invokeTool, parseToolArgs, TOOLS } from "../tools/registry";
 import { toolResultSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
-import { describe } from "./describe";
+import { routeDoc } from "./route-doc";
 import { phaseTimer } from "./server-timing";
 import { valid } from "./validate";
 
@@ -55,7 +55,7 @@ export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
   app.post(
     "/tools/invoke",
     valid("json", invokeBody),
-    describe({
+    routeDoc({
       tag: "tools",
       summary: "Invoke a tool (OpenClaw-compatible)",
       description:

@@ -4,9 +4,9 @@ import { errorEnvelopeSchema } from "./api-schemas";
 
 /**
  * How a route describes itself in /openapi.json (docs/contract.md, "Describing a route"): put
- * `describe({...})` first in the route's handlers, then `valid(...)` (src/http/validate.ts) for its
- * params, query and body: the validators put the request into the document. A route without `describe` is missing from the document, which
- * test/openapi.test.ts fails on.
+ * `routeDoc({...})` first in the route's handlers, then `valid(...)` (src/http/validate.ts) for its
+ * params, query and body: the validators put the request into the document. A route without `routeDoc`
+ * is missing from the document, which test/openapi.test.ts fails on. (Named apart from vitest's `describe`.)
  */
 
 export type Tag = "tools" | "sessions" | "runs" | "deliveries" | "agents" | "meta";
@@ -58,7 +58,7 @@ export const SESSION_HEADER = {
   schema: { type: "string" as const },
 };
 
-export function describe(doc: RouteDoc) {
+export function routeDoc(doc: RouteDoc) {
   const statuses = new Set<ErrorStatus>([...(doc.public ? [] : AUTHED), ...(doc.errors ?? [])]);
   const responses: Record<string, unknown> = {
     [doc.ok.status ?? 200]: {
