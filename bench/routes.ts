@@ -1,4 +1,4 @@
-import type { Context, Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { describeRoute } from "hono-openapi";
 import { z } from "zod";
 import { forbidden, invalid } from "../src/errors";
@@ -74,7 +74,7 @@ const seedTranscriptBody = z.object({
  * floor of this stack) and bulk seeding that skips real runs. Mounted only by the bench Worker
  * (bench/worker.ts); the production Worker (src/index.ts) never contains them.
  */
-export function benchRoutes(app: Hono<AppEnv>): void {
+function addBenchRoutes(app: Hono<AppEnv>): void {
   // Not part of the public contract: left out of the bench Worker's /openapi.json (test/bench-routes.test.ts).
   const hidden = describeRoute({ hide: true });
 
@@ -267,3 +267,7 @@ function syntheticEntry(
   };
   return indexEntryOf(meta, parsed);
 }
+
+/** The bench routes as one sub-app (bench/worker.ts mounts it after the production routes). */
+export const benchRoutes = new Hono<AppEnv>();
+addBenchRoutes(benchRoutes);

@@ -7,7 +7,7 @@ import type { DeadTimer, Delivery } from "./types";
 
 const STATUSES = ["all", "pending", "delivered", "dead", "blocked"] as const;
 
-/** The session's outbox and its dead timers, with retry (routes-deliveries.ts, routes-dead-timers.ts). */
+/** The session's outbox and its dead timers, with retry (src/http/routes/session-records.ts). */
 export function DeliveriesTab(props: { sessionKey: string; version: number }) {
   const base = `/v1/sessions/${enc(props.sessionKey)}`;
   const [status, setStatus] = useState<(typeof STATUSES)[number]>("all");

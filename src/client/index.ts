@@ -9,7 +9,7 @@
  *   const tools = await sb.toolDefinitions("openai");   // hand these to any LLM framework
  */
 import type { z } from "zod";
-import type { inboundMessage, sessionPatch } from "../http/routes-v1";
+import type { inboundMessage, sessionPatch } from "../http/routes/session-schemas";
 import type { SessionRow } from "../registry/row";
 import type { RunCompletion } from "../runners/webhook-runner";
 import type { RunSnapshot } from "../session/types";

@@ -211,7 +211,7 @@ export class SessionEvents {
   }
 }
 
-/** What the Worker asked for (src/http/routes-events.ts builds these URLs). */
+/** What the Worker asked for (src/http/routes/events.ts builds these URLs). */
 function watchRequestOf(
   request: Request,
 ): { stream: "session"; after: string | null } | { stream: "run"; runId: string; after: string | null } {

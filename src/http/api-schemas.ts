@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ERROR_TYPES } from "../errors";
 import { sessionRowSchema } from "../registry/row-schema";
+import { runSummarySchema } from "../session/runs-list-rpc";
 
 /**
  * Response bodies of the HTTP API as zod schemas. Routes type their answers with these (`satisfies`),
@@ -174,3 +175,18 @@ export const toolResultSchema = z
 export type AcceptedBody = z.infer<typeof acceptedSchema>;
 export type SessionsPageBody = z.infer<typeof sessionsPageSchema>;
 export type HistoryBody = z.infer<typeof historyPageSchema>;
+
+export const effectiveConfigSchema = z
+  .strictObject({
+    config: z
+      .record(z.string(), z.unknown())
+      .describe("CONFIG after defaults and validation, with every secret replaced by `[redacted]`"),
+    warnings: z.array(z.string()).describe("What of CONFIG was mapped, clamped or ignored"),
+  })
+  .meta({ id: "EffectiveConfig" });
+
+export const runsPageSchema = z.strictObject({
+  sessionKey: z.string(),
+  count: z.number().int(),
+  runs: z.array(runSummarySchema),
+});

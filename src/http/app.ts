@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { endTime, startTime, timing } from "hono/timing";
@@ -8,21 +8,13 @@ import { SwitchboardError } from "../errors";
 import { log } from "../log";
 import type { AppEnv } from "./app-env";
 import { authenticate } from "./auth";
-import { docsRoutes } from "./docs";
-import { mcpRoutes } from "./mcp";
-import { openApiRoutes } from "./openapi";
 import { requestLog } from "./request-log";
-import { attachmentsRoutes } from "./routes-attachments";
-import { consoleRoutes } from "./routes-console";
-import { deadTimersRoutes } from "./routes-dead-timers";
-import { deliveriesRoutes } from "./routes-deliveries";
-import { eventsRoutes } from "./routes-events";
-import { agentsRoutes, healthRoutes } from "./routes-meta";
-import { runsRoutes } from "./routes-runs";
-import { v1Routes } from "./routes-v1";
+import { eventsApp } from "./routes/events";
+import { metaApp } from "./routes/meta";
+import { runsApp } from "./routes/runs";
+import { sessionsApp } from "./routes/sessions";
+import { toolsApp } from "./routes/tools";
 import { runTokenWriteScope } from "./scopes";
-import { toolCatalogRoutes } from "./tool-catalog";
-import { toolsInvokeRoutes } from "./tools-invoke";
 import { fromHttpException } from "./validate";
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
@@ -38,8 +30,12 @@ export function bodyLimitFor(cfg: Config, path: string): number {
   return MAX_BODY_BYTES + Math.ceil(a.maxTotalBytes / 3) * 4;
 }
 
-/** The Worker's HTTP surface: one error envelope, config validated before anything else. */
-export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
+/**
+ * The Worker's HTTP surface: one error envelope, config validated before anything else, then one Hono
+ * sub-app per resource mounted with `app.route()` (src/http/routes/; AGENTS.md, "Add a route").
+ * `extra`: more routes after the production ones (the bench Worker's, bench/routes.ts).
+ */
+export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.onError((err, c) => {
@@ -84,8 +80,6 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     await next();
   });
 
-  healthRoutes(app); // public
-
   app.use("*", (c, next) => {
     const maxSize = bodyLimitFor(c.get("cfg"), new URL(c.req.url).pathname);
     return bodyLimit({
@@ -96,8 +90,8 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     })(c, next);
   });
 
-  /** Everything below needs a bearer token. */
-  const authed = async (c: import("hono").Context<AppEnv>, next: () => Promise<void>) => {
+  // Everything under these prefixes needs a bearer token; /healthz, /openapi.json and /docs are public.
+  const authed = async (c: Context<AppEnv>, next: () => Promise<void>) => {
     startTime(c, "auth");
     c.set("principal", await authenticate(c, c.get("cfg")));
     endTime(c, "auth");
@@ -108,19 +102,12 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   app.use("/v1/*", runTokenWriteScope);
   app.use("/mcp", authed);
 
-  toolsInvokeRoutes(app);
-  v1Routes(app);
-  runsRoutes(app);
-  eventsRoutes(app);
-  agentsRoutes(app);
-  deliveriesRoutes(app);
-  deadTimersRoutes(app);
-  attachmentsRoutes(app);
-  consoleRoutes(app);
-  mcpRoutes(app);
-  toolCatalogRoutes(app);
-  openApiRoutes(app); // public: generated from app.routes at the first request, so every route above is in it
-  docsRoutes(app); // public
-  extra?.(app);
+  app
+    .route("/", toolsApp) // /tools/invoke, /v1/tools, /mcp
+    .route("/v1/sessions", sessionsApp)
+    .route("/v1/runs", runsApp)
+    .route("/v1", eventsApp) // /v1/sessions/{key}/events, /v1/runs/{id}/events
+    .route("/", metaApp(app)); // /healthz, /v1/agents, /v1/config, /openapi.json (from every route above), /docs
+  if (extra) app.route("/", extra);
   return app;
 }

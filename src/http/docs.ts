@@ -1,7 +1,3 @@
-import type { Hono } from "hono";
-import type { AppEnv } from "./app-env";
-import { routeDoc } from "./route-doc";
-
 /** Where the Scalar bundle is served from: a static asset of this Worker (scripts/assets/docs.mjs). */
 export const SCALAR_SCRIPT = "/docs/scalar.js";
 
@@ -10,7 +6,7 @@ export const SCALAR_SCRIPT = "/docs/scalar.js";
  * static assets and the default web fonts are off, so the page loads nothing from another origin and
  * works offline (test/openapi.test.ts).
  */
-const PAGE = `<!doctype html>
+export const DOCS_PAGE = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -30,18 +26,3 @@ Scalar.createApiReference("#api-reference", {
 </script>
 </body>
 </html>`;
-
-/** Public, like the document it renders. */
-export function docsRoutes(app: Hono<AppEnv>): void {
-  app.get(
-    "/docs",
-    routeDoc({
-      tag: "meta",
-      summary: "Human-readable API reference (Scalar, served by this Worker)",
-      ok: { description: "HTML page", contentType: "text/html" },
-      public: true,
-      errors: [500],
-    }),
-    (c) => c.html(PAGE),
-  );
-}

@@ -1,4 +1,4 @@
-import type { Context, Hono } from "hono";
+import type { Context } from "hono";
 import { resolver } from "hono-openapi";
 import { z } from "zod";
 import { fromRpcError, SwitchboardError } from "../errors";
@@ -9,8 +9,9 @@ import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, TOOLS, type ToolDefinition, toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
-import { routeDoc } from "./route-doc";
 import { progressOf, progressStream } from "./mcp-progress";
+import type { RouteDoc } from "./route-doc";
+import { MCP_TEXT } from "./route-texts";
 
 /**
  * `/mcp` (docs/contract.md, "Endpoints"): a stateless MCP Streamable-HTTP endpoint over the one tool registry.
@@ -208,73 +209,68 @@ function rpcError(id: JsonRpcId, code: number, message: string): JsonRpcResponse
   return { jsonrpc: "2.0", id, error: { code, message } };
 }
 
-export function mcpRoutes(app: Hono<AppEnv>): void {
-  app.post(
-    "/mcp",
-    routeDoc({
-      tag: "tools",
-      summary: "MCP endpoint (stateless Streamable HTTP, JSON responses)",
-      description:
-        "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).",
-      sessionHeader: true,
-      requestBody: {
-        required: true,
-        content: {
-          "application/json": {
-            schema: resolver(z.union([jsonRpcRequestSchema, z.array(jsonRpcRequestSchema).min(1).max(MCP_MAX_BATCH)])),
-          },
-        },
+/** How /mcp appears in /openapi.json: a JSON-RPC body, JSON-RPC answers, and its non-envelope statuses. */
+export const MCP_ROUTE_DOC: RouteDoc = {
+  tag: "tools",
+  summary: "MCP endpoint (stateless Streamable HTTP, JSON responses)",
+  description: MCP_TEXT,
+  sessionHeader: true,
+  requestBody: {
+    required: true,
+    content: {
+      "application/json": {
+        schema: resolver(z.union([jsonRpcRequestSchema, z.array(jsonRpcRequestSchema).min(1).max(MCP_MAX_BATCH)])),
       },
-      ok: {
-        description: "The JSON-RPC response (an array of them for a batch)",
-        schema: z.union([jsonRpcResponseSchema, z.array(jsonRpcResponseSchema)]),
-      },
-      errors: [403, 413],
-      otherResponses: {
-        202: { description: "Only notifications or responses were sent: nothing to answer" },
-        400: {
-          description: "Not JSON (-32700), an empty batch or one over 20 messages (-32600)",
-          schema: jsonRpcResponseSchema,
-        },
-      },
-    }),
-    async (c) => {
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch {
-        return c.json(rpcError(null, PARSE_ERROR, "Parse error: the body must be a JSON-RPC message"), 400);
-      }
-      const batch = Array.isArray(body);
-      const messages = batch ? (body as unknown[]) : [body];
-      if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
-      if (messages.length > MCP_MAX_BATCH)
-        return c.json(
-          rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`),
-          400,
-        );
-      // A single waiting tools/call with a progressToken is answered as SSE: progress notifications, then the response.
-      const single = (batch ? null : body) as JsonRpcMessage | null;
-      const progress =
-        single?.method === "tools/call" && typeof single.params === "object" && single.params !== null
-          ? progressOf(single.params as Record<string, unknown>, c.req.header("Accept"), mcpWaitSeconds)
-          : null;
-      if (progress) {
-        // Authentication and scope refusals keep their HTTP status: checked before the stream starts.
-        await toolContext(c);
-        const name = String((single!.params as Record<string, unknown>).name);
-        return progressStream(progress, name, answer(c, single));
-      }
-      const responses: JsonRpcResponse[] = [];
-      for (const msg of messages) {
-        const r = await answer(c, msg);
-        if (r) responses.push(r);
-      }
-      // Only notifications or responses: accepted, nothing to say (Streamable HTTP).
-      if (responses.length === 0) return c.body(null, 202);
-      return c.json(batch ? responses : responses[0]);
     },
-  );
-  // Stateless: no server-initiated stream (GET) and no session to end (DELETE); both get the app's 405
-  // with `Allow: POST` (src/http/app.ts), which MCP clients read as "not offered".
+  },
+  ok: {
+    description: "The JSON-RPC response (an array of them for a batch)",
+    schema: z.union([jsonRpcResponseSchema, z.array(jsonRpcResponseSchema)]),
+  },
+  errors: [403, 413],
+  otherResponses: {
+    202: { description: "Only notifications or responses were sent: nothing to answer" },
+    400: {
+      description: "Not JSON (-32700), an empty batch or one over 20 messages (-32600)",
+      schema: jsonRpcResponseSchema,
+    },
+  },
+};
+
+/** POST /mcp: one JSON-RPC message or a batch; a single waiting tools/call that asked for progress is answered as SSE. */
+export async function mcpEndpoint(c: Context<AppEnv>): Promise<Response> {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    return c.json(rpcError(null, PARSE_ERROR, "Parse error: the body must be a JSON-RPC message"), 400);
+  }
+  const batch = Array.isArray(body);
+  const messages = batch ? (body as unknown[]) : [body];
+  if (messages.length === 0) return c.json(rpcError(null, INVALID_REQUEST, "Empty batch"), 400);
+  if (messages.length > MCP_MAX_BATCH)
+    return c.json(
+      rpcError(null, INVALID_REQUEST, `Batch too large: ${messages.length} messages (max ${MCP_MAX_BATCH})`),
+      400,
+    );
+  // A single waiting tools/call with a progressToken is answered as SSE: progress notifications, then the response.
+  const single = (batch ? null : body) as JsonRpcMessage | null;
+  const progress =
+    single?.method === "tools/call" && typeof single.params === "object" && single.params !== null
+      ? progressOf(single.params as Record<string, unknown>, c.req.header("Accept"), mcpWaitSeconds)
+      : null;
+  if (progress) {
+    // Authentication and scope refusals keep their HTTP status: checked before the stream starts.
+    await toolContext(c);
+    const name = String((single!.params as Record<string, unknown>).name);
+    return progressStream(progress, name, answer(c, single));
+  }
+  const responses: JsonRpcResponse[] = [];
+  for (const msg of messages) {
+    const r = await answer(c, msg);
+    if (r) responses.push(r);
+  }
+  // Only notifications or responses: accepted, nothing to say (Streamable HTTP).
+  if (responses.length === 0) return c.body(null, 202);
+  return c.json(batch ? responses : responses[0]);
 }

@@ -2,7 +2,7 @@ import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
 import { listDeadTimers, retryDeadTimer } from "./timer-policy";
 
-/** Dead timers over RPC, for GET /v1/sessions/{key}/timers/dead and its retry route (src/http/routes-dead-timers.ts). */
+/** Dead timers over RPC, for GET /v1/sessions/{key}/timers/dead and its retry route (src/http/routes/session-records.ts). */
 const deadTimerRpc = {
   list: (host: SessionHost, opts: { limit: number }) => listDeadTimers(host, opts.limit),
   retry: async (host: SessionHost, arg: { kind: string; ref: string }) => {

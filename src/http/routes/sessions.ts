@@ -1,18 +1,17 @@
-import type { Hono } from "hono";
-import { z } from "zod";
-import { defaultAgentId, findAgent } from "../config/load";
-import { invalid, notFound, SwitchboardError } from "../errors";
-import { displayKey } from "../keys";
-import { dmSessionTarget } from "../policy/dm-scope";
-import { parseSendPolicyPatch } from "../policy/send-policy";
-import { sessionRowSchema } from "../registry/row-schema";
-import { sessionIndex } from "../registry/session-index";
-import { checkModelRef } from "../runners/models";
-import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
-import { checkTextSize } from "../session/byte-budget";
-import { archivedRow, archivedTranscript } from "../spawn/archive-read";
-import { readHistory } from "../tools/sessions-history";
-import { decodeCursor, encodeCursor, normalizeKinds } from "../tools/sessions-list";
+import { Hono } from "hono";
+import type { z } from "zod";
+import { defaultAgentId, findAgent } from "../../config/load";
+import { invalid, notFound, SwitchboardError } from "../../errors";
+import { dmSessionTarget } from "../../policy/dm-scope";
+import { parseSendPolicyPatch } from "../../policy/send-policy";
+import { sessionRowSchema } from "../../registry/row-schema";
+import { sessionIndex } from "../../registry/session-index";
+import { checkModelRef } from "../../runners/models";
+import { INVALID_THINKING, parseThinkingLevel } from "../../runners/thinking";
+import { checkTextSize } from "../../session/byte-budget";
+import { archivedRow, archivedTranscript } from "../../spawn/archive-read";
+import { readHistory } from "../../tools/sessions-history";
+import { decodeCursor, encodeCursor, normalizeKinds } from "../../tools/sessions-list";
 import {
   type AcceptedBody,
   acceptedSchema,
@@ -20,84 +19,27 @@ import {
   historyPageSchema,
   type SessionsPageBody,
   sessionsPageSchema,
-} from "./api-schemas";
-import type { AppEnv } from "./app-env";
-import { routeDoc } from "./route-doc";
-import { keyParam, rpc, targetOf } from "./route-helpers";
-import { assertOperator } from "./scopes";
-import { intQuery, valid } from "./validate";
+} from "../api-schemas";
+import type { AppEnv } from "../app-env";
+import { routeDoc } from "../route-doc";
+import { keyParam, rpc, targetOf } from "../route-helpers";
+import { INBOUND_MESSAGE_TEXT, SESSION_PATCH_TEXT, TRANSCRIPT_EXPORT_TEXT } from "../route-texts";
+import { assertOperator } from "../scopes";
+import { transcriptJsonl } from "../transcript-export";
+import { valid } from "../validate";
+import { sessionRecordsApp } from "./session-records";
+import { historyQuery, inboundMessage, listQuery, normalizeLabel, sessionPatch } from "./session-schemas";
 
-export const inboundMessage = z.object({
-  // Its size cap (limits.maxMessageBytes, a 413) is checked after parsing; the 2 MB body limit bounds the parse.
-  message: z.string().min(1, "message required"),
-  channel: z
-    .string()
-    .min(1)
-    .max(64)
-    .regex(/^[a-z0-9_-]+$/i, "channel must match [a-z0-9_-]+")
-    .optional(),
-  to: z.string().max(512).optional(),
-  accountId: z.string().max(256).optional(),
-  threadId: z
-    .union([z.string().max(256), z.number().int().min(-Number.MAX_SAFE_INTEGER).max(Number.MAX_SAFE_INTEGER)])
-    .optional(),
-  chatType: z.enum(["direct", "group", "channel"]).optional(),
-  displayName: z.string().max(512).optional(),
-  deliver: z.boolean().optional(),
-  idempotencyKey: z.string().min(1).max(256).optional(),
-  /** The sender is the session's owner: owner-only commands (`/send on|off|inherit`) apply. Operator token only. */
-  senderIsOwner: z.boolean().optional(),
-});
+const JSONL = { "Content-Type": "application/x-ndjson; charset=utf-8" };
 
-export const sessionPatch = z.object({
-  label: z.union([z.string().max(4096), z.null()]).optional(),
-  model: z.union([z.string().max(512), z.null()]).optional(),
-  thinkingLevel: z.union([z.string().max(32), z.null()]).optional(),
-  verboseLevel: z.union([z.string().max(32), z.null()]).optional(),
-  sendPolicy: z.unknown().optional(),
-});
-
-const listQuery = z.object({
-  agentId: z
-    .string()
-    .max(128)
-    .optional()
-    .describe("Agent whose sessions to list (default: the token's agent, or the default agent)"),
-  limit: intQuery({ min: 1, max: 1000, def: 50, description: "Rows per page" }),
-  kinds: z.string().max(4096).optional().describe("Comma-separated kinds: main, group, cron, hook, node, other"),
-  activeMinutes: intQuery({ min: 1, max: 10_000_000, description: "Only sessions updated within N minutes" }),
-  cursor: z.string().max(4096).optional().describe("`nextCursor` of the previous page"),
-});
-
-const historyQuery = z.object({
-  limit: intQuery({ min: 1, max: 1000, description: "Messages (default 50)" }),
-  before: intQuery({
-    min: 1,
-    max: Number.MAX_SAFE_INTEGER,
-    description: "Only messages older than this seq (`nextBefore` of the previous page)",
-  }),
-  includeTools: z.string().optional().describe("`true` to include toolResult messages"),
-});
-
-export const LABEL_MAX = 512;
-
-/** Label rules of OpenClaw (test/rest.test.ts): trimmed, 1..512 characters. */
-export function normalizeLabel(v: unknown): string {
-  if (typeof v !== "string") throw invalid("invalid label: must be a string");
-  const t = v.trim();
-  if (!t) throw invalid("invalid label: empty");
-  if (t.length > LABEL_MAX) throw invalid(`invalid label: too long (max ${LABEL_MAX})`);
-  return t;
-}
-
-export function v1Routes(app: Hono<AppEnv>): void {
-  app.post(
-    "/v1/sessions/:key/messages",
+/** `/v1/sessions`: list, read, change and delete sessions, post inbound messages, read and export transcripts. */
+export const sessionsApp = new Hono<AppEnv>()
+  .post(
+    "/:key/messages",
     routeDoc({
       tag: "sessions",
       summary: "Inbound message from a channel: queues a run",
-      description:
-        "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel (send policy applies). A `message` over `limits.maxMessageBytes` (512 KiB of UTF-8 by default, docs/limits.md) is a 413 naming the field; nothing is stored. `senderIsOwner: true` needs the operator token (403).",
+      description: INBOUND_MESSAGE_TEXT,
       ok: { status: 202, description: "Run queued", schema: acceptedSchema },
       errors: [400, 403, 409, 413],
     }),
@@ -138,10 +80,9 @@ export function v1Routes(app: Hono<AppEnv>): void {
       // The session that runs it: a thread bound to a sub-agent forwards to the child (spawn/thread-binding.ts).
       return c.json({ runId: run.runId, status: "accepted", sessionKey: run.sessionKey } satisfies AcceptedBody, 202);
     },
-  );
-
-  app.get(
-    "/v1/sessions",
+  )
+  .get(
+    "/",
     routeDoc({
       tag: "sessions",
       summary: "List sessions of one agent (newest first, cursor-paged)",
@@ -181,10 +122,9 @@ export function v1Routes(app: Hono<AppEnv>): void {
         nextCursor: page.next ? encodeCursor(page.next) : null,
       } satisfies SessionsPageBody);
     },
-  );
-
-  app.get(
-    "/v1/sessions/:key",
+  )
+  .get(
+    "/:key",
     routeDoc({
       tag: "sessions",
       summary: "One session's row (an archived session's row comes from the archive)",
@@ -202,14 +142,13 @@ export function v1Routes(app: Hono<AppEnv>): void {
       // Plain JSON; widened because the checker's walk of the row type through c.json is too deep here.
       return c.json(row as unknown as Record<string, unknown>);
     },
-  );
-
-  app.patch(
-    "/v1/sessions/:key",
+  )
+  .patch(
+    "/:key",
     routeDoc({
       tag: "sessions",
       summary: "Change label, model, thinking/verbose level or send policy",
-      description: "`sendPolicy` needs the operator token (403). A body that changes nothing is a 400.",
+      description: SESSION_PATCH_TEXT,
       ok: { description: "The updated session (created if it did not exist)", schema: sessionRowSchema },
       errors: [400, 403, 413],
     }),
@@ -242,10 +181,9 @@ export function v1Routes(app: Hono<AppEnv>): void {
       const row = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).patch(patch));
       return c.json(row);
     },
-  );
-
-  app.delete(
-    "/v1/sessions/:key",
+  )
+  .delete(
+    "/:key",
     routeDoc({
       tag: "sessions",
       summary: "Delete a session (never `main`)",
@@ -260,10 +198,9 @@ export function v1Routes(app: Hono<AppEnv>): void {
       if (!res.deleted) throw notFound(`Session not found: ${target.canonicalKey}`);
       return c.json({ ok: true, deleted: target.canonicalKey } satisfies z.infer<typeof deletedSchema>);
     },
-  );
-
-  app.get(
-    "/v1/sessions/:key/history",
+  )
+  .get(
+    "/:key/history",
     routeDoc({
       tag: "sessions",
       summary: "A sanitized page of the transcript (same shape as sessions_history)",
@@ -283,15 +220,13 @@ export function v1Routes(app: Hono<AppEnv>): void {
       if (!result) throw notFound(`Session not found: ${target.canonicalKey}`);
       return c.json(result);
     },
-  );
-
-  app.get(
-    "/v1/sessions/:key/transcript.jsonl",
+  )
+  .get(
+    "/:key/transcript.jsonl",
     routeDoc({
       tag: "sessions",
       summary: "The whole transcript as JSON lines (streamed)",
-      description:
-        "One session header line, then one line per message. An archived session's transcript comes from the archive (header `X-Switchboard-Archived: true`).",
+      description: TRANSCRIPT_EXPORT_TEXT,
       ok: { description: "The transcript", contentType: "application/x-ndjson" },
       errors: [400, 403, 404],
     }),
@@ -300,46 +235,11 @@ export function v1Routes(app: Hono<AppEnv>): void {
       const target = targetOf(c);
       const stub = c.env.SESSIONS.getByName(target.canonicalKey);
       const meta = await stub.getMeta();
-      if (!meta) {
-        const row = await archivedRow(c.env, target.canonicalKey);
-        const archived = row ? await archivedTranscript(c.env, row) : null;
-        if (!archived) throw notFound(`Session not found: ${target.canonicalKey}`);
-        return new Response(archived, {
-          headers: { "Content-Type": "application/x-ndjson; charset=utf-8", "X-Switchboard-Archived": "true" },
-        });
-      }
-      const enc = new TextEncoder();
-      let after = 0;
-      let headerSent = false;
-      // Streamed chunk by chunk: each is at most TRANSCRIPT_CHUNK_BYTES (or one larger message), so
-      // neither the object nor the Worker ever holds more than one chunk of the transcript.
-      const stream = new ReadableStream<Uint8Array>({
-        async pull(ctrl) {
-          if (!headerSent) {
-            headerSent = true;
-            ctrl.enqueue(
-              enc.encode(
-                `${JSON.stringify({
-                  type: "session",
-                  version: 1,
-                  id: meta.sessionId,
-                  key: displayKey(meta.key),
-                  timestamp: new Date(meta.createdAt).toISOString(),
-                })}\n`,
-              ),
-            );
-            return;
-          }
-          const next = await stub.transcriptChunk(after);
-          if (next.lastSeq === null) {
-            ctrl.close();
-            return;
-          }
-          after = next.lastSeq;
-          ctrl.enqueue(enc.encode(next.chunk));
-        },
-      });
-      return new Response(stream, { headers: { "Content-Type": "application/x-ndjson; charset=utf-8" } });
+      if (meta) return new Response(transcriptJsonl(meta, stub), { headers: JSONL });
+      const row = await archivedRow(c.env, target.canonicalKey);
+      const archived = row ? await archivedTranscript(c.env, row) : null;
+      if (!archived) throw notFound(`Session not found: ${target.canonicalKey}`);
+      return new Response(archived, { headers: { ...JSONL, "X-Switchboard-Archived": "true" } });
     },
-  );
-}
+  )
+  .route("/", sessionRecordsApp);

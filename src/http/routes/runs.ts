@@ -1,19 +1,21 @@
-import type { Context, Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
-import { forbidden, fromRpcError, notFound, SwitchboardError } from "../errors";
-import { keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
-import { completeRun, runCompletionSchema } from "../runners/webhook-runner";
-import { capText } from "../session/byte-budget";
-import { sessionKeyOfRun } from "../session/run-id";
-import { type RunSnapshot, runSnapshotSchema } from "../session/run-schema";
-import { MAX_WAIT_MS } from "../session/run-types";
-import type { AppEnv } from "./app-env";
-import { authorizeKey } from "./auth";
-import { routeDoc } from "./route-doc";
-import { intQuery, valid } from "./validate";
+import { forbidden, fromRpcError, notFound, SwitchboardError } from "../../errors";
+import { keyContextOf, type ParsedKey, parseSessionKey } from "../../keys";
+import { completeRun, runCompletionSchema } from "../../runners/webhook-runner";
+import { capText } from "../../session/byte-budget";
+import { sessionKeyOfRun } from "../../session/run-id";
+import { type RunSnapshot, runSnapshotSchema } from "../../session/run-schema";
+import { MAX_WAIT_MS } from "../../session/run-types";
+import type { AppEnv } from "../app-env";
+import { authorizeKey } from "../auth";
+import { routeDoc } from "../route-doc";
+import { RUN_COMPLETE_TEXT, RUN_WAIT_TEXT } from "../route-texts";
+import { intQuery, valid } from "../validate";
 
-const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
+export const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
 
+/** The session key a run id names, checked against the caller's scope; an id we could not hold is a 404. */
 export function runTarget(c: Context<AppEnv>): string {
   const id = c.req.param("id") ?? "";
   const key = sessionKeyOfRun(id);
@@ -36,10 +38,14 @@ function found(id: string, run: RunSnapshot | null): RunSnapshot {
   return run;
 }
 
-/** Runs over REST: read, wait for, abort, and (a webhook runtime, with its run token) complete. */
-export function runsRoutes(app: Hono<AppEnv>): void {
-  app.get(
-    "/v1/runs/:id",
+const waitQuery = z.object({
+  timeoutMs: intQuery({ min: 0, max: MAX_WAIT_MS, def: 30_000, description: "Longest wait" }),
+});
+
+/** `/v1/runs`: read, wait for, abort, and (a webhook runtime, with its run token) complete a run. */
+export const runsApp = new Hono<AppEnv>()
+  .get(
+    "/:id",
     routeDoc({
       tag: "runs",
       summary: "A run's status and outcome",
@@ -52,23 +58,18 @@ export function runsRoutes(app: Hono<AppEnv>): void {
       const id = c.req.valid("param").id;
       return c.json(found(id, await c.env.SESSIONS.getByName(key).getRun(id)));
     },
-  );
-
-  app.get(
-    "/v1/runs/:id/wait",
+  )
+  .get(
+    "/:id/wait",
     routeDoc({
       tag: "runs",
       summary: "Wait server-side for a run to end",
-      description:
-        "Returns when the run ends, or after `timeoutMs` with the run as it is (a status that is not final). Call again after a reconnect.",
+      description: RUN_WAIT_TEXT,
       ok: { description: "The run", schema: runSnapshotSchema },
       errors: [400, 403, 404],
     }),
     valid("param", runParam),
-    valid(
-      "query",
-      z.object({ timeoutMs: intQuery({ min: 0, max: MAX_WAIT_MS, def: 30_000, description: "Longest wait" }) }),
-    ),
+    valid("query", waitQuery),
     async (c) => {
       const key = runTarget(c);
       const id = c.req.valid("param").id;
@@ -85,10 +86,9 @@ export function runsRoutes(app: Hono<AppEnv>): void {
       }
       return c.json(found(id, run));
     },
-  );
-
-  app.post(
-    "/v1/runs/:id/abort",
+  )
+  .post(
+    "/:id/abort",
     routeDoc({
       tag: "runs",
       summary: "Abort a queued or running run",
@@ -101,17 +101,15 @@ export function runsRoutes(app: Hono<AppEnv>): void {
       const id = c.req.valid("param").id;
       return c.json(found(id, await c.env.SESSIONS.getByName(key).abortRun(id)));
     },
-  );
-
+  )
   // A webhook runtime that answered 202 hands in the run's reply (or error) here, with the run token it was
   // given (docs/webhooks.md). The token stops working once the run has ended, so a second completion is a 401.
-  app.post(
-    "/v1/runs/:id/complete",
+  .post(
+    "/:id/complete",
     routeDoc({
       tag: "runs",
       summary: "Complete a webhook run (run token only)",
-      description:
-        "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.",
+      description: RUN_COMPLETE_TEXT,
       ok: { description: "The ended run", schema: runSnapshotSchema },
       // No 404: a valid run token names a run that exists (and a 401 once it ended).
       errors: [400, 403, 409, 413],
@@ -134,4 +132,3 @@ export function runsRoutes(app: Hono<AppEnv>): void {
       return c.json(run);
     },
   );
-}

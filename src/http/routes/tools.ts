@@ -1,13 +1,16 @@
-import type { Hono } from "hono";
+import { Hono } from "hono";
 import { endTime, startTime } from "hono/timing";
 import { z } from "zod";
-import { findTool, invokeTool, parseToolArgs, TOOLS } from "../tools/registry";
-import { toolResultSchema } from "./api-schemas";
-import type { AppEnv } from "./app-env";
-import { requesterOf } from "./auth";
-import { routeDoc } from "./route-doc";
-import { phaseTimer } from "./server-timing";
-import { valid } from "./validate";
+import { describeTool } from "../../tools/json-schema";
+import { findTool, invokeTool, parseToolArgs, TOOLS, toolsFor } from "../../tools/registry";
+import { toolCatalogSchema, toolResultSchema } from "../api-schemas";
+import type { AppEnv } from "../app-env";
+import { requesterOf } from "../auth";
+import { MCP_ROUTE_DOC, mcpEndpoint } from "../mcp";
+import { routeDoc } from "../route-doc";
+import { TOOLS_INVOKE_TEXT } from "../route-texts";
+import { phaseTimer } from "../server-timing";
+import { valid } from "../validate";
 
 export const invokeBody = z.object({
   tool: z.string().min(1).max(128),
@@ -51,15 +54,19 @@ function invokeRequestDoc() {
   };
 }
 
-export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
-  app.post(
+/**
+ * The tool registry (src/tools/registry.ts) over HTTP: `/tools/invoke` (OpenClaw-compatible), `/v1/tools`
+ * (the caller's tool set as JSON-Schema function definitions) and `/mcp` (the same tools over MCP).
+ */
+export const toolsApp = new Hono<AppEnv>()
+  .post(
     "/tools/invoke",
     valid("json", invokeBody),
+    // After the validator, so this hand-written body (one variant per tool) wins in the document.
     routeDoc({
       tag: "tools",
       summary: "Invoke a tool (OpenClaw-compatible)",
-      description:
-        'Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. `sessionKey` (or the `X-Session-Key` header) is the requester session; `dryRun` validates and echoes the arguments without running the tool.',
+      description: TOOLS_INVOKE_TEXT,
       ok: { description: "Tool result: the payload as text and as `details`", schema: toolResultSchema },
       errors: [400, 403, 404, 413],
       sessionHeader: true,
@@ -83,5 +90,26 @@ export function toolsInvokeRoutes(app: Hono<AppEnv>): void {
       const payload = await invokeTool(ctx, body.tool, body.args);
       return c.json({ ok: true as const, result: toolResult(payload) } satisfies z.infer<typeof toolResultSchema>);
     },
-  );
-}
+  )
+  // Per caller on purpose: a sub-agent's run token sees the sub-agent tool set, so a runtime never offers
+  // its model a tool the gateway would refuse. The typed client turns this into OpenAI / AI SDK tools.
+  .get(
+    "/v1/tools",
+    routeDoc({
+      tag: "tools",
+      summary: "Tools this caller may use, as JSON-Schema function definitions",
+      ok: { description: "The caller's tool set", schema: toolCatalogSchema },
+      errors: [400, 403],
+      sessionHeader: true,
+    }),
+    async (c) => {
+      const caller = await requesterOf(c, c.req.header("X-Session-Key"));
+      return c.json({
+        sessionKey: caller.sessionKey,
+        tools: toolsFor(caller, c.get("cfg")).map((def) => describeTool(def)),
+      } satisfies z.infer<typeof toolCatalogSchema>);
+    },
+  )
+  // Stateless: no server-initiated stream (GET) and no session to end (DELETE); both get the app's 405
+  // with `Allow: POST` (src/http/app.ts), which MCP clients read as "not offered".
+  .post("/mcp", routeDoc(MCP_ROUTE_DOC), mcpEndpoint);

@@ -1,0 +1,38 @@
+/**
+ * The longer prose of the API reference (/openapi.json, /docs), one named constant per route, so each
+ * route's definition in src/http/routes/ reads in one screen. The full contract is docs/contract.md.
+ */
+
+export const INBOUND_MESSAGE_TEXT =
+  "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel (send policy applies). A `message` over `limits.maxMessageBytes` (512 KiB of UTF-8 by default, docs/limits.md) is a 413 naming the field; nothing is stored. `senderIsOwner: true` needs the operator token (403).";
+
+export const SESSION_PATCH_TEXT = "`sendPolicy` needs the operator token (403). A body that changes nothing is a 400.";
+
+export const TRANSCRIPT_EXPORT_TEXT =
+  "One session header line, then one line per message. An archived session's transcript comes from the archive (header `X-Switchboard-Archived: true`).";
+
+export const RUNS_LIST_TEXT =
+  "Reply and error texts are cut to 1000 characters (`textTruncated`); GET /v1/runs/{id} has them whole.";
+
+export const DEAD_TIMER_RETRY_TEXT = "A 409 when its death ended a flow: start the work again instead.";
+
+export const RUN_WAIT_TEXT =
+  "Returns when the run ends, or after `timeoutMs` with the run as it is (a status that is not final). Call again after a reconnect.";
+
+export const RUN_COMPLETE_TEXT =
+  "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.";
+
+export const SESSION_EVENTS_TEXT =
+  "Each event has an opaque `id`. `Last-Event-ID` (or `lastEventId`) resumes after it with nothing missed or repeated; an id of an earlier incarnation of the session (deleted and created again) starts over with a `reset` event; `0` replays everything retained; without it the stream starts live. The stream of a session that is deleted or archived ends with an `end` event. Heartbeat `: ping` every 15 s.";
+
+export const RUN_EVENTS_TEXT =
+  "Each event has an opaque `id`; `Last-Event-ID` (or `lastEventId`) resumes a running run after it without repeats, or starts over with a `reset` event and the current step's text so far when that point is no longer kept (docs/events.md). A run that already ended replays its reply as one `delta`, then `status`, and the stream closes.";
+
+export const TOOLS_INVOKE_TEXT =
+  'Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. `sessionKey` (or the `X-Session-Key` header) is the requester session; `dryRun` validates and echoes the arguments without running the tool.';
+
+export const MCP_TEXT =
+  "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).";
+
+export const HEALTHZ_TEXT =
+  "With the operator token also `warnings` (what of CONFIG was mapped, clamped or ignored) and the archive bucket's status. A token that is sent is checked (401, 429).";
