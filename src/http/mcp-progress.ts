@@ -1,3 +1,7 @@
+import type { Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import { log } from "../log";
+
 /**
  * MCP progress while `sessions_send` waits (Streamable HTTP: a request may be answered with an SSE
  * stream that carries notifications before the response). Only when the client sent a progressToken
@@ -28,52 +32,41 @@ export function progressOf(
 }
 
 /**
- * Answer one JSON-RPC request as an SSE stream: a `notifications/progress` every interval while
- * `work` runs (bounded: at most waitSeconds / interval + 1 of them), then the response, then the end.
+ * Answer one JSON-RPC request as an SSE stream (Hono's `streamSSE`): a `notifications/progress` every
+ * interval while `work` runs (bounded: at most waitSeconds / interval + 1 of them), then the response,
+ * then the end. A `work` that fails ends the stream without a response (logged).
  */
 export function progressStream(
+  c: Context,
   progress: { token: ProgressToken; waitSeconds: number },
   what: string,
   work: Promise<unknown>,
 ): Response {
-  const encoder = new TextEncoder();
-  const started = Date.now();
-  const message = (payload: unknown) => encoder.encode(`event: message\ndata: ${JSON.stringify(payload)}\n\n`);
-  let timer: ReturnType<typeof setInterval> | undefined;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      let sent = 0;
-      const limit = Math.ceil((progress.waitSeconds * 1000) / MCP_PROGRESS.intervalMs) + 1;
-      timer = setInterval(() => {
-        if (++sent > limit) return clearInterval(timer);
-        const elapsed = Math.min(progress.waitSeconds, Math.round((Date.now() - started) / 1000));
-        controller.enqueue(
-          message({
-            jsonrpc: "2.0",
-            method: "notifications/progress",
-            params: {
-              progressToken: progress.token,
-              progress: sent,
-              message: `${what}: still waiting (${elapsed} s of at most ${progress.waitSeconds} s)`,
-            },
-          }),
-        );
-      }, MCP_PROGRESS.intervalMs);
-      work.then(
-        (response) => {
-          clearInterval(timer);
-          controller.enqueue(message(response));
-          controller.close();
+  return streamSSE(c, async (stream) => {
+    const started = Date.now();
+    const message = (payload: unknown) => stream.writeSSE({ event: "message", data: JSON.stringify(payload) });
+    let sent = 0;
+    const limit = Math.ceil((progress.waitSeconds * 1000) / MCP_PROGRESS.intervalMs) + 1;
+    const timer = setInterval(() => {
+      if (++sent > limit) return clearInterval(timer);
+      const elapsed = Math.min(progress.waitSeconds, Math.round((Date.now() - started) / 1000));
+      void message({
+        jsonrpc: "2.0",
+        method: "notifications/progress",
+        params: {
+          progressToken: progress.token,
+          progress: sent,
+          message: `${what}: still waiting (${elapsed} s of at most ${progress.waitSeconds} s)`,
         },
-        (err) => {
-          clearInterval(timer);
-          controller.error(err);
-        },
-      );
-    },
-    cancel() {
+      });
+    }, MCP_PROGRESS.intervalMs);
+    stream.onAbort(() => clearInterval(timer));
+    try {
+      await message(await work);
+    } catch (err) {
+      log.error("mcp_progress_failed", { tool: what, error: err });
+    } finally {
       clearInterval(timer);
-    },
+    }
   });
-  return new Response(body, { headers: { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" } });
 }

@@ -263,7 +263,7 @@ export async function mcpEndpoint(c: Context<AppEnv>): Promise<Response> {
     // Authentication and scope refusals keep their HTTP status: checked before the stream starts.
     await toolContext(c);
     const name = String((single!.params as Record<string, unknown>).name);
-    return progressStream(progress, name, answer(c, single));
+    return progressStream(c, progress, name, answer(c, single));
   }
   const responses: JsonRpcResponse[] = [];
   for (const msg of messages) {
