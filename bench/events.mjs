@@ -1,5 +1,6 @@
 // Event streams (docs/events.md): how fast one session's events reach 100 watchers, and what watching
 // adds to a run, measured side by side with an unwatched session.
+import { createParser } from "eventsource-parser";
 import { fmt, percentile, REQUEST_TIMEOUT_MS } from "./load.mjs";
 
 const WATCHERS = 100;
@@ -7,8 +8,9 @@ const FANOUT_SENDS = 60;
 const RUN_PAIRS = 40;
 
 /**
- * An open SSE stream (Node fetch) that keeps a few facts per event: how many, whether their ids were
- * consecutive, and the last `run` event's runId and status (comment blocks such as `: ping` are skipped).
+ * An open SSE stream (Node fetch, parsed by eventsource-parser) that keeps a few facts per event: how many,
+ * whether their ids were consecutive, and the last `run` event's runId and status (comments such as `: ping`
+ * are skipped).
  */
 async function watch(base, token, path) {
   const controller = new AbortController();
@@ -18,29 +20,24 @@ async function watch(base, token, path) {
   const decoder = new TextDecoder();
   const w = { events: 0, lastId: null, consecutive: true, lastRun: null, ended: false, waiters: [] };
   w.close = () => controller.abort();
-  const onEvent = (block) => {
-    w.events++;
-    const field = (name) => block.match(new RegExp(`^${name}: (.*)$`, "m"))?.[1];
-    const id = field("id");
-    if (id !== undefined) {
-      // Ids are `<sessionId>:<seq>` (src/events/event-ids.ts); one session's seqs are consecutive.
-      const seq = Number(id.slice(id.lastIndexOf(":") + 1));
-      if (w.lastId !== null && seq !== w.lastId + 1) w.consecutive = false;
-      w.lastId = seq;
-    }
-    if (field("event") === "run") w.lastRun = JSON.parse(field("data"));
-  };
+  const parser = createParser({
+    onEvent: (e) => {
+      w.events++;
+      if (e.id !== undefined) {
+        // Ids are `<sessionId>:<seq>` (src/events/event-ids.ts); one session's seqs are consecutive.
+        const seq = Number(e.id.slice(e.id.lastIndexOf(":") + 1));
+        if (w.lastId !== null && seq !== w.lastId + 1) w.consecutive = false;
+        w.lastId = seq;
+      }
+      if (e.event === "run") w.lastRun = JSON.parse(e.data);
+    },
+  });
   (async () => {
-    let buf = "";
     try {
       for (;;) {
         const { value, done } = await reader.read();
         if (done) break;
-        buf += decoder.decode(value, { stream: true });
-        for (let end = buf.indexOf("\n\n"); end >= 0; end = buf.indexOf("\n\n")) {
-          if (!buf.startsWith(":")) onEvent(buf.slice(0, end));
-          buf = buf.slice(end + 2);
-        }
+        parser.feed(decoder.decode(value, { stream: true }));
         w.waiters = w.waiters.filter((x) => !x());
       }
     } catch {

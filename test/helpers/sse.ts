@@ -1,4 +1,5 @@
 import { exports } from "cloudflare:workers";
+import { createParser } from "eventsource-parser";
 import { GATEWAY } from "./http";
 
 export interface SseEvent {
@@ -8,12 +9,24 @@ export interface SseEvent {
 }
 
 /**
- * An open event stream read incrementally, as a browser's `fetch()` reader would: `next()` resolves with
- * the next complete event (comments such as `: ping` are counted in `comments`), null when the stream ended.
+ * An open event stream read incrementally, as a browser's `fetch()` reader would, parsed by
+ * eventsource-parser (the parser the console uses too): `next()` resolves with the next complete event
+ * (comments such as `: ping` are counted in `comments`), null when the stream ended.
  */
 export class SseReader {
   comments: string[] = [];
-  private buffer = "";
+  /** What was parsed and not yet read, in stream order. */
+  private readonly parsed: ({ event: SseEvent } | { comment: string })[] = [];
+  private readonly parser = createParser({
+    onEvent: (e) =>
+      this.parsed.push({
+        event: { ...(e.id !== undefined ? { id: e.id } : {}), event: e.event ?? "message", data: e.data },
+      }),
+    onComment: (text) => {
+      this.comments.push(text.trim());
+      this.parsed.push({ comment: text.trim() });
+    },
+  });
   private readonly decoder = new TextDecoder();
   private done = false;
 
@@ -21,12 +34,9 @@ export class SseReader {
 
   async next(): Promise<SseEvent | null> {
     for (;;) {
-      const event = this.take();
-      if (event) return event;
+      for (let item = this.parsed.shift(); item; item = this.parsed.shift()) if ("event" in item) return item.event;
       if (this.done) return null;
-      const { value, done } = await this.reader.read();
-      if (done) this.done = true;
-      else this.buffer += this.decoder.decode(value, { stream: true });
+      await this.pull();
     }
   }
 
@@ -48,46 +58,28 @@ export class SseReader {
     return out;
   }
 
-  /** Read until one comment line arrived (heartbeats). */
+  /** Read until one comment line arrived (heartbeats); an event before it fails. */
   async nextComment(): Promise<string> {
-    const seen = this.comments.length;
-    while (this.comments.length === seen) {
-      const event = this.take();
-      if (event) throw new Error(`expected a comment, got event ${event.event}`);
-      const { value, done } = await this.reader.read();
-      if (done) throw new Error("stream ended");
-      this.buffer += this.decoder.decode(value, { stream: true });
-      this.take(true);
+    for (;;) {
+      const item = this.parsed.shift();
+      if (item && "event" in item) throw new Error(`expected a comment, got event ${item.event.event}`);
+      if (item) return item.comment;
+      if (this.done) throw new Error("stream ended");
+      await this.pull();
     }
-    return this.comments[seen];
   }
 
   cancel(): Promise<void> {
     return this.reader.cancel();
   }
 
-  /** Parse one complete block off the buffer (comment-only blocks are recorded and skipped). */
-  private take(commentsOnly = false): SseEvent | null {
-    for (;;) {
-      const end = this.buffer.indexOf("\n\n");
-      if (end < 0) return null;
-      const block = this.buffer.slice(0, end);
-      const lines = block.split("\n");
-      const isComment = lines.every((l) => l.startsWith(":"));
-      if (commentsOnly && !isComment) return null;
-      this.buffer = this.buffer.slice(end + 2);
-      const e: SseEvent = { event: "message", data: "" };
-      const data: string[] = [];
-      for (const line of lines) {
-        if (line.startsWith(":")) this.comments.push(line.slice(1).trim());
-        else if (line.startsWith("id: ")) e.id = line.slice(4);
-        else if (line.startsWith("event: ")) e.event = line.slice(7);
-        else if (line.startsWith("data: ")) data.push(line.slice(6));
-      }
-      if (isComment) continue;
-      e.data = data.join("\n");
-      return e;
-    }
+  /** Feed the parser the next chunk of the stream. */
+  private async pull(): Promise<void> {
+    const { value, done } = await this.reader.read();
+    if (done) {
+      this.done = true;
+      this.parser.feed(this.decoder.decode());
+    } else this.parser.feed(this.decoder.decode(value, { stream: true }));
   }
 }
 
