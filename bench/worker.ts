@@ -11,6 +11,7 @@ import { SessionObject as ProductionSessionObject } from "../src/session/session
 import { benchRoutes } from "./routes";
 import { benchExtension } from "./session-seeding";
 
+export { SubagentLaneObject } from "../src/lane/subagent-lane-object";
 export { RegistryObject } from "../src/registry/registry-object";
 
 /** Every production extension, in production order, then the bench's calls. */

@@ -1,9 +1,9 @@
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
+import { LANE_OBJECT, LANE_SCHEMA, STALE_CHECK_MS } from "../src/lane/subagent-lane";
 import { SessionObject } from "../src/session/session-object";
-import { LANE_OBJECT, STALE_CHECK_MS } from "../src/spawn/subagent-lane";
 import { LANE_POLL_MS } from "../src/spawn/subagent-lane-client";
 import { advance, call, enc, invoke } from "./helpers/http";
 import { installFakes, until } from "./helpers/scripted";
@@ -122,12 +122,48 @@ describe("sub-agent lane (agents.defaults.subagents.maxConcurrent)", () => {
     // Still full on the next poll while the slot is young; once older than STALE_CHECK_MS its holder is checked.
     await advance(kids[1].key, LANE_POLL_MS);
     expect(started).toEqual([kids[0].key]);
-    await runInDurableObject(env.REGISTRY.getByName(LANE_OBJECT), async (_o, state) => {
+    await runInDurableObject(env.SUBAGENT_LANE.getByName(LANE_OBJECT), async (_o, state) => {
       state.storage.sql.exec("UPDATE lane_slots SET updated_at = updated_at - ?", 2 * STALE_CHECK_MS);
     });
     await advance(kids[1].key, LANE_POLL_MS);
     await until(async () => expect(started).toEqual([kids[0].key, kids[1].key]));
     finish(kids[1].key);
     await until(async () => expect(await statusOf(kids[1].runId)).toBe("ok"));
+  });
+
+  it("an upgrade hands the lane rows of the registry's former lane instance to the lane object: a slot held there still counts", async () => {
+    setConfigOverride(subagentConfig({ subagents: { maxConcurrent: 1 } }));
+    const holder = "agent:main:subagent:held-before-upgrade";
+    // Before the lane had its own class, the registry-class instance of the same name held its rows.
+    const legacy = env.REGISTRY.getByName(LANE_OBJECT);
+    await runInDurableObject(legacy, async (_o, state) => {
+      state.storage.sql.exec(LANE_SCHEMA);
+      state.storage.sql.exec(
+        "INSERT INTO lane_slots (child_key, state, seq, updated_at) VALUES (?, 'running', 1, ?)",
+        holder,
+        Date.now(),
+      );
+    });
+    // A lane object that has not taken anything over yet (as on the first call after the upgrade).
+    const lane = env.SUBAGENT_LANE.getByName(LANE_OBJECT);
+    await runInDurableObject(lane, async (_o, state) => {
+      state.storage.sql.exec("DELETE FROM lane_adopted");
+      state.storage.sql.exec("DELETE FROM lane_slots");
+    });
+    await evictDurableObject(lane);
+
+    const { started, finish } = heldTasks();
+    const [kid] = await spawn(requesterKey("lane-upgrade"), ["after the upgrade"]);
+    await advance(kid.key, LANE_POLL_MS);
+    expect(started).toEqual([]);
+    expect(await statusOf(kid.runId)).toBe("queued");
+    expect(await legacy.legacyLaneRows()).toEqual([]);
+
+    // The holder's task ends: its release reaches the lane object, and the waiting child starts.
+    expect(await lane.release(holder, 1)).toEqual([kid.key]);
+    await advance(kid.key, LANE_POLL_MS);
+    await until(async () => expect(started).toEqual([kid.key]));
+    finish(kid.key);
+    await until(async () => expect(await statusOf(kid.runId)).toBe("ok"));
   });
 });

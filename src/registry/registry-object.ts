@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
+import type { LaneSlot } from "../lane/subagent-lane";
 import { runMigrations } from "../migrations";
-import { type LaneAnswer, STALE_CHECKS, SubagentLane } from "../spawn/subagent-lane";
 import { LAYOUT_SCHEMA } from "./index-layout";
 import { MOVE_SCHEMA, moveBatch } from "./legacy-move";
 import type { IndexEntry, SessionRow } from "./row";
@@ -324,27 +324,17 @@ export class RegistryObject extends DurableObject<Env> {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n;
   }
 
-  // The sub-agent lane lives in the one instance named LANE_OBJECT (src/spawn/subagent-lane.ts).
-  private laneState?: SubagentLane;
-  private get lane(): SubagentLane {
-    this.laneState ??= new SubagentLane(this.sql, this.ctx.storage);
-    return this.laneState;
+  /**
+   * Before the sub-agent lane had its own class, the registry-class instance `lane:subagent` held it: its
+   * rows, for the lane object to take over once (src/lane/subagent-lane-object.ts), then dropped.
+   */
+  async legacyLaneRows(): Promise<LaneSlot[]> {
+    const exists = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lane_slots'").toArray();
+    if (exists.length === 0) return [];
+    return this.sql.exec<LaneSlot>("SELECT child_key, state, seq, updated_at FROM lane_slots ORDER BY seq").toArray();
   }
 
-  async laneAcquire(childKey: string, max: number): Promise<LaneAnswer> {
-    const answer = this.lane.acquire(childKey, max);
-    if (answer.granted || answer.running < max) return answer;
-    // Full: a slot may belong to a child that was deleted mid-task. Ask the oldest holders; drop the gone.
-    for (const held of this.lane.oldRunning(STALE_CHECKS)) {
-      const meta = await this.env.SESSIONS.getByName(held)
-        .getMeta()
-        .catch(() => undefined);
-      if (meta === null || (meta && meta.subagent?.lane !== "running")) this.lane.reap(held, max);
-    }
-    return this.lane.acquire(childKey, max);
-  }
-
-  async laneRelease(childKey: string, max: number): Promise<string[]> {
-    return this.lane.release(childKey, max);
+  async dropLegacyLane(): Promise<void> {
+    this.sql.exec("DROP TABLE IF EXISTS lane_slots");
   }
 }

@@ -1,11 +1,11 @@
+import { LANE_OBJECT } from "../lane/subagent-lane";
 import { log } from "../log";
 import { PUMP_TIMER } from "../session/core-timers";
 import { callExtension, type SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
-import { LANE_OBJECT } from "./subagent-lane";
 
 /**
- * The child's side of the sub-agent lane (src/spawn/subagent-lane.ts, docs/subagent-lane.md): its task
+ * The child's side of the sub-agent lane (src/lane/subagent-lane-object.ts, docs/subagent-lane.md): its task
  * run stays queued until the lane grants it a slot, and the slot is given back when the task run ends.
  *
  *   spawn                → `lane: "waiting"`; the queue holds the task run; ask the lane now
@@ -27,7 +27,7 @@ function maxConcurrent(host: SessionHost): number {
 }
 
 function laneStub(host: SessionHost) {
-  return host.bindings.REGISTRY.getByName(LANE_OBJECT);
+  return host.bindings.SUBAGENT_LANE.getByName(LANE_OBJECT);
 }
 
 /** Asks in flight per instance: every kick of a held queue would otherwise ask again. */
@@ -38,9 +38,9 @@ async function acquire(host: SessionHost): Promise<void> {
   if (host.meta?.subagent?.lane !== "waiting" || asking.has(host)) return;
   asking.add(host);
   try {
-    let answer: Awaited<ReturnType<ReturnType<typeof laneStub>["laneAcquire"]>>;
+    let answer: Awaited<ReturnType<ReturnType<typeof laneStub>["acquire"]>>;
     try {
-      answer = await laneStub(host).laneAcquire(host.key, maxConcurrent(host));
+      answer = await laneStub(host).acquire(host.key, maxConcurrent(host));
     } catch (err) {
       // The acquire timer is still there: make sure the alarm is set for it.
       await host.timers.arm();
@@ -65,7 +65,7 @@ async function acquire(host: SessionHost): Promise<void> {
 }
 
 async function release(host: SessionHost): Promise<void> {
-  const granted = await laneStub(host).laneRelease(host.key, maxConcurrent(host));
+  const granted = await laneStub(host).release(host.key, maxConcurrent(host));
   host.timers.clear(LANE_TIMER, RELEASE);
   await host.timers.arm();
   for (const key of granted) {
