@@ -74,6 +74,11 @@ const MIGRATIONS = [
   LAYOUT_SCHEMA,
 ];
 
+/** A lookup limited to one parent's children (a sandboxed or tree-scoped caller): the condition and its argument. */
+function childOf(spawnedBy: string | undefined): [string, string[]] {
+  return spawnedBy ? [" AND spawned_by = ?", [spawnedBy]] : ["", []];
+}
+
 export class RegistryObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly pacer = new WritePacer();
@@ -176,12 +181,11 @@ export class RegistryObject extends DurableObject<Env> {
 
   /** The key of a sessionId from the locator table (at most one: sessionIds are random UUIDs). */
   async lookupSessionId(id: string, spawnedBy?: string): Promise<string[]> {
-    const rows = spawnedBy
-      ? this.sql
-          .exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ? AND spawned_by = ?", id, spawnedBy)
-          .toArray()
-      : this.sql.exec<{ key: string }>("SELECT key FROM session_ids WHERE session_id = ?", id).toArray();
-    return rows.map((r) => r.key);
+    const [parent, parentArgs] = childOf(spawnedBy);
+    return this.sql
+      .exec<{ key: string }>(`SELECT key FROM session_ids WHERE session_id = ?${parent}`, id, ...parentArgs)
+      .toArray()
+      .map((r) => r.key);
   }
 
   /** Shard 0 only: the index's shard count, recording `shards` when none is recorded yet (src/registry/index-layout.ts). */
@@ -284,35 +288,24 @@ export class RegistryObject extends DurableObject<Env> {
 
   /** Keys whose sessionId is `id` (at most 2: enough to tell "none", "one" and "ambiguous"). */
   async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
-    const rows = spawnedBy
-      ? this.sql
-          .exec<{ key: string }>(
-            "SELECT key FROM sessions WHERE session_id = ? AND spawned_by = ? LIMIT 2",
-            id,
-            spawnedBy,
-          )
-          .toArray()
-      : this.sql.exec<{ key: string }>("SELECT key FROM sessions WHERE session_id = ? LIMIT 2", id).toArray();
-    return rows.map((r) => r.key);
+    const [parent, parentArgs] = childOf(spawnedBy);
+    return this.sql
+      .exec<{ key: string }>(`SELECT key FROM sessions WHERE session_id = ?${parent} LIMIT 2`, id, ...parentArgs)
+      .toArray()
+      .map((r) => r.key);
   }
 
   /** Newest rows (at most 5) with this label, for a merge over shards. */
   async resolveLabelRows(label: string, spawnedBy?: string): Promise<{ key: string; updatedAt: number }[]> {
-    const rows = spawnedBy
-      ? this.sql
-          .exec<{ key: string; updated_at: number }>(
-            "SELECT key, updated_at FROM sessions WHERE label = ? AND spawned_by = ? ORDER BY updated_at DESC LIMIT 5",
-            label,
-            spawnedBy,
-          )
-          .toArray()
-      : this.sql
-          .exec<{ key: string; updated_at: number }>(
-            "SELECT key, updated_at FROM sessions WHERE label = ? ORDER BY updated_at DESC LIMIT 5",
-            label,
-          )
-          .toArray();
-    return rows.map((r) => ({ key: r.key, updatedAt: r.updated_at }));
+    const [parent, parentArgs] = childOf(spawnedBy);
+    return this.sql
+      .exec<{ key: string; updated_at: number }>(
+        `SELECT key, updated_at FROM sessions WHERE label = ?${parent} ORDER BY updated_at DESC LIMIT 5`,
+        label,
+        ...parentArgs,
+      )
+      .toArray()
+      .map((r) => ({ key: r.key, updatedAt: r.updated_at }));
   }
 
   /** Bytes this object's SQLite database takes (bench/index.mjs measures bytes per row with it, docs/scale.md). */

@@ -90,21 +90,15 @@ export class Transcript {
   page(opts: { limit: number; before?: number; includeTools: boolean; maxBytes: number }): BudgetedPage {
     const before = opts.before ?? Number.MAX_SAFE_INTEGER;
     // One extra row tells whether an older page exists without counting the transcript.
-    const sizes = opts.includeTools
-      ? this.sql
-          .exec<{ seq: number; head_bytes: number }>(
-            "SELECT seq, head_bytes FROM messages INDEXED BY messages_sizes WHERE seq < ? ORDER BY seq DESC LIMIT ?",
-            before,
-            opts.limit + 1,
-          )
-          .toArray()
-      : this.sql
-          .exec<{ seq: number; head_bytes: number }>(
-            "SELECT seq, head_bytes FROM messages INDEXED BY messages_visible WHERE is_tool = 0 AND seq < ? ORDER BY seq DESC LIMIT ?",
-            before,
-            opts.limit + 1,
-          )
-          .toArray();
+    // Each reading names the index that covers it: all messages, or only those that are not tool results.
+    const [index, visible] = opts.includeTools ? ["messages_sizes", ""] : ["messages_visible", "is_tool = 0 AND "];
+    const sizes = this.sql
+      .exec<{ seq: number; head_bytes: number }>(
+        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq < ? ORDER BY seq DESC LIMIT ?`,
+        before,
+        opts.limit + 1,
+      )
+      .toArray();
     if (sizes.length === 0) return { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
     const within = Math.min(opts.limit, sizes.length);
     // Each item adds its annotation `,"__switchboard":{"seq":N}` and a separating comma; the array adds `[]`.
