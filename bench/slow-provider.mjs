@@ -5,7 +5,7 @@
 // and a burst measures what accepting a send costs (docs/scale.md).
 import { createServer } from "node:http";
 
-/** The announce step's user message (src/flows/a2a-prompt.ts): answered as a quiet agent does, so nothing is delivered. */
+/** The announce step's user message (src/send/a2a-prompt.ts): answered as a quiet agent does, so nothing is delivered. */
 const ANNOUNCE_STEP = "Agent-to-agent announce step.";
 
 function lastUserText(messages) {

@@ -1,8 +1,8 @@
 import { outboxExtension } from "./channels/outbox";
-import { a2aFlowExtension } from "./flows/a2a-flow";
 import { sendCommandExtension } from "./policy/send-command";
 import { modelRunnerExtension } from "./runners/builtin-run";
 import { webhookRunnerExtension } from "./runners/webhook-runner";
+import { a2aFlowExtension } from "./send/a2a-flow";
 import { CORE_TIMER_KINDS } from "./session/core-timers";
 import { deadTimersExtension } from "./session/dead-timer-rpc";
 import { type SessionExtension, SessionExtensions } from "./session/extensions";

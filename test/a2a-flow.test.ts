@@ -2,7 +2,7 @@ import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { setConfigOverride } from "../src/config/load";
-import { STEP_WAIT_MS } from "../src/flows/a2a-flow";
+import { STEP_WAIT_MS } from "../src/send/a2a-flow";
 import { LEASE_MS } from "../src/session/run-types";
 import { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";

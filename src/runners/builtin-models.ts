@@ -12,7 +12,7 @@ import {
   ANNOUNCE_SKIP,
   REPLY_SKIP,
   SUBAGENT_ANNOUNCE_STEP_HEADER,
-} from "../flows/control-tokens";
+} from "../send/control-tokens";
 
 /**
  * Offline models that plug into the AI SDK like any provider's model.

@@ -1,5 +1,5 @@
-import { ANNOUNCE_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../flows/control-tokens";
 import { displayKey } from "../keys";
+import { ANNOUNCE_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../send/control-tokens";
 
 /**
  * The texts a sub-agent sees (OpenClaw's task message and system prompt; test/sessions-spawn.test.ts) and the

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { fromRpcError } from "../errors";
-import { type A2aStart, announceRouteOf, messageContextPrompt } from "../flows/a2a-flow";
 import { deriveChannel, displayKey, type ParsedKey, parseCanonical } from "../keys";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
+import { type A2aStart, announceRouteOf, messageContextPrompt } from "../send/a2a-flow";
 import { checkTextSize } from "../session/byte-budget";
 import { callExtension } from "../session/extensions";
 import type { SendIntoResult } from "../session/send-into-rpc";

@@ -2,7 +2,7 @@ import { getFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { RunSnapshot } from "../session/types";
 
-/** The persisted state of an agent-to-agent flow (src/flows/a2a-flow.ts): its `flows` row and the timer kinds that drive it. */
+/** The persisted state of an agent-to-agent flow (src/send/a2a-flow.ts): its `flows` row and the timer kinds that drive it. */
 
 export const FLOW_TIMER = "a2a";
 export const NOTIFY_TIMER = "a2a_notify";

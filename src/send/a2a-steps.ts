@@ -19,7 +19,7 @@ import {
 import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 
 /**
- * The transitions of an agent-to-agent flow (src/flows/a2a-flow.ts): each runs synchronously inside
+ * The transitions of an agent-to-agent flow (src/send/a2a-flow.ts): each runs synchronously inside
  * the caller's transaction and is keyed by the step number, so a late or duplicate report is ignored.
  */
 

@@ -2,7 +2,7 @@ import { displayKey } from "../keys";
 import type { FlowState } from "./a2a-state";
 import { A2A_ANNOUNCE_STEP_HEADER, A2A_REPLY_STEP_HEADER, ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 
-/** The texts of the agent-to-agent flow (src/flows/a2a-flow.ts): its context and step prompts (OpenClaw's exact lines). */
+/** The texts of the agent-to-agent flow (src/send/a2a-flow.ts): its context and step prompts (OpenClaw's exact lines). */
 
 export const ANNOUNCE_STEP_MESSAGE = "Agent-to-agent announce step.";
 

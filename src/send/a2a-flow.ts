@@ -226,7 +226,7 @@ const a2aRpc = {
     }
     return { ok: true };
   },
-  /** Oldest first, up to 500 flows and FLOW_LIST_BYTES (src/flows/a2a-state.ts). */
+  /** Oldest first, up to 500 flows and FLOW_LIST_BYTES (src/send/a2a-state.ts). */
   list: (host: SessionHost) => listFlows(host),
 };
 
