@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { setConfigOverride } from "../src/config/load";
@@ -6,6 +6,7 @@ import { STEP_WAIT_MS } from "../src/send/a2a-flow";
 import { LEASE_MS } from "../src/session/run-types";
 import { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { crash, evict } from "./helpers/restart";
 import {
   baseConfig,
   deferred,
@@ -327,7 +328,8 @@ describe("agent-to-agent flow", () => {
     });
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     await until(async () => expect(hung).toBe(true));
-    await abortAllDurableObjects();
+    // Both sessions restart; the one running the step loses its executor mid-call.
+    await crash(sessionStub(k.req), sessionStub(k.target));
     // Nothing runs by itself now: the run is 'running' with no executor until its lease expires.
     await advance(side === "req" ? k.req : k.target, LEASE_MS);
     const flow = await doneFlow(k.target);
@@ -361,7 +363,7 @@ describe("agent-to-agent flow", () => {
     });
     await invoke("sessions_send", { sessionKey: k.target, message: "ping", timeoutSeconds: 0 }, { sessionKey: k.req });
     await until(async () => expect(failed).toBe(1));
-    await abortAllDurableObjects();
+    await evict(sessionStub(k.req), sessionStub(k.target));
     expect((await flowsOf(k.target))[0]).toMatchObject({ step: "turn", turn: 1 });
     await advance(k.target, STEP_WAIT_MS);
     const flow = await doneFlow(k.target);

@@ -1,9 +1,10 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, sessionStub } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
+import { evict } from "./helpers/restart";
 import { deferred, installFakes, useOneAgent } from "./helpers/scripted";
 
 /** Timers.arm remembers the alarm it set (src/session/timers.ts): storage is touched only when the earliest timer moves. */
@@ -69,10 +70,10 @@ describe("the alarm is armed from memory", () => {
     expect(await runDurableObjectAlarm(sessionStub(key))).toBe(true);
     expect(await alarmOf()).toBe(due);
     // A new instance remembers nothing: it reads the alarm before deciding.
-    await abortAllDurableObjects();
+    await evict(sessionStub(key));
     await armedFor(due - 60_000);
     expect(await alarmOf()).toBe(due - 60_000);
-    await abortAllDurableObjects();
+    await evict(sessionStub(key));
     await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
       obj.timers.clear("pump", "queue");
       await obj.timers.arm();

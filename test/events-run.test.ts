@@ -1,10 +1,11 @@
-import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { EVENT_LIMITS } from "../src/events/limits";
 import type { SessionObject } from "../src/session/session-object";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
+import { crash } from "./helpers/restart";
 import { openStream } from "./helpers/sse";
 import { pieces } from "./helpers/wire-streams";
 
@@ -185,7 +186,7 @@ describe("GET /v1/runs/{runId}/events", () => {
     const [seen] = await watcher.sse.takeN(1);
     await watcher.sse.cancel();
     // The instance is lost with its executor (as on an eviction or restart); its held model call too.
-    await abortAllDurableObjects();
+    await crash(sessionStub(key));
     fake.abandonPending();
     // The run is still `running` in SQLite (its lease timer will notice the lost executor); the new
     // instance's record of it starts again at 1 under a new incarnation.

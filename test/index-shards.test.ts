@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
@@ -8,6 +8,7 @@ import { sessionIndex } from "../src/registry/session-index";
 import { legacyName, shardName, shardOf } from "../src/registry/shard-hash";
 import { call, enc, flushIndex, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { syntheticIndexEntries } from "./helpers/index-rows";
+import { evict } from "./helpers/restart";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -445,7 +446,7 @@ describe("index write pacing", () => {
     const key = "agent:offpath:chat";
     await sendAndWait(key, "first");
     // A fresh instance (no write in its memory): the next message is a leading-edge write.
-    await abortAllDurableObjects();
+    await evict(sessionStub(key));
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     const original = RegistryObject.prototype.upsert;

@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { queueDelivery } from "../src/channels/outbox";
@@ -8,6 +8,7 @@ import { setConfigOverride } from "../src/config/load";
 import { sessionExtensions } from "../src/extensions";
 import type { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, sendAndWait, sessionStub } from "./helpers/http";
+import { crash } from "./helpers/restart";
 import { deliveriesOf, installFakes, until } from "./helpers/scripted";
 
 afterEach(() => {
@@ -269,7 +270,8 @@ describe("outbox", () => {
     });
     await inbound(key, "survive me");
     await until(async () => expect(hang).toBe(false));
-    await abortAllDurableObjects();
+    // The delivery's POST is in flight when the instance ends.
+    await crash(sessionStub(key));
     expect((await deliveriesOf(key, "pending"))[0]).toMatchObject({ attempts: 1 });
     await advance(key, 60_000);
     await until(async () => expect(await deliveriesOf(key, "delivered")).toHaveLength(1));

@@ -1,9 +1,10 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, sessionStub } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
+import { crash } from "./helpers/restart";
 import { deferred, installFakes, useOneAgent } from "./helpers/scripted";
 
 /**
@@ -34,7 +35,7 @@ describe("a send's run after an eviction before its start", () => {
       return { runId: run.runId, pumpDue: obj.timers.get("pump", "queue")?.due_at, sentAt };
     });
     expect(pumpDue).toBeLessThanOrEqual(sentAt + 5);
-    await abortAllDurableObjects();
+    await crash(sessionStub(key));
     // No timer moved: the alarm that is due already is what starts the run on a fresh instance.
     expect(await runDurableObjectAlarm(sessionStub(key))).toBe(true);
     const ended = await call("GET", `/v1/runs/${enc(runId)}/wait?timeoutMs=10000`);

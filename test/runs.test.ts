@@ -1,9 +1,10 @@
-import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { SessionObject } from "../src/session/session-object";
 import { FAKE_BASE_URL, useFakeProvider } from "./helpers/fake-provider";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { crash } from "./helpers/restart";
 
 afterEach(() => {
   setConfigOverride(null);
@@ -276,7 +277,7 @@ describe("restart safety (eviction mid-run)", () => {
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
     expect(await runRow(key, id)).toEqual({ status: "running", attempts: 1 });
 
-    await abortAllDurableObjects();
+    await crash(sessionStub(key));
     // Still "running" in storage: only the lease notices the executor is gone.
     expect(await runRow(key, id)).toEqual({ status: "running", attempts: 1 });
     await advance(key, 60_000);
@@ -284,7 +285,7 @@ describe("restart safety (eviction mid-run)", () => {
     expect(fake.calls[1].lastUser).toBe("fragile");
     expect(await runRow(key, id)).toEqual({ status: "running", attempts: 2 });
 
-    await abortAllDurableObjects();
+    await crash(sessionStub(key));
     await advance(key, 60_000);
     const r = await getRun(id);
     expect(r).toMatchObject({ status: "error", error: "Run was interrupted by a restart and could not be resumed" });
@@ -298,7 +299,7 @@ describe("restart safety (eviction mid-run)", () => {
     const key = "agent:main:runs-evict-queue";
     const ids = [await post(key, "q1"), await post(key, "q2"), await post(key, "q3")];
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
-    await abortAllDurableObjects();
+    await crash(sessionStub(key));
     fake.abandonPending();
     await advance(key, 60_000);
     for (const [i, id] of ids.entries()) {
@@ -332,7 +333,7 @@ describe("restart safety (eviction mid-run)", () => {
     const key = "agent:main:runs-evict-wait";
     const id = await post(key, "survive");
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
-    await abortAllDurableObjects();
+    await crash(sessionStub(key));
     fake.abandonPending();
     await advance(key, 60_000);
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));

@@ -1,9 +1,10 @@
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { advance, invoke, sessionStub } from "./helpers/http";
+import { crash, evict } from "./helpers/restart";
 import { until } from "./helpers/scripted";
 import {
   announcesIn,
@@ -64,7 +65,7 @@ describe("sessions_spawn under faults", () => {
     expect((await getRequesterSpawnState(env, req)).activeChildren).toBe(20);
 
     // Every executor is lost: nothing of the in-flight work survives in memory.
-    await abortAllDurableObjects();
+    await crash(sessionStub(req), ...children.map(sessionStub));
     hang = false;
 
     for (const child of children) await driveToAnnounce(child);
@@ -91,7 +92,7 @@ describe("sessions_spawn under faults", () => {
       .childSessionKey as string;
     await settle(child);
     expect(await announcesIn(req, child)).toHaveLength(1);
-    await abortAllDurableObjects();
+    await evict(sessionStub(req), sessionStub(child));
     // Put the child back to "hand-off pending", as if it had crashed after the RPC but before recording the ack.
     await runInDurableObject(sessionStub(child), async (_obj, state) => {
       const flow = state.storage.sql.exec<{ id: string }>("SELECT id FROM flows WHERE id LIKE 'announce:%'").one();

@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
@@ -6,6 +6,7 @@ import { type SessionObject, SessionObject as SessionObjectClass } from "../src/
 import { ARCHIVE_PART_BYTES, archivePrefix } from "../src/spawn/archive";
 import { archiveStatus } from "../src/spawn/archive-read";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
+import { crash, evict } from "./helpers/restart";
 import {
   announcesIn,
   childState,
@@ -248,7 +249,7 @@ describe("sub-agent archival (cleanup keep)", () => {
 
   it("survives eviction: the archive timer is a row, not memory", async () => {
     const { req, child } = await spawnDone();
-    await abortAllDurableObjects();
+    await evict(sessionStub(req), sessionStub(child));
     await advance(child, 60 * MIN);
     expect((await childState(child)).exists).toBe(false);
     expect(await listedChildren(req)).toEqual([]);
@@ -300,7 +301,7 @@ describe("sub-agent deletion (cleanup delete)", () => {
     const r = await invoke("sessions_spawn", { task: "evict me", cleanup: "delete" }, { sessionKey: req });
     const child: string = r.details.childSessionKey;
     expect((await childState(child)).pendingRuns).toHaveLength(1);
-    await abortAllDurableObjects();
+    await crash(sessionStub(req), sessionStub(child));
     hang = false;
     // The lease timer notices the lost executor and re-queues the run.
     await advance(child, 60_000);

@@ -1,8 +1,9 @@
-import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { DESCENDANT_WAIT_MAX_MS } from "../src/spawn/subagent-lifecycle";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
+import { crash } from "./helpers/restart";
 import {
   announcesIn,
   childState,
@@ -168,7 +169,7 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
   it("the wait survives eviction: the waiting flow and the child's hand-off are rows, not memory", async () => {
     const { req, parent, kids } = await orchestrate([{ task: "slow job", runTimeoutSeconds: 5, answer: "hang" }]);
     expect(announceFlow(await childState(parent))!.state).toBe("waiting");
-    await abortAllDurableObjects();
+    await crash(...[req, parent, ...kids].map(sessionStub));
     releaseHangingRequests();
     // The lost child run is noticed by its lease or deadline; either way it ends and announces.
     for (let i = 0; i < 10 && announceFlow(await childState(kids[0]))?.state !== "done"; i++) {

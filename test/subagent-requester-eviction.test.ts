@@ -1,10 +1,11 @@
-import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { invoke, sessionStub } from "./helpers/http";
 import { delivered, drive, setup, stepsOf, unfinished } from "./helpers/requester-turns";
+import { crash } from "./helpers/restart";
 import { announcesIn, outboxOf, releaseHangingRequests } from "./helpers/subagents";
 
 /** "requester" announce delivery across evictions: every completion is told once, never twice, never lost. */
@@ -28,7 +29,7 @@ describe("announceDelivery: requester, with evictions", () => {
       const evict = async () => {
         for (let i = 0; i < perSpawn; i++) {
           if (await unfinished([req, ...kids])) hits++;
-          await abortAllDurableObjects();
+          await crash(...[req, ...kids].map(sessionStub));
           for (const key of [req, ...kids]) await runDurableObjectAlarm(sessionStub(key));
         }
       };

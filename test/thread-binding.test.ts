@@ -1,4 +1,4 @@
-import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
@@ -7,6 +7,7 @@ import { SessionObject } from "../src/session/session-object";
 import { ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
 import { threadBindingOf } from "../src/spawn/thread-binding";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
+import { evict } from "./helpers/restart";
 import {
   announcesIn,
   childState,
@@ -94,9 +95,9 @@ describe("sessions_spawn thread=true (reference §4.8)", () => {
   });
 
   it("the binding survives eviction and ends with the child: afterwards the thread key is an ordinary session", async () => {
-    const { child, result } = await spawnThreadBound();
+    const { req, child, result } = await spawnThreadBound();
     await settle(child);
-    await abortAllDurableObjects();
+    await evict(sessionStub(req), sessionStub(child), sessionStub(result.threadKey));
     const during = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, { message: "still there?" });
     expect(during.json.sessionKey).toBe(child);
     await call("GET", `/v1/runs/${during.json.runId}/wait?timeoutMs=10000`);

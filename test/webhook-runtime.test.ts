@@ -1,4 +1,3 @@
-import { abortAllDurableObjects } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -8,7 +7,8 @@ import { mintRunToken } from "../src/runners/run-token";
 import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import { capText, MESSAGE_MAX_BYTES, truncationMarker } from "../src/session/byte-budget";
 import { LEASE_MS } from "../src/session/run-types";
-import { advance, call, enc } from "./helpers/http";
+import { advance, call, enc, sessionStub } from "./helpers/http";
+import { crash } from "./helpers/restart";
 import { until } from "./helpers/scripted";
 
 const RUNTIME_URL = "https://runtime.test/agent";
@@ -23,7 +23,7 @@ let respond: (run: WebhookRunRequest, init?: RequestInit) => Promise<Response> |
  * Until the fake runtime has received a run's POST. Polled from the test's own timers, never a promise the fake
  * resolves: the fake runs inside the session object's run (same isolate), and a promise it resolves resumes the test
  * inside that object's timer task (the run starts from a timer, src/session/enqueue.ts). The test's next calls would
- * then be that object's I/O, and abortAllDurableObjects() from there aborts the object from inside its own task,
+ * then be that object's I/O, and ending the object's instance from there ends it from inside its own task,
  * which crashes workerd ("Promise callback destroyed itself") and loses the rest of the file.
  */
 const posted = () => until(async () => expect(received.length).toBeGreaterThan(0));
@@ -247,7 +247,8 @@ describe("webhook agent runtimes", () => {
     const key = newKey();
     const runId = await send(key, "long job");
     await posted();
-    await abortAllDurableObjects();
+    // The run's executor awaits the runtime's completion in memory: it is lost with the instance.
+    await crash(sessionStub(key));
     // Past the lease: a lost built-in run would be re-queued and POSTed again here.
     await advance(key, LEASE_MS + 1_000);
     expect(await getRun(runId)).toMatchObject({ status: "running" });
@@ -267,7 +268,8 @@ describe("webhook agent runtimes", () => {
     const key = newKey();
     const runId = await send(key, "retry me");
     await posted();
-    await abortAllDurableObjects();
+    // Its POST never answers: the executor is lost with the instance.
+    await crash(sessionStub(key));
     // The lease notices the lost executor and runs the same run again (attempt 2).
     await advance(key, LEASE_MS + 1_000);
     await until(async () => expect(received).toHaveLength(2));
