@@ -22,6 +22,8 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/*.test.ts"],
+          // What every file resets after each test (the CONFIG override, spies, held fake calls).
+          setupFiles: ["./test/setup.ts"],
           testTimeout: 30_000,
           // Eviction tests call abortAllDurableObjects(), which resets every object in the shared runtime —
           // including the runners of test files executing at the same time. Files therefore run one after

@@ -1,5 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { setConfigOverride } from "../src/config/load";
 import { STEP_WAIT_MS } from "../src/send/a2a-flow";
@@ -16,11 +16,6 @@ import {
   type ModelRequest,
   until,
 } from "./helpers/scripted";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 let n = 0;
 function keys() {

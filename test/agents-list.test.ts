@@ -1,8 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { invoke, RESEARCH_TOKEN } from "./helpers/http";
-
-afterEach(() => setConfigOverride(null));
 
 const agentsList = (sessionKey = "agent:main:main", token?: string) =>
   invoke("agents_list", {}, { sessionKey, ...(token ? { token } : {}) });

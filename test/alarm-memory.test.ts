@@ -1,6 +1,5 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
+import { describe, expect, it, vi } from "vitest";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, sessionStub } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
@@ -8,11 +7,6 @@ import { evict } from "./helpers/restart";
 import { deferred, installFakes, useOneAgent } from "./helpers/scripted";
 
 /** Timers.arm remembers the alarm it set (src/session/timers.ts): storage is touched only when the earliest timer moves. */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 describe("the alarm is armed from memory", () => {
   it("messages into a busy session that leave the earliest timer where it was do not touch the alarm", async () => {

@@ -1,7 +1,7 @@
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { authLimiter } from "../src/http/rate-limit";
 import worker from "../src/index";
@@ -731,7 +731,8 @@ async function explore(name: string, arb: fc.Arbitrary<FuzzRequest>, numRuns: nu
   expect(details.failed).toBe(false);
 }
 
-beforeAll(async () => {
+/** The fuzzed gateway's configuration and its channel webhooks (answered here); reset after every test (test/setup.ts). */
+function fuzzWorld(): void {
   setConfigOverride({
     agents: {
       defaults: { subagents: { allowAgents: ["*"], maxSpawnDepth: 2, archiveAfterMinutes: 0 } },
@@ -754,14 +755,14 @@ beforeAll(async () => {
     if (url.startsWith("https://hooks.fuzz/")) return new Response("ok");
     return realFetch(input, init);
   });
+}
+
+beforeAll(async () => {
+  fuzzWorld();
   const seeded = await sendAndWait("agent:main:fz-seed", "seed message");
   seedRunId = seeded.runId;
 });
-
-afterAll(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
+beforeEach(fuzzWorld);
 
 describe("bad input, generated: never a 5xx, always the envelope, nothing stored when refused", () => {
   it("every tool over /tools/invoke and /mcp, every /v1 route, raw bodies", { timeout: 300_000 }, async () => {

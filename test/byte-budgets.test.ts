@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { queueDelivery } from "../src/channels/outbox";
 import { parseConfig, setConfigOverride } from "../src/config/load";
 import { SwitchboardError } from "../src/errors";
@@ -29,11 +29,6 @@ import { baseConfig, flowsOf, installFakes, type ModelRequest, until } from "./h
  * Byte budgets (docs/limits.md): a session of maximum-size messages is read within the same budgets
  * as an ordinary one, measured at the RPC boundary (what the object's method returns, serialised).
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const MB = 1024 * 1024;
 const SECRET = "sk-abcdefghijklmnopqrstuvwxyz0123456789";

@@ -1,12 +1,10 @@
 import { exports } from "cloudflare:workers";
 import { jsonSchema, tool } from "ai";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isRefusal, SwitchboardApiError, SwitchboardClient } from "../src/client/index";
 import { setConfigOverride } from "../src/config/load";
 import { TOOLS } from "../src/tools/registry";
 import { GATEWAY, MAIN_TOKEN } from "./helpers/http";
-
-afterEach(() => setConfigOverride(null));
 
 const client = (token = GATEWAY, sessionKey?: string) =>
   new SwitchboardClient({

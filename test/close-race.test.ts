@@ -2,14 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { subagentLifecycleExtension } from "../src/spawn/subagent-lifecycle";
 import { advance, call, enc, invoke, sendAndWait } from "./helpers/http";
-import {
-  childState,
-  installFakes,
-  releaseHangingRequests,
-  requesterKey,
-  settle,
-  subagentConfig,
-} from "./helpers/subagents";
+import { childState, installFakes, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 /**
  * No message is accepted and then lost (src/session/closing.ts): while a session is being deleted or
@@ -52,9 +45,6 @@ beforeEach(() => {
 });
 afterEach(() => {
   gate = null;
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const uniq = (p: string) => `${p}-${crypto.randomUUID().slice(0, 8)}`;

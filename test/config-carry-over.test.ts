@@ -1,14 +1,9 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { configWarnings, parseConfig, setConfigOverride } from "../src/config/load";
 import type { Config } from "../src/config/schema";
 import { SwitchboardError } from "../src/errors";
 import { call, invoke, MAIN_TOKEN } from "./helpers/http";
 import { baseConfig, HOOK_BASE, installFakes } from "./helpers/scripted";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 function ok(raw: unknown): { cfg: Config; warnings: string[] } {
   const c = parseConfig(raw);

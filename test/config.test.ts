@@ -1,10 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseConfig, setConfigOverride } from "../src/config/load";
 import type { Config } from "../src/config/schema";
 import { SwitchboardError } from "../src/errors";
 import { call, invoke } from "./helpers/http";
-
-afterEach(() => setConfigOverride(null));
 
 function ok(raw: unknown): Config {
   const c = parseConfig(raw);

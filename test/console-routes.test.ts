@@ -1,10 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { REDACTED } from "../src/config/redact";
 import { call, enc, MAIN_TOKEN, RESEARCH_TOKEN } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
-
-afterEach(() => setConfigOverride(null));
 
 describe("GET /v1/config (the console's agents page)", () => {
   it("answers the effective config with every secret redacted, and the config warnings", async () => {

@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { sessionExtensions } from "../src/extensions";
 import { SessionObject } from "../src/session/session-object";
@@ -11,16 +11,9 @@ import {
   announcesIn,
   childState,
   installFakes as installSubagentFakes,
-  releaseHangingRequests,
   requesterKey,
   subagentConfig,
 } from "./helpers/subagents";
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const FAR = 24 * 60 * 60_000;
 const timerPolicy = (kind: string) => sessionExtensions.timerKinds.policy(kind);

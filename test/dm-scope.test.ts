@@ -1,8 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call } from "./helpers/http";
-
-afterEach(() => setConfigOverride(null));
 
 const agents = { defaults: { model: "builtin/echo" }, list: [{ id: "main", default: true }, { id: "research" }] };
 

@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { deliveriesOf, flowsOf, until } from "./helpers/scripted";
@@ -28,11 +28,6 @@ function echoConfig() {
   });
   return hooks;
 }
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 describe("builtin/echo in the follow-up steps", () => {
   it("sessions_send: the reply is the echo, the requester's reply-back turn answers REPLY_SKIP, the announce ANNOUNCE_SKIP — nothing is delivered", async () => {

@@ -1,15 +1,9 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { advance, call, enc, invoke, sendAndWait } from "./helpers/http";
 import { openStream, type SseEvent } from "./helpers/sse";
-import { installFakes, releaseHangingRequests, requesterKey, settle, subagentConfig } from "./helpers/subagents";
-
-afterEach(() => {
-  releaseHangingRequests();
-  vi.restoreAllMocks();
-  setConfigOverride(null);
-});
+import { installFakes, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 const MIN = 60_000;
 const summary = (e: SseEvent) => `${e.event}:${JSON.parse(e.data).status ?? JSON.parse(e.data).role ?? ""}`;

@@ -1,6 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
 import { EVENT_LIMITS } from "../src/events/limits";
 import type { SessionObject } from "../src/session/session-object";
 import { useFakeProvider } from "./helpers/fake-provider";
@@ -11,8 +10,6 @@ import { pieces } from "./helpers/wire-streams";
 
 const DEFAULTS = { ...EVENT_LIMITS };
 afterEach(() => {
-  vi.restoreAllMocks();
-  setConfigOverride(null);
   Object.assign(EVENT_LIMITS, DEFAULTS);
 });
 

@@ -1,17 +1,11 @@
 import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, invoke, sessionStub } from "./helpers/http";
-import { installFakes, releaseHangingRequests, settle, subagentConfig } from "./helpers/subagents";
+import { installFakes, settle, subagentConfig } from "./helpers/subagents";
 
 /** Under session.scope = "global" the DM bucket is the object `global`, and nobody ever reads that name. */
-
-afterEach(() => {
-  setConfigOverride(null);
-  releaseHangingRequests();
-  vi.restoreAllMocks();
-});
 
 const GLOBAL_WORD = /\bglobal\b/;
 

@@ -1,21 +1,15 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { migrate } from "../src/session/schema";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { installFakes, releaseHangingRequests, requesterKey, settle, subagentConfig } from "./helpers/subagents";
+import { installFakes, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 /**
  * History reads like a conversation: replies that are only a control token and the prompts of
  * internal announce steps are left out of sessions_history (and list previews), shown with
  * includeTools; paging with `before` still reaches every visible message.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const texts = (messages: any[]) =>
   messages.map(

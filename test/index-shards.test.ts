@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { RegistryObject } from "../src/registry/registry-object";
 import type { IndexEntry } from "../src/registry/row";
@@ -9,11 +9,6 @@ import { legacyName, shardName, shardOf } from "../src/registry/shard-hash";
 import { call, enc, flushIndex, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { syntheticIndexEntries } from "./helpers/index-rows";
 import { evict } from "./helpers/restart";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 function configure(agents: string[], extra: Record<string, unknown> = {}) {
   setConfigOverride({

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { parseConfig, setConfigOverride } from "../src/config/load";
 import type { Config } from "../src/config/schema";
 import {
@@ -10,8 +10,6 @@ import {
   SESSION_ID_RE,
 } from "../src/keys";
 import { call, enc, flushIndex, invoke, sendAndWait } from "./helpers/http";
-
-afterEach(() => setConfigOverride(null));
 
 const cfgOf = (raw: unknown) => parseConfig(raw) as Config;
 const perSender = cfgOf({ agents: { list: [{ id: "main", default: true }, { id: "ops" }] } });

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call, enc, GATEWAY, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "./helpers/http";
 import { baseConfig, HOOK_BASE, installFakes, MODEL_BASE, until } from "./helpers/scripted";
@@ -23,11 +23,6 @@ function captureLogs(): string[] {
   }
   return lines;
 }
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 describe("structured logs of a full flow", () => {
   it("inbound message → run → webhook delivery → sessions_send → sessions_spawn: every line is JSON with the ids, no secret appears", async () => {

@@ -11,8 +11,6 @@ import { SseReader } from "./helpers/sse";
 const DEFAULT_INTERVAL = MCP_PROGRESS.intervalMs;
 afterEach(() => {
   MCP_PROGRESS.intervalMs = DEFAULT_INTERVAL;
-  vi.restoreAllMocks();
-  setConfigOverride(null);
 });
 
 const visibleSiblings = { tools: { sessions: { visibility: "agent" } } };

@@ -1,13 +1,11 @@
 import { exports } from "cloudflare:workers";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { capMcpWait, MCP_MAX_WAIT_SECONDS } from "../src/http/mcp";
 import { TOOLS } from "../src/tools/registry";
 import { call, GATEWAY, MAIN_TOKEN, sendAndWait } from "./helpers/http";
-
-afterEach(() => setConfigOverride(null));
 
 /** The official MCP SDK client, talking to the Worker through its fetch handler (`exports.default`). */
 async function connect(opts: { token?: string; sessionKey?: string } = {}): Promise<Client> {

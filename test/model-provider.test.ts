@@ -1,12 +1,8 @@
-import { afterEach, expect, it, vi } from "vitest";
+import { expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { completion } from "./helpers/fake-provider";
 import { call, sendAndWait } from "./helpers/http";
 
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 it("an OpenAI-compatible provider from models.providers answers runs (through a fake server)", async () => {
   setConfigOverride({
     agents: { list: [{ id: "zed", default: true, model: "fake/m1" }] },

@@ -42,8 +42,6 @@ beforeAll(async () => {
 
 afterEach(() => {
   authLimiter.reset();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 describe("responses match /openapi.json", () => {

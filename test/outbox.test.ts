@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { queueDelivery } from "../src/channels/outbox";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs } from "../src/channels/webhook";
@@ -10,11 +10,6 @@ import type { SessionObject } from "../src/session/session-object";
 import { advance, call, enc, sendAndWait, sessionStub } from "./helpers/http";
 import { crash } from "./helpers/restart";
 import { deliveriesOf, installFakes, until } from "./helpers/scripted";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const HOOK = "https://hooks.test/telegram";
 function config(channels: Record<string, unknown> = { telegram: { webhookUrl: HOOK, webhookSecret: "tg-secret" } }) {

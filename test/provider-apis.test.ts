@@ -1,12 +1,7 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { fakeWire, WIRE_BASE, type WireApi } from "./helpers/fake-wire";
 import { call, invoke, sendAndWait } from "./helpers/http";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 function useApi(api: WireApi, agent = "main") {
   setConfigOverride({

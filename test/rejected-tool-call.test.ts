@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call, enc, sendAndWait } from "./helpers/http";
 import {
@@ -13,8 +13,6 @@ import {
 afterEach(async () => {
   releaseHangingRequests();
   await settleChildren();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 /** Every transcript row after the session header line. */

@@ -1,15 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { sessionIndex } from "../src/registry/session-index";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const err = (type: string, message: unknown) => ({ ok: false, error: { type, message } });
 

@@ -1,28 +1,15 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { PRUNE_TIMER, RETENTION_MS } from "../src/session/retention";
 import type { SessionObject } from "../src/session/session-object";
 import { advance, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import {
-  installFakes,
-  outboxOf,
-  releaseHangingRequests,
-  requesterKey,
-  settle,
-  subagentConfig,
-} from "./helpers/subagents";
+import { installFakes, outboxOf, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 /**
  * Finished flow rows and delivered outbox rows are pruned a week after they finished (issue 3 leftover:
  * a long-lived session's storage must not grow with its history of finished work). Live rows stay.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const MIN = 60_000;
 

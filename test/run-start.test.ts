@@ -1,6 +1,5 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
+import { describe, expect, it, vi } from "vitest";
 import type { SessionObject } from "../src/session/session-object";
 import { call, enc, sessionStub } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
@@ -11,11 +10,6 @@ import { deferred, installFakes, useOneAgent } from "./helpers/scripted";
  * A send's run starts just after the send is answered (src/session/enqueue.ts); the send's own transaction
  * makes that start durable. Its own file: it evicts every object, which the other send-path tests must not see.
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 describe("a send's run after an eviction before its start", () => {
   it("is started by the alarm at once: the send's transaction leaves the queue's timer due now", async () => {

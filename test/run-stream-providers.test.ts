@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { RunStreams } from "../src/events/run-stream";
 import { fakeWire, WIRE_BASE, type WireApi, type WireCall } from "./helpers/fake-wire";
@@ -13,10 +13,6 @@ import { pieces } from "./helpers/wire-streams";
  * streams (test/helpers/wire-streams.ts). The offline builtin model streams only when someone watches
  * its session as the run starts.
  */
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const APIS: WireApi[] = ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"];
 const REPLY = "Two agents answer on this gateway.";

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { asSchema, zodSchema } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { runModel } from "../src/runners/model-runner";
 import type { SessionMeta, TranscriptMessage } from "../src/session/types";
@@ -9,8 +9,6 @@ import { TOOLS } from "../src/tools/registry";
 import { buildRunTools } from "../src/tools/run-tools";
 import "../src/index";
 import { MOCK_USAGE, resolvedMock } from "./helpers/mock-model";
-
-afterEach(() => setConfigOverride(null));
 
 const usage = MOCK_USAGE;
 

@@ -1,15 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
+import { describe, expect, it, vi } from "vitest";
 import { SessionObject } from "../src/session/session-object";
 import { FAKE_BASE_URL, useFakeProvider } from "./helpers/fake-provider";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { crash } from "./helpers/restart";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 async function post(key: string, message: string, extra: Record<string, unknown> = {}) {
   const r = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message, ...extra });

@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { RegistryObject } from "../src/registry/registry-object";
 import type { IndexEntry } from "../src/registry/row";
@@ -13,11 +13,6 @@ import { quiesce } from "./helpers/quiesce";
 import { baseConfig, deferred, installFakes } from "./helpers/scripted";
 
 /** What a send's caller waits for (docs/scale.md, "Where a send's time goes"). */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const SHARDS = 16;
 

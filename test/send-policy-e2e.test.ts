@@ -1,12 +1,7 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call, enc, flushIndex, invoke, sendAndWait } from "./helpers/http";
 import { baseConfig, deferred, deliveriesOf, flowsOf, HOOK_BASE, installFakes, until } from "./helpers/scripted";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 let n = 0;
 const uniq = (base: string) => `${base}-${++n}`;

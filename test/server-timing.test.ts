@@ -1,10 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call } from "./helpers/http";
 import { quiesce } from "./helpers/quiesce";
 import { baseConfig, installFakes } from "./helpers/scripted";
-
-afterEach(() => setConfigOverride(null));
 
 /** `a;dur=1, b;dur=2.5` → { a: 1, b: 2.5 } */
 function phases(header: string | null): Record<string, number> {

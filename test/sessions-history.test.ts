@@ -1,15 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { sessionIndex } from "../src/registry/session-index";
 import type { TranscriptMessage } from "../src/session/types";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { call, enc, invoke, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 /** Read as `sessionKey` (by default the target itself, which every visibility mode allows). */
 const history = (args: Record<string, unknown>, sessionKey = String(args.sessionKey)) =>

@@ -1,17 +1,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { loadConfig, setConfigOverride } from "../src/config/load";
 import { RegistryObject } from "../src/registry/registry-object";
 import { sessionIndex } from "../src/registry/session-index";
 import { useFakeProvider } from "./helpers/fake-provider";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import { type SyntheticRow, syntheticIndexEntries } from "./helpers/index-rows";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 /** A config with these agents (first = default) and extra top-level sections. */
 function configure(agents: (string | Record<string, unknown>)[], extra: Record<string, unknown> = {}) {

@@ -1,13 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call, enc, flushIndex, invoke, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
 import { baseConfig, deferred, deliveriesOf, flowsOf, HOOK_BASE, installFakes, until } from "./helpers/scripted";
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 let n = 0;
 const uniq = (base: string) => `${base}-${++n}`;

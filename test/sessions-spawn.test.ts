@@ -1,5 +1,5 @@
 import { exports } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { ACCEPTED_NOTE_DIRECT, ACCEPTED_NOTE_SESSION } from "../src/spawn/subagent-prompt";
 import { advance, call, enc, GATEWAY, invoke, sendAndWait, sessionStub } from "./helpers/http";
@@ -17,8 +17,6 @@ import {
 afterEach(async () => {
   releaseHangingRequests();
   await settleChildren();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const CHILD_RE = /^agent:main:subagent:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,26 +1,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { advance, invoke, sessionStub } from "./helpers/http";
 import { crash, evict } from "./helpers/restart";
 import { until } from "./helpers/scripted";
-import {
-  announcesIn,
-  childState,
-  installFakes,
-  releaseHangingRequests,
-  requesterKey,
-  settle,
-  subagentConfig,
-} from "./helpers/subagents";
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
+import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 /** Until the child's announce is handed off: expire leases (lost executors) and retry timers by moving time, wait runs server-side. */
 async function driveToAnnounce(child: string): Promise<void> {

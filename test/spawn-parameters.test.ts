@@ -9,8 +9,6 @@ import { settleChildren } from "./helpers/subagents";
 
 afterEach(async () => {
   await settleChildren();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const RUNTIME_URL = "https://runtime.test/spawned";

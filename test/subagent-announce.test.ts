@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { announceIdempotencyKey, handAnnounceToRequester } from "../src/spawn/requester-side";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
@@ -11,17 +11,10 @@ import {
   type ModelAnswer,
   type ModelCall,
   outboxOf,
-  releaseHangingRequests,
   requesterKey,
   settle,
   subagentConfig,
 } from "./helpers/subagents";
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 /**
  * Spawn one child from a fresh requester (with a webchat route unless `route: false`), drive it until

@@ -1,27 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { type SessionObject, SessionObject as SessionObjectClass } from "../src/session/session-object";
 import { ARCHIVE_PART_BYTES, archivePrefix } from "../src/spawn/archive";
 import { archiveStatus } from "../src/spawn/archive-read";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
 import { crash, evict } from "./helpers/restart";
-import {
-  announcesIn,
-  childState,
-  installFakes,
-  releaseHangingRequests,
-  requesterKey,
-  settle,
-  subagentConfig,
-} from "./helpers/subagents";
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
+import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig } from "./helpers/subagents";
 
 const MIN = 60_000;
 

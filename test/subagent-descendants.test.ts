@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { DESCENDANT_WAIT_MAX_MS } from "../src/spawn/subagent-lifecycle";
 import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
@@ -23,12 +23,6 @@ import {
  * child's slot, and announces with every direct child's output in creation order; children deleted
  * before they reported are left out. Item 46: NO_REPLY after the wait does not swallow the results.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 interface ChildPlan {
   task: string;

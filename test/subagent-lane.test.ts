@@ -1,19 +1,13 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { LANE_OBJECT, LANE_SCHEMA, STALE_CHECK_MS } from "../src/lane/subagent-lane";
 import { SessionObject } from "../src/session/session-object";
 import { LANE_POLL_MS } from "../src/spawn/subagent-lane-client";
 import { advance, call, enc, invoke } from "./helpers/http";
 import { installFakes, until } from "./helpers/scripted";
-import { releaseHangingRequests, requesterKey, subagentConfig } from "./helpers/subagents";
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
+import { requesterKey, subagentConfig } from "./helpers/subagents";
 
 /**
  * Task runs held open until the test finishes them; the order they reached the model in. The run polls a

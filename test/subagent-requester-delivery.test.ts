@@ -47,8 +47,6 @@ afterEach(async () => {
   releaseHangingRequests();
   // Background work of the test's last run (slot release, index write) finishes before the next test or teardown.
   await quiesce();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 describe("announceDelivery: requester", () => {

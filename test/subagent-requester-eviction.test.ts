@@ -1,20 +1,13 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
+import { describe, expect, it } from "vitest";
 import { getRequesterSpawnState } from "../src/spawn/requester-side";
 import { invoke, sessionStub } from "./helpers/http";
 import { delivered, drive, setup, stepsOf, unfinished } from "./helpers/requester-turns";
 import { crash } from "./helpers/restart";
-import { announcesIn, outboxOf, releaseHangingRequests } from "./helpers/subagents";
+import { announcesIn, outboxOf } from "./helpers/subagents";
 
 /** "requester" announce delivery across evictions: every completion is told once, never twice, never lost. */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 describe("announceDelivery: requester, with evictions", () => {
   it.each([1, 2, 3])(

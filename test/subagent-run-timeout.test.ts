@@ -1,5 +1,5 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
 import {
@@ -8,7 +8,6 @@ import {
   installFakes,
   type ModelAnswer,
   type ModelCall,
-  releaseHangingRequests,
   requesterKey,
   settle,
   subagentConfig,
@@ -19,12 +18,6 @@ import {
  * 0 = no timeout, replacing the general run deadline for the child's task) and the honest figures of
  * the announce's stats line for children cut short.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 async function spawn(
   answer: (c: ModelCall) => ModelAnswer,

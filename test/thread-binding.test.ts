@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { callExtension } from "../src/session/extensions";
 import { SessionObject } from "../src/session/session-object";
@@ -13,7 +13,6 @@ import {
   childState,
   HOOK_URL,
   installFakes,
-  releaseHangingRequests,
   requesterKey,
   settle,
   subagentConfig,
@@ -24,12 +23,6 @@ import {
  * Follow-ups posted to that key run in the child, its announce and replies go to that thread, and the
  * binding ends with the child.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const MIN = 60_000;
 

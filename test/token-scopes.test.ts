@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { parseAgentTokens } from "../src/http/agent-tokens";
 import { authLimiter } from "../src/http/rate-limit";
@@ -36,10 +36,6 @@ beforeEach(() => {
     received.push(JSON.parse(String(init?.body)) as WebhookRunRequest);
     return new Response(null, { status: 202 });
   });
-});
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const uniq = (p: string) => `${p}-${crypto.randomUUID().slice(0, 8)}`;

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { verifyWebhookSignature } from "../src/channels/signed-webhook";
 import { setConfigOverride } from "../src/config/load";
 import { mintRunToken } from "../src/runners/run-token";
@@ -49,10 +49,6 @@ beforeEach(() => {
     received.push({ req, headers: new Headers(init?.headers), raw });
     return respond(req, init);
   });
-});
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const newKey = (rest = `chat-${crypto.randomUUID().slice(0, 8)}`) => `agent:hook:${rest}`;

@@ -43,7 +43,6 @@ function useWorkersAi(agent: string) {
 }
 
 afterEach(() => {
-  setConfigOverride(null);
   delete (env as { AI?: unknown }).AI;
 });
 
