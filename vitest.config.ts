@@ -1,5 +1,5 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
@@ -21,7 +21,9 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
-          include: ["test/*.test.ts"],
+          // Test folders mirror src/ (test/README.md maps each file to what it proves); test/node/ runs in Node.
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, "test/node/**"],
           // What every file resets after each test (the CONFIG override, spies, held fake calls).
           setupFiles: ["./test/setup.ts"],
           testTimeout: 30_000,

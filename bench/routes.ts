@@ -75,7 +75,7 @@ const seedTranscriptBody = z.object({
  * (bench/worker.ts); the production Worker (src/index.ts) never contains them.
  */
 function addBenchRoutes(app: Hono<AppEnv>): void {
-  // Not part of the public contract: left out of the bench Worker's /openapi.json (test/bench-routes.test.ts).
+  // Not part of the public contract: left out of the bench Worker's /openapi.json (test/bench/bench-routes.test.ts).
   const hidden = describeRoute({ hide: true });
 
   /**

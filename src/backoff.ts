@@ -4,8 +4,8 @@
  * and half random, so retries that failed together (a requester down for many children) spread out;
  * `"none"` keeps it exact where each caller retries alone and tests pin the delays (the outbox).
  * Used by session timers (src/session/timer-policy.ts), channel deliveries (src/channels/webhook.ts)
- * and the registry's legacy move (src/registry/legacy-move.ts); test/dead-timers.test.ts and
- * test/webhook.test.ts pin its values.
+ * and the registry's legacy move (src/registry/legacy-move.ts); test/session/dead-timers.test.ts and
+ * test/channels/webhook.test.ts pin its values.
  */
 export interface Backoff {
   baseDelayMs: number;

@@ -148,7 +148,7 @@ function classify(canonicalKey: string, agentId: string, rest: string, ctx: KeyC
 /**
  * Key as shown to anyone outside the session objects: under global scope the `global` bucket is shown
  * as `main` (spec), which every surface resolves back to it. Object names, run ids and index columns
- * keep `global`; every key a user, model or runtime reads goes through here (test/global-scope.test.ts).
+ * keep `global`; every key a user, model or runtime reads goes through here (test/policy/global-scope.test.ts).
  */
 export function displayKey(canonicalKey: string): string {
   return canonicalKey === "global" ? "main" : canonicalKey;
@@ -160,7 +160,7 @@ export function shownProvenance<P extends { sourceSessionKey?: string }>(p: P): 
 }
 
 /**
- * Channel column of a list row (test/sessions-list.test.ts): groups → the recorded channel (else the
+ * Channel column of a list row (test/tools/sessions-list.test.ts): groups → the recorded channel (else the
  * key's), direct → lastChannel, cron/hook/node → internal, else unknown.
  */
 export function deriveChannel(

@@ -206,7 +206,7 @@ describe("keys over HTTP", () => {
   it("under global scope the DM bucket is `global`, listed and shown as main", async () => {
     setConfigOverride({ session: { scope: "global" }, agents: { list: [{ id: "main", default: true }] } });
     const run = await sendAndWait("main", "global hello");
-    expect(run.sessionKey).toBe("main"); // run snapshots never show `global` (test/global-scope.test.ts)
+    expect(run.sessionKey).toBe("main"); // run snapshots never show `global` (test/policy/global-scope.test.ts)
     await flushIndex("global");
     const list = await invoke("sessions_list", {}, { sessionKey: "main" });
     expect(list.details.sessions.map((r: any) => r.key)).toContain("main");

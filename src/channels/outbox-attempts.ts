@@ -8,7 +8,7 @@ import { MAX_DELIVERY_ATTEMPTS, nextRetryDelayMs, type OutboundPayload, postWebh
 /**
  * Delivery attempts of the outbox: one POST per due `outbox` timer (claimed first, so two alarm passes
  * never send the same row at once), retry with backoff or a dead letter after the last attempt, and the
- * extensions' `onDeliveryDead` hooks a dead letter runs (test/outbox.test.ts).
+ * extensions' `onDeliveryDead` hooks a dead letter runs (test/channels/outbox.test.ts).
  */
 
 /**

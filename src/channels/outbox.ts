@@ -26,7 +26,7 @@ import type { OutboundPayload } from "./webhook";
  * `queueDelivery` writes a row and its timer inside the caller's transaction, so a delivery exists
  * exactly when the state that caused it does. The alarm (timer kind `outbox`) makes the attempts:
  * at-least-once, the same idempotency key on every retry, exponential backoff, a dead letter after
- * the last attempt. Send policy for outbound deliveries is decided here and nowhere else (test/send-policy-e2e.test.ts;
+ * the last attempt. Send policy for outbound deliveries is decided here and nowhere else (test/policy/send-policy-e2e.test.ts;
  * sessions_send checks the same policy up front, to refuse the send itself). Rows and listing: outbox-rows.ts;
  * attempts and dead letters: outbox-attempts.ts.
  */

@@ -138,7 +138,7 @@ export const ConfigSchema = z.object({
     .object({
       sessions: z
         .object({
-          // Invalid or missing visibility falls back to "tree" as in OpenClaw, case-insensitive (test/policy.test.ts).
+          // Invalid or missing visibility falls back to "tree" as in OpenClaw, case-insensitive (test/policy/policy.test.ts).
           visibility: z.string().optional(),
         })
         .prefault({}),

@@ -12,7 +12,7 @@ import { log } from "../log";
  * transaction returns its items are handed to `publish` — after the commit, from memory.
  *
  * Wrapping the storage object itself (not a copy handed to some callers) means no writer can bypass it:
- * every module, and a test's `state.storage`, calls the same wrapped method (test/events-session.test.ts).
+ * every module, and a test's `state.storage`, calls the same wrapped method (test/events/events-session.test.ts).
  */
 export class CommitGate<T> {
   private readonly frames: T[][] = [];

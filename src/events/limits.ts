@@ -1,6 +1,6 @@
 /**
  * Bounds of the event streams (docs/events.md, docs/limits.md). One object so a test can shrink a bound
- * (test/events-session.test.ts) without a second code path; heartbeats are driven through heartbeat-timer.ts.
+ * (test/events/events-session.test.ts) without a second code path; heartbeats are driven through heartbeat-timer.ts.
  */
 export const EVENT_LIMITS = {
   /** Watchers of one session, both streams together; one more is a 429. */

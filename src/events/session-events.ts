@@ -105,7 +105,7 @@ export class SessionEvents {
         const w = ws.deserializeAttachment() as Watcher;
         if (w.kind !== "session" || !w.live) continue;
         // The replay guard: a page that already carried an event (read before its publication) moved the
-        // cursor past it, so it is not sent twice (test/events-commit.test.ts).
+        // cursor past it, so it is not sent twice (test/events/events-commit.test.ts).
         let text = "";
         for (const e of blocks) if (e.seq > w.cursor) text += e.block;
         if (text) send(ws, text);

@@ -5,7 +5,7 @@ import { runSummarySchema } from "../session/runs-list-rpc";
 
 /**
  * Response bodies of the HTTP API as zod schemas. Routes type their answers with these (`satisfies`),
- * /openapi.json is generated from them, and test/openapi-contract.test.ts checks real responses against
+ * /openapi.json is generated from them, and test/http/openapi-contract.test.ts checks real responses against
  * the generated document. Objects are strict: a field a route adds without adding it here fails that test.
  */
 

@@ -4,7 +4,7 @@ export const SCALAR_SCRIPT = "/docs/scalar.js";
 /**
  * `GET /docs`: Scalar's API reference rendering `/openapi.json`. The script is one of the Worker's
  * static assets and the default web fonts are off, so the page loads nothing from another origin and
- * works offline (test/openapi.test.ts).
+ * works offline (test/http/openapi.test.ts).
  */
 export const DOCS_PAGE = `<!doctype html>
 <html lang="en">

@@ -6,7 +6,7 @@ import { errorEnvelopeSchema } from "./api-schemas";
  * How a route describes itself in /openapi.json (docs/contract.md, "Describing a route"): put
  * `routeDoc({...})` first in the route's handlers, then `valid(...)` (src/http/validate.ts) for its
  * params, query and body: the validators put the request into the document. A route without `routeDoc`
- * is missing from the document, which test/openapi.test.ts fails on. (Named apart from vitest's `describe`.)
+ * is missing from the document, which test/http/openapi.test.ts fails on. (Named apart from vitest's `describe`.)
  */
 
 export type Tag = "tools" | "sessions" | "runs" | "deliveries" | "agents" | "meta";

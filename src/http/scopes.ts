@@ -8,7 +8,7 @@ import type { Principal } from "./principal";
  *  - a run token (a webhook runtime) calls the tools as its run's session (`/tools/invoke`, `/mcp`,
  *    `GET /v1/tools`), reads its own session, and completes its own run — nothing else. Every other
  *    `/v1` write is refused here, by method, so a write route added later is covered without a check
- *    of its own (test/token-scopes.test.ts);
+ *    of its own (test/http/token-scopes.test.ts);
  *  - changing a session's send policy (PATCH `sendPolicy`, an owner's `/send`) is the operator's.
  */
 const READ_METHODS = new Set(["GET", "HEAD"]);

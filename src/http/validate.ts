@@ -8,7 +8,7 @@ import { issueText, type ValidationIssue } from "../zod-issue-text";
 /**
  * Request validation through Hono's validator middleware (hono-openapi's `validator`, which also puts
  * the schema into /openapi.json). A failure is our envelope, a 400 whose message starts with the field:
- * `limit: must be >= 1` (test/bad-input.test.ts, test/input-bounds.test.ts).
+ * `limit: must be >= 1` (test/http/bad-input.test.ts, test/http/input-bounds.test.ts).
  */
 export function valid<T extends keyof ValidationTargets, S extends z.ZodType>(target: T, schema: S) {
   return validator(target, schema, (result, c) => {

@@ -11,7 +11,7 @@ import { type ParsedKey, parseCanonical } from "../keys";
  *   "per-channel-peer"         → `agent:<id>:<channel>:direct:<peer>`,
  *   "per-account-channel-peer" → `agent:<id>:<channel>:<accountId|default>:direct:<peer>`.
  * Any other message (a named key, a group, no channel or peer) and `session.scope = "global"` (all DMs
- * in the global bucket) keep their target. Tests: test/dm-scope.test.ts.
+ * in the global bucket) keep their target. Tests: test/policy/dm-scope.test.ts.
  */
 export function dmSessionTarget(
   cfg: Config,

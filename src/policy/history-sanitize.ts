@@ -1,7 +1,7 @@
 import { redactSensitiveText } from "./redact";
 
 /**
- * What `sessions_history` hands to another agent (OpenClaw's tool-level sanitization; test/history-sanitize.test.ts):
+ * What `sessions_history` hands to another agent (OpenClaw's tool-level sanitization; test/policy/history-sanitize.test.ts):
  * bulky or opaque fields removed, every text field redacted then capped, and the whole page
  * capped by JSON bytes with the newest messages kept.
  */

@@ -1,5 +1,5 @@
 /**
- * Secret redaction for text that leaves a session (test/history-sanitize.test.ts).
+ * Secret redaction for text that leaves a session (test/policy/history-sanitize.test.ts).
  *
  * Only the secret value is masked; the surrounding context (`API_KEY=`, `"token": "`, `--password `,
  * `Bearer `) is kept so a reader still knows *what* was there. Every pattern is written so the regex

@@ -3,7 +3,7 @@ import type { SessionExtension } from "../session/extensions";
 import { parseSendCommand } from "./send-policy";
 
 /**
- * The owner's standalone `/send on|off|inherit` (test/token-scopes.test.ts, test/send-policy-e2e.test.ts). The session object turns such an
+ * The owner's standalone `/send on|off|inherit` (test/http/token-scopes.test.ts, test/policy/send-policy-e2e.test.ts). The session object turns such an
  * inbound message into a `command` run; this extension answers it with OpenClaw's texts and
  * sets the per-session override in the run-ending transaction (so the answer and the change are
  * one atomic step, in queue order with the session's other messages).

@@ -1,7 +1,7 @@
 import { SwitchboardError } from "../errors";
 
 /**
- * Send policy (docs/contract.md; test/send-policy-e2e.test.ts): may a session deliver messages? A per-session override wins, then
+ * Send policy (docs/contract.md; test/policy/send-policy-e2e.test.ts): may a session deliver messages? A per-session override wins, then
  * the configured rules (deny short-circuits), then the configured default, then allow.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Which sessions a requester may list / read / send to / inspect (test/policy.test.ts). Pure decisions;
+ * Which sessions a requester may list / read / send to / inspect (test/policy/policy.test.ts). Pure decisions;
  * callers supply the facts (agent ids, the target's `spawnedBy`) and turn a denial into `forbidden`.
  */
 
@@ -52,7 +52,7 @@ export function resolveEffectiveVisibility(input: {
   const clampSpawned = (input.sandboxClamp ?? "spawned") === "spawned";
   // OpenClaw clamps *every* mode to tree, which widens `self`; we keep that for parity.
   if (input.sandboxed && clampSpawned) visibility = "tree";
-  // OpenClaw exempts sub-agent requesters (test/policy.test.ts): their lookups are not filtered by `spawnedBy`.
+  // OpenClaw exempts sub-agent requesters (test/policy/policy.test.ts): their lookups are not filtered by `spawnedBy`.
   const restrictToSpawned = input.sandboxed && clampSpawned && !input.requesterIsSubagent;
   return { visibility, restrictToSpawned };
 }

@@ -6,7 +6,7 @@ import { indexShardStub } from "./registry-stubs";
  * Rows are placed by `hash mod count` (src/registry/shard-hash.ts), so an index that holds rows under one
  * count cannot be read or written under another: the rows would be looked for in the wrong shards. A
  * changed count is therefore taken only while the index is empty, and refused with a config error
- * otherwise (docs/scale.md, test/index-shards.test.ts).
+ * otherwise (docs/scale.md, test/registry/index-shards.test.ts).
  */
 export const LAYOUT_SCHEMA = "CREATE TABLE index_layout (shards INTEGER NOT NULL);";
 

@@ -249,7 +249,7 @@ export class RegistryObject extends DurableObject<Env> {
     }
     if (q.cursor) {
       // `updated_at <= ?` is the index's range bound; the OR alone is no bound, and SQLite then read every
-      // row newer than the cursor to reach the page: O(position) per page (test/sessions-list.test.ts).
+      // row newer than the cursor to reach the page: O(position) per page (test/tools/sessions-list.test.ts).
       where.push("updated_at <= ? AND (updated_at < ? OR key < ?)");
       args.push(q.cursor.updatedAt, q.cursor.updatedAt, q.cursor.key);
     }
@@ -260,7 +260,7 @@ export class RegistryObject extends DurableObject<Env> {
     // index order. One `key = ? OR spawned_by = ?` made SQLite walk sessions_recent over every row of
     // the agent: O(sessions) per call, 6× slower at 100,000 sessions (npm run bench). The children's arm
     // names its index: left to choose, SQLite walked sessions_recent (listed = 1, in the ORDER BY's order)
-    // and filtered spawned_by, O(rows in the shard) again (test/sessions-list.test.ts, "a tree page reads…").
+    // and filtered spawned_by, O(rows in the shard) again (test/tools/sessions-list.test.ts, "a tree page reads…").
     const [query, queryArgs] =
       q.scope.type === "tree"
         ? [

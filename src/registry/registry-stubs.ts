@@ -2,7 +2,7 @@ import { legacyName, shardName, shardOf } from "./shard-hash";
 
 /**
  * The one way to reach an agent's registry objects: a shard of its session index by number or by the
- * hash of a key / sessionId, or its pre-sharding object (test/index-shards.test.ts). Everything that
+ * hash of a key / sessionId, or its pre-sharding object (test/registry/index-shards.test.ts). Everything that
  * talks to the index (src/registry/session-index.ts, src/registry/legacy-move.ts) goes through here,
  * so the naming scheme of src/registry/shard-hash.ts is applied in one place.
  */

@@ -4,9 +4,9 @@ const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] as cons
 
 /**
  * A session's row: what `sessions_list` lists, `GET /v1/sessions/{key}` and `PATCH` answer, and the
- * index stores (test/sessions-list.test.ts). The type is inferred from this schema and the OpenAPI
+ * index stores (test/tools/sessions-list.test.ts). The type is inferred from this schema and the OpenAPI
  * `Session` component is generated from it, so the row and its documentation cannot drift apart.
- * Strict: a field the code adds without adding it here fails test/openapi-contract.test.ts.
+ * Strict: a field the code adds without adding it here fails test/http/openapi-contract.test.ts.
  */
 export const sessionRowSchema = z
   .strictObject({

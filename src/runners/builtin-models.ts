@@ -49,7 +49,7 @@ export function echoModel(): LanguageModelV4 {
   };
 }
 
-/** Pieces a streamed answer is cut into, so a watcher of the run sees it arrive in parts (test/events-run.test.ts). */
+/** Pieces a streamed answer is cut into, so a watcher of the run sees it arrive in parts (test/events/events-run.test.ts). */
 const STREAM_CHUNKS = 4;
 
 /**

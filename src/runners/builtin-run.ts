@@ -57,7 +57,7 @@ export function runBuiltinModel(
  * (the usual client: send, get the runId, then open the run's stream) see the text from then on. The
  * offline builtin models answer in microseconds, where streaming would multiply the run's cost for
  * nobody: they stream only when someone watches the session as the run starts; a late watcher of such
- * a run gets its replay once it ended (test/run-stream-providers.test.ts).
+ * a run gets its replay once it ended (test/runners/run-stream-providers.test.ts).
  */
 function streams(model: ResolvedModel, host: SessionHost): boolean {
   return model.api !== "builtin" || host.isWatched();

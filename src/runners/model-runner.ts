@@ -52,7 +52,7 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     onStepEnd: (step: StepResult<ToolSet>) => req.onStep(stepMessages(req.model, step)),
     // No telemetry integration is registered here, but the SDK still traces every call, step and tool through
     // node:diagnostics_channel unless told not to: it skips only when `hasSubscribers === false`, and
-    // workerd's is a method, never `false` (~3% of a send burst's CPU; test/model-runner-telemetry.test.ts).
+    // workerd's is a method, never `false` (~3% of a send burst's CPU; test/runners/model-runner-telemetry.test.ts).
     telemetry: { isEnabled: false },
   };
   const result = req.live ? await streamModel(options, req.live) : await generateText(options);
@@ -61,7 +61,7 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
 }
 
 /**
- * `streamText` on any provider (each API's streaming wire format; test/run-stream-providers.test.ts),
+ * `streamText` on any provider (each API's streaming wire format; test/runners/run-stream-providers.test.ts),
  * forwarding each text delta and tool call to the run's watchers as it arrives. The reply, usage, steps,
  * retries and errors are those `generateText` gives.
  */

@@ -8,7 +8,7 @@ import type { ResolvedModel } from "./models";
  * One step's transcript rows: the assistant message (with that call's usage), then one tool result per
  * tool call, in call order. A call the AI SDK rejected (input its schema refuses, a tool the run does not
  * have) gets a result too — `isError: true`, with the error text the model was told — so no call in the
- * transcript is left without its result (test/rejected-tool-call.test.ts).
+ * transcript is left without its result (test/runners/rejected-tool-call.test.ts).
  */
 export function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): TranscriptMessage[] {
   const now = Date.now();
@@ -31,7 +31,7 @@ export function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): T
       model: model.modelId,
       usage: toUsage(step.usage, model.cost),
       // A step that called tools stopped to use them, whatever finish reason the provider reported
-      // (Workers AI's own tool-call shape carries none; test/workers-ai.test.ts).
+      // (Workers AI's own tool-call shape carries none; test/runners/workers-ai.test.ts).
       stopReason:
         step.finishReason === "tool-calls" || step.toolCalls.length > 0
           ? "toolUse"
@@ -66,7 +66,7 @@ export function stepMessages(model: ResolvedModel, step: StepResult<ToolSet>): T
 
 /**
  * A tool call's input as the transcript keeps it. Attachment bytes handed to sessions_spawn never enter
- * the requester's persisted transcript (test/sessions-spawn.test.ts): their contents are redacted, and
+ * the requester's persisted transcript (test/tools/sessions-spawn.test.ts): their contents are redacted, and
  * arguments that are not a JSON object (the SDK keeps unparsable arguments as their raw text) are
  * redacted whole, since nothing tells which part of them is a file.
  */
@@ -78,7 +78,7 @@ function transcriptInput(toolName: string, input: unknown): unknown {
 /**
  * The text a rejected call's result keeps: what the SDK told the model, with the call's input shown as
  * the transcript keeps it. The SDK quotes the input whole in its validation and parse errors (`Value:`,
- * `Text:`; test/run-tools.test.ts), so for sessions_spawn that quote is swapped for the redacted copy —
+ * `Text:`; test/tools/run-tools.test.ts), so for sessions_spawn that quote is swapped for the redacted copy —
  * else the error would carry the attachment bytes the call's own arguments leave out. Its length is
  * bounded like every tool result's (`limits.maxMessageBytes`, docs/limits.md) when the row is stored.
  */

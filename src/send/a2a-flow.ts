@@ -20,7 +20,7 @@ import { startFlow, stepEnded, stepGaveUp } from "./a2a-steps";
 import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
 
 /**
- * The agent-to-agent flow of `sessions_send` (docs/contract.md, "Flows"; test/a2a-flow.test.ts): after the primary run,
+ * The agent-to-agent flow of `sessions_send` (docs/contract.md, "Flows"; test/send/a2a-flow.test.ts): after the primary run,
  * requester and target alternate reply-back turns, then the target runs the announce step whose
  * reply is delivered to the target's channel.
  *

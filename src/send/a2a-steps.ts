@@ -75,7 +75,7 @@ export function startFlow(host: SessionHost, run: RunSnapshot, input: RunInput, 
     turns: [],
   };
   const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
-  // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (OpenClaw's step 0; test/a2a-flow.test.ts).
+  // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (OpenClaw's step 0; test/send/a2a-flow.test.ts).
   if (!roundOne) {
     finish(host, f, "no_round_one_reply");
     return;

@@ -7,7 +7,7 @@ import { SwitchboardError, toRpcError } from "../errors";
  * Durable Object serves other calls during those awaits. Without this gate a message accepted in that
  * window (202) was wiped by the `deleteAll()` that followed: accepted and lost. The flag is set
  * synchronously before the first await and checked by every writer with no await between the check
- * and its transaction (test/close-race.test.ts). Memory only on purpose: a restart interrupts the
+ * and its transaction (test/session/close-race.test.ts). Memory only on purpose: a restart interrupts the
  * delete itself, and the session is then simply open again.
  */
 export type ClosingReason = "deleted" | "archived";

@@ -68,7 +68,7 @@ export async function enqueueRun(
   if (req.onlyIfExists && (!host.hasStorage || !host.meta))
     throw toRpcError(new SwitchboardError("not_found", `Session not found: ${host.key}`));
   steps.ensureSchema();
-  // An owner's standalone `/send on|off|inherit` is a command run (test/token-scopes.test.ts): it takes its turn in
+  // An owner's standalone `/send on|off|inherit` is a command run (test/http/token-scopes.test.ts): it takes its turn in
   // the queue like any message, but is answered by the send-policy extension, never by the model.
   if (req.senderIsOwner && req.input.kind === "inbound" && parseSendCommand(req.input.message))
     req = { ...req, input: { ...req.input, kind: "command" } };
@@ -115,7 +115,7 @@ export async function enqueueRun(
   });
   await host.timers.arm();
   // A new session is listed before its first send is answered. A known session's row write is owed by the
-  // timer row written above, so it stays off the caller's path (test/index-shards.test.ts).
+  // timer row written above, so it stays off the caller's path (test/registry/index-shards.test.ts).
   const indexed = host.markIndexDirty({ immediate: created });
   if (created) await indexed;
   else

@@ -2,7 +2,7 @@ import type { EnqueueRequest, SessionMeta } from "./types";
 
 /**
  * Record where a session's replies go from an inbound message's route. Only real inbound channel
- * traffic sets the delivery route; inter-session turns never overwrite it (OpenClaw #54441; test/a2a-flow.test.ts).
+ * traffic sets the delivery route; inter-session turns never overwrite it (OpenClaw #54441; test/send/a2a-flow.test.ts).
  */
 export function recordInboundRoute(m: SessionMeta, input: EnqueueRequest["input"]): void {
   const route = input.route;

@@ -17,7 +17,7 @@ export const RUN_KINDS = [
 /**
  * A run as `GET /v1/runs/{id}` (and wait, abort, complete) answers it. The type is inferred from this
  * schema and the OpenAPI `Run` component is generated from it; strict, so a field added to the
- * snapshot but not here fails test/openapi-contract.test.ts.
+ * snapshot but not here fails test/http/openapi-contract.test.ts.
  */
 export const runSnapshotSchema = z
   .strictObject({

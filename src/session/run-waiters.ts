@@ -8,7 +8,7 @@ import type { RunSnapshot } from "./types";
 export class RunWaiters {
   private readonly byRun = new Map<string, Set<(s: RunSnapshot) => void>>();
 
-  /** How many runs have someone waiting (test/rest.test.ts waits for a waiter to be registered). */
+  /** How many runs have someone waiting (test/http/rest.test.ts waits for a waiter to be registered). */
   get size(): number {
     return this.byRun.size;
   }

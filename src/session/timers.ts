@@ -96,7 +96,7 @@ export class Timers {
   /**
    * Point the alarm at the earliest timer (or clear it). Call after any transaction that touched timers.
    * Most calls (an enqueue into a busy session) leave the earliest due time where it was and return
-   * without touching storage (test/send-path.test.ts).
+   * without touching storage (test/send/send-path.test.ts).
    */
   async arm(): Promise<void> {
     if (this.armedAt === undefined) this.armedAt = await this.storage.getAlarm();

@@ -1,7 +1,7 @@
 import type { ChatType, SessionKind } from "../keys";
 import type { RUN_KINDS, RUN_STATUSES } from "./run-schema";
 
-/** Transcript message in OpenClaw's raw transcript format (test/sessions-history.test.ts). */
+/** Transcript message in OpenClaw's raw transcript format (test/tools/sessions-history.test.ts). */
 export type ContentBlock =
   | { type: "text"; text: string }
   | { type: "image"; data?: string; mimeType?: string }

@@ -8,7 +8,7 @@ import type { CompletionEvent } from "./completion-event";
 /**
  * The child's announce flow row (`announce:<taskRunId>`, kind `subagent_announce_out`): its states,
  * the material frozen in it, the timers that move it on, and what happens when one of them dies
- * (the flow turns "failed"; an operator retry puts it back; test/dead-timers.test.ts).
+ * (the flow turns "failed"; an operator retry puts it back; test/session/dead-timers.test.ts).
  */
 
 export const ANNOUNCE_FLOW = "subagent_announce_out";

@@ -1,7 +1,7 @@
 import { cutText, storedTextBytes } from "../session/byte-budget";
 
 /**
- * The sub-agent completion announce text (docs/contract.md, "Flows"; test/announce-format.test.ts).
+ * The sub-agent completion announce text (docs/contract.md, "Flows"; test/spawn/announce-format.test.ts).
  *
  * Status comes from the runtime outcome only — never from what the model wrote — so a child that
  * claims success in its reply but timed out is still reported as `timed out`.
@@ -109,7 +109,7 @@ export function fenceUntrusted(text: string): string {
 }
 
 /**
- * "Child completion results:" (as in OpenClaw; test/subagent-descendants.test.ts): every direct child in creation
+ * "Child completion results:" (as in OpenClaw; test/spawn/subagent-descendants.test.ts): every direct child in creation
  * order, each with its status and its result fenced as untrusted data. Not truncated here: the
  * announcing child freezes its whole Result (its own text and these findings) at 100 KB.
  */
@@ -123,7 +123,7 @@ export function formatChildFindings(children: ChildFinding[]): string {
 }
 
 /**
- * What a run that timed out while working with tools achieved (test/subagent-run-timeout.test.ts):
+ * What a run that timed out while working with tools achieved (test/spawn/subagent-run-timeout.test.ts):
  * `[Partial progress: <n> tool call(s) executed before timeout]` and its last ≤3 assistant fragments;
  * without fragments, the latest tool result (which OpenClaw drops) so the work is not lost.
  */

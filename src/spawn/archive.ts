@@ -5,7 +5,7 @@ import type { SessionHost } from "../session/host";
 import { writeHistoryPages } from "./archive-pages";
 
 /**
- * Cold storage for archived sub-agents (test/subagent-archive.test.ts): before a child's storage is cleared,
+ * Cold storage for archived sub-agents (test/spawn/subagent-archive.test.ts): before a child's storage is cleared,
  * its transcript (the same JSONL as `GET /v1/sessions/{key}/transcript.jsonl`) goes to the optional
  * R2 bucket `ARCHIVE`, and its attachments too when `retainOnSessionKeep` asks to keep them.
  * Without the binding nothing is exported and the child is kept (subagent-lifecycle.ts). The transcript is streamed in byte-budgeted chunks into

@@ -1,5 +1,5 @@
 /**
- * Inline attachments for `sessions_spawn` (docs/limits.md; test/attachments.test.ts).
+ * Inline attachments for `sessions_spawn` (docs/limits.md; test/spawn/attachments.test.ts).
  *
  * Validation only: the caller decides where the bytes go (the child's object stores them).
  * Every refusal is a *result* (`{ ok: false, status, error }`), never a throw, because the

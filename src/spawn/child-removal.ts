@@ -8,7 +8,7 @@ import { archivedEntryOf, exportToArchive } from "./archive";
 /**
  * Removing a sub-agent child from its own alarm, so it survives restarts: archived N minutes after
  * its last run (cleanup "keep"), or deleted once its announce is with the requester (cleanup "delete";
- * test/subagent-archive.test.ts).
+ * test/spawn/subagent-archive.test.ts).
  */
 
 export const ARCHIVE_TIMER = "subagent-archive";

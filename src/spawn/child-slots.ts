@@ -7,7 +7,7 @@ import type { ChildFinding, ChildOutcome } from "./announce-format";
  * A requester's active-children slots (one `subagent_child` flow row per child): reserved before a
  * child is created, so concurrent spawns never exceed `maxChildrenPerAgent`, and ended once the
  * child's completion has been absorbed by the requester. Each ended slot keeps the child's outcome,
- * so a requester that is itself a sub-agent can report all its direct children (test/subagent-descendants.test.ts).
+ * so a requester that is itself a sub-agent can report all its direct children (test/spawn/subagent-descendants.test.ts).
  * Everything here is synchronous: it runs inside the caller's transaction.
  */
 

@@ -25,7 +25,7 @@ export interface AnnounceHandoff {
   message: string | null;
   /** The requester's route captured at spawn, used when the requester has none recorded now. */
   route?: DeliveryRoute | null;
-  /** A thread-bound child's thread: the announce is delivered there (test/thread-binding.test.ts). */
+  /** A thread-bound child's thread: the announce is delivered there (test/spawn/thread-binding.test.ts). */
   threadId?: string;
   /** The child's status label and frozen result, kept even when the announce is silent. */
   outcome?: ChildOutcome;

@@ -148,7 +148,7 @@ declare module "../session/extensions" {
 
 /**
  * The requester is told when an announce could not be delivered to its channel after the outbox's
- * last attempt (OpenClaw only logged it; test/subagent-announce.test.ts). Once per delivery.
+ * last attempt (OpenClaw only logged it; test/spawn/subagent-announce.test.ts). Once per delivery.
  */
 function announceUndelivered(host: SessionHost, d: DeadDelivery): void {
   if (d.kind !== "subagent_announce") return;

@@ -35,7 +35,7 @@ import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt
 import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./task-outcome";
 
 /**
- * The child's half of the sub-agent lifecycle (docs/contract.md, "Flows"; test/subagent-announce.test.ts),
+ * The child's half of the sub-agent lifecycle (docs/contract.md, "Flows"; test/spawn/subagent-announce.test.ts),
  * driven only by rows written in the transactions that cause them, so an eviction at any point
  * loses nothing:
  *
@@ -83,7 +83,7 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
         ? (partialProgressOf(host, run.runId, latestToolResult) ?? latestToolResult)
         : latestToolResult;
     // Its own children still run: announcing now would report their work as missing, so the
-    // announce waits for their announces (test/subagent-descendants.test.ts), bounded by a cap timer.
+    // announce waits for their announces (test/spawn/subagent-descendants.test.ts), bounded by a cap timer.
     const waitForChildren = countActiveChildren(host) > 0;
     writeFlow(host, waitForChildren ? "waiting" : "step", {
       taskRunId: run.runId,

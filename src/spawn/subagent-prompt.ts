@@ -2,7 +2,7 @@ import { displayKey } from "../keys";
 import { ANNOUNCE_SKIP, SUBAGENT_ANNOUNCE_STEP_HEADER } from "../send/control-tokens";
 
 /**
- * The texts a sub-agent sees (OpenClaw's task message and system prompt; test/sessions-spawn.test.ts) and the
+ * The texts a sub-agent sees (OpenClaw's task message and system prompt; test/tools/sessions-spawn.test.ts) and the
  * prompt of its announce step (docs/contract.md, "Flows": the announce step runs in the child).
  */
 

@@ -19,7 +19,7 @@ export function latestToolResultText(host: SessionHost, runId: string): string |
 }
 
 /**
- * Partial progress of a task run that timed out while it worked with tools (test/subagent-run-timeout.test.ts):
+ * Partial progress of a task run that timed out while it worked with tools (test/spawn/subagent-run-timeout.test.ts):
  * its tool calls and last assistant fragments, or null when it made no tool call.
  */
 export function partialProgressOf(host: SessionHost, runId: string, latestToolResult: string | null): string | null {

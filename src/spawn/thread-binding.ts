@@ -5,7 +5,7 @@ import type { SessionHost } from "../session/host";
 import type { DeliveryRoute, EnqueueRequest, RunSnapshot } from "../session/types";
 
 /**
- * Thread-bound sub-agents (`sessions_spawn` with `thread: true`; test/thread-binding.test.ts). The spawn binds the
+ * Thread-bound sub-agents (`sessions_spawn` with `thread: true`; test/spawn/thread-binding.test.ts). The spawn binds the
  * thread key `<requester key>:thread:<child uuid>` to the child:
  *  - inbound channel messages posted to that key are run by the child (a follow-up continues in-thread);
  *  - the child's announces and its replies to those follow-ups are delivered with `threadId` = the uuid,

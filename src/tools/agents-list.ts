@@ -11,7 +11,7 @@ export interface AgentsListResult {
   agents: { id: string; name?: string; configured: boolean }[];
 }
 
-/** Agent ids the requester may target with sessions_spawn (test/agents-list.test.ts). */
+/** Agent ids the requester may target with sessions_spawn (test/tools/agents-list.test.ts). */
 export function spawnAllowlist(cfg: Config, requesterAgentId: string): { allowAny: boolean; ids: string[] } {
   const agent = cfg.agents.list.find((a) => a.id === requesterAgentId);
   const list = agent?.subagents?.allowAgents ?? cfg.agents.defaults.subagents.allowAgents ?? [];

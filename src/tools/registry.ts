@@ -29,7 +29,7 @@ export const TOOLS: readonly ToolDefinition[] = [
  * Tools a caller may use. Main sessions get every tool. Sub-agents get the tools whose definition says
  * `subagents: "all"`, orchestrators (depth < maxSpawnDepth) also those marked `"orchestrators"` — so
  * raising maxSpawnDepth is enough to let a sub-agent spawn and read its own children
- * (test/subagent-descendants.test.ts) — and `tools.subagents.tools` allows more (deny wins). Enforced here
+ * (test/spawn/subagent-descendants.test.ts) — and `tools.subagents.tools` allows more (deny wins). Enforced here
  * for every call, not only by prompt.
  */
 export function toolsFor(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg: Config): readonly ToolDefinition[] {
@@ -54,7 +54,7 @@ export function findTool(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg:
   return t;
 }
 
-/** Accept snake_case spellings of every parameter (test/sessions-list.test.ts), then validate with the tool's schema. */
+/** Accept snake_case spellings of every parameter (test/tools/sessions-list.test.ts), then validate with the tool's schema. */
 export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string, unknown> {
   if (raw === undefined || raw === null) raw = {};
   if (typeof raw !== "object" || Array.isArray(raw)) throw invalid("args: expected an object");

@@ -12,7 +12,7 @@ export interface ResolvedTarget {
   parsed: ParsedKey;
 }
 
-/** Effective visibility of the caller (config, sandbox clamp) (test/policy.test.ts). */
+/** Effective visibility of the caller (config, sandbox clamp) (test/policy/policy.test.ts). */
 export function callerVisibility(ctx: ToolContext): { visibility: Visibility; restrictToSpawned: boolean } {
   return resolveEffectiveVisibility({
     configured: ctx.cfg.tools.sessions.visibility,
@@ -28,7 +28,7 @@ export function parseTargetKey(ctx: ToolContext, raw: string): ParsedKey {
 }
 
 /**
- * Resolve the `sessionKey` parameter of history/send (test/sessions-history.test.ts): keys and aliases parse
+ * Resolve the `sessionKey` parameter of history/send (test/tools/sessions-history.test.ts): keys and aliases parse
  * directly (a well-formed key that does not exist yet is accepted); anything else is looked up as a
  * sessionId (or a custom key) in the registry, scoped to the caller's children when sandboxed.
  */
@@ -74,7 +74,7 @@ export async function resolveSessionReference(
 }
 
 /**
- * Visibility guard for one target (test/policy.test.ts). `targetSpawnedBy` is only needed for `tree`,
+ * Visibility guard for one target (test/policy/policy.test.ts). `targetSpawnedBy` is only needed for `tree`,
  * so callers pass it from data they already read (no extra round trip).
  */
 export function guardTarget(

@@ -41,7 +41,7 @@ export function buildRunTools(env: Env, meta: SessionMeta): ToolSet {
  * The AI SDK schema of a tool, made once per isolate. Given the zod schema itself, the SDK converts it to
  * JSON Schema again in every step of every run (~4% of a send burst's CPU, docs/scale.md); its `zodSchema`
  * converts lazily once and keeps the result, and validates a model's input with the same zod schema as
- * before, so providers see the same JSON Schema and bad input gets the same error (test/run-tools.test.ts).
+ * before, so providers see the same JSON Schema and bad input gets the same error (test/tools/run-tools.test.ts).
  */
 function runSchemaOf(def: ToolDefinition): Schema {
   let schema = RUN_SCHEMAS.get(def.schema);

@@ -13,7 +13,7 @@ import { isRefusal, type Refusal, refusal, type ToolContext, timed } from "./con
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
 
-/** Default wait of a send, OpenClaw's (test/sessions-send.test.ts). */
+/** Default wait of a send, OpenClaw's (test/tools/sessions-send.test.ts). */
 export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
 /** Longest accepted `timeoutSeconds` (a 400 beyond); a wait itself is clamped to 15 min (MAX_WAIT_MS) and over MCP to 50 s. */
 export const SEND_TIMEOUT_SECONDS_MAX = 86_400;
@@ -58,12 +58,12 @@ export type SessionsSendResult =
   | { runId: string; status: "timeout" | "error"; error: string; sessionKey: string }
   | Refusal;
 
-/** Refusals carry a fresh random runId (no run was started), as in OpenClaw (test/sessions-send.test.ts). */
+/** Refusals carry a fresh random runId (no run was started), as in OpenClaw (test/tools/sessions-send.test.ts). */
 function refuse(status: Refusal["status"], error: string, extra: Record<string, unknown> = {}): Refusal {
   return refusal(status, error, { runId: crypto.randomUUID(), ...extra });
 }
 
-/** Label path of OpenClaw (test/sessions-send.test.ts): agent scope checks first, then one indexed lookup. */
+/** Label path of OpenClaw (test/tools/sessions-send.test.ts): agent scope checks first, then one indexed lookup. */
 async function resolveByLabel(
   ctx: ToolContext,
   label: string,
@@ -97,7 +97,7 @@ function maybeMeta(env: Env, key: string): Promise<SessionMeta | null> {
   return env.SESSIONS.getByName(key).getMeta();
 }
 
-/** The tool-visible outcome of a waited run (test/sessions-send.test.ts): the reply is that run's own, never an older one. */
+/** The tool-visible outcome of a waited run (test/tools/sessions-send.test.ts): the reply is that run's own, never an older one. */
 function waitedResult(
   run: RunSnapshot,
   sessionKey: string,

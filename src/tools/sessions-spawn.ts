@@ -27,7 +27,7 @@ import { defineTool } from "./definition";
 import { type SessionsSpawnAccepted, type SessionsSpawnArgs, sessionsSpawnSchema } from "./sessions-spawn-schema";
 
 /**
- * `sessions_spawn` (test/sessions-spawn.test.ts, test/spawn-parameters.test.ts): checks in OpenClaw's order with its
+ * `sessions_spawn` (test/tools/sessions-spawn.test.ts, test/spawn/spawn-parameters.test.ts): checks in OpenClaw's order with its
  * texts, then one transaction in the child's object creates it and queues its task. Never blocks:
  * the result is `accepted` at once; completion is announced back to the requester by the child
  * (src/spawn/subagent-lifecycle.ts).
@@ -39,7 +39,7 @@ const CHANNEL_DELIVERY_KEYS = ["target", "transport", "channel", "to", "threadId
 const ACP_ONLY_KEYS = ["resumeSessionId", "cwd", "streamTo"] as const;
 const MOUNT_PATH_RE = /^[A-Za-z0-9._\-/:]+$/;
 
-/** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (test/spawn-parameters.test.ts). */
+/** Model of the child: explicit → target agent's sub-agent model → target agent model → defaults (test/spawn/spawn-parameters.test.ts). */
 function resolveChildModel(cfg: Config, targetAgentId: string, explicit?: string): string {
   const agent = findAgent(cfg, targetAgentId);
   return (

@@ -8,7 +8,7 @@ import type { SessionObject } from "../../src/session/session-object";
  * Wait until no session object has background work left: work started after a run ended (a sub-agent
  * lane slot release, an index write) keeps its timer row due until it is done, and the object's alarm
  * retries it; a channel delivery being POSTed pushes its timer ahead, so it is counted apart (src/channels/outbox.ts). A test that ends while such work is in flight lets it run into vitest's teardown, where its
- * RPCs and logs fail as "Closing rpc while … was pending" (test/subagent-requester-delivery.test.ts).
+ * RPCs and logs fail as "Closing rpc while … was pending" (test/spawn/subagent-requester-delivery.test.ts).
  */
 export async function quiesce(timeoutMs = 10_000): Promise<void> {
   await vi.waitFor(

@@ -43,7 +43,7 @@ export function subagentConfig(
   return {
     agents: {
       // A wide sub-agent lane unless a test sets one: tests of other things must not queue behind children
-      // that earlier tests in the file left running (the lane is gateway-wide; test/subagent-lane.test.ts).
+      // that earlier tests in the file left running (the lane is gateway-wide; test/lane/subagent-lane.test.ts).
       defaults: { model: "fake/m1", ...(defaults ?? {}), subagents: { maxConcurrent: 1_000, ...(subagents ?? {}) } },
       list: list ?? [{ id: "main", default: true }, { id: "research" }],
     },

@@ -58,7 +58,7 @@ export const historyQuery = z.object({
 
 export const LABEL_MAX = 512;
 
-/** Label rules of OpenClaw (test/rest.test.ts): trimmed, 1..512 characters. */
+/** Label rules of OpenClaw (test/http/rest.test.ts): trimmed, 1..512 characters. */
 export function normalizeLabel(v: unknown): string {
   if (typeof v !== "string") throw invalid("invalid label: must be a string");
   const t = v.trim();

@@ -1,0 +1,108 @@
+import { exports } from "cloudflare:workers";
+import { jsonSchema, tool } from "ai";
+import { describe, expect, it } from "vitest";
+import { isRefusal, SwitchboardApiError, SwitchboardClient } from "../../src/client/index";
+import { setConfigOverride } from "../../src/config/load";
+import { TOOLS } from "../../src/tools/registry";
+import { GATEWAY, MAIN_TOKEN } from "../helpers/http";
+
+const client = (token = GATEWAY, sessionKey?: string) =>
+  new SwitchboardClient({
+    baseUrl: "https://switchboard.test/",
+    token,
+    sessionKey,
+    fetch: (input, init) => exports.default.fetch(input, init),
+  });
+
+const uniq = (p: string) => `agent:main:${p}-${crypto.randomUUID().slice(0, 8)}`;
+
+describe("typed client against the Worker", () => {
+  it("REST: send a message, wait for its run, read the session and its history", async () => {
+    const sb = client(MAIN_TOKEN);
+    const key = uniq("client");
+    const accepted = await sb.sendMessage(key, { message: "hello client", channel: "slack", to: "C1" });
+    expect(accepted).toMatchObject({ status: "accepted", sessionKey: key });
+    const run = await sb.waitRun(accepted.runId, 10_000);
+    expect(run).toMatchObject({ runId: accepted.runId, status: "ok", reply: "hello client" });
+    expect(await sb.getRun(accepted.runId)).toEqual(run);
+    expect(await sb.getSession(key)).toMatchObject({ key });
+    const history = await sb.history(key, { limit: 10 });
+    expect(history.messages).toHaveLength(2);
+    expect((await sb.patchSession(key, { label: "from the client" })).label).toBe("from the client");
+    expect((await sb.agents()).agents.map((a) => a.id)).toEqual(["main", "research"]);
+  });
+
+  it("every tool has a typed method that returns the tool's payload", async () => {
+    setConfigOverride({
+      agents: { list: [{ id: "main", default: true }, { id: "research" }] },
+      tools: { sessions: { visibility: "agent" } },
+    });
+    const me = uniq("me");
+    const other = uniq("other");
+    const sb = client(MAIN_TOKEN, me);
+    await sb.sendMessage(me, { message: "mine" });
+    await sb.waitRun((await sb.sendMessage(other, { message: "theirs" })).runId, 10_000);
+
+    const list = await sb.sessionsList({ limit: 200 });
+    expect(list.sessions.map((s) => s.key)).toContain(other);
+    const history = await sb.sessionsHistory({ sessionKey: other });
+    expect(isRefusal(history) ? history : history.messages.length).toBe(2);
+    const sent = await sb.sessionsSend({ sessionKey: other, message: "ping", timeoutSeconds: 10 });
+    expect(sent).toMatchObject({ status: "ok", reply: expect.stringMatching(/\nping$/) }); // builtin/echo repeats the marked message
+    const spawned = await sb.sessionsSpawn({ task: "do a thing" });
+    expect(spawned).toMatchObject({ status: "accepted" });
+    expect(await sb.agentsList()).toMatchObject({ requester: "main" });
+    // A refusal is a result, as over /tools/invoke.
+    const missing = crypto.randomUUID();
+    expect(await sb.sessionsHistory({ sessionKey: missing })).toEqual({
+      status: "error",
+      error: `Session not found: ${missing} (use the full sessionKey from sessions_list)`,
+    });
+  });
+
+  it("errors surface as SwitchboardApiError with the envelope's type and message", async () => {
+    const sb = client(MAIN_TOKEN);
+    const err = await sb.invoke("sessions_history", {}).catch((e) => e);
+    expect(err).toBeInstanceOf(SwitchboardApiError);
+    expect(err).toMatchObject({ status: 400, type: "invalid_request", message: "sessionKey required" });
+    const cross = await sb.getSession("agent:research:main").catch((e) => e);
+    expect(cross).toMatchObject({ status: 403, type: "forbidden" });
+    const bad = await client("nope")
+      .agentsList()
+      .catch((e) => e);
+    expect(bad).toMatchObject({ status: 401, type: "unauthorized" });
+  });
+
+  it("toolDefinitions: OpenAI function tools and AI SDK tools, from the gateway's schemas", async () => {
+    const sb = client(MAIN_TOKEN);
+    const openai = await sb.toolDefinitions("openai");
+    expect(openai.map((t) => t.function.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+    const history = openai.find((t) => t.function.name === "sessions_history")!;
+    expect(history).toMatchObject({
+      type: "function",
+      function: {
+        description: TOOLS.find((t) => t.name === "sessions_history")!.description,
+        parameters: { type: "object", required: ["sessionKey"] },
+      },
+    });
+
+    const defs = await sb.toolDefinitions("ai-sdk");
+    // The shape plugs into the AI SDK as documented in the README.
+    const aiTools = Object.fromEntries(
+      Object.entries(defs).map(([name, d]) => [
+        name,
+        tool({
+          description: d.description,
+          inputSchema: jsonSchema<Record<string, unknown>>(d.inputSchema as Parameters<typeof jsonSchema>[0]),
+          execute: d.execute,
+        }),
+      ]),
+    );
+    expect(Object.keys(aiTools).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+    expect(await defs.agents_list.execute({})).toMatchObject({ requester: "main" });
+
+    // A sub-agent session gets the sub-agent tool set.
+    const sub = await client(MAIN_TOKEN, `agent:main:subagent:${crypto.randomUUID()}`).toolDefinitions("openai");
+    expect(sub.map((t) => t.function.name)).not.toContain("sessions_spawn");
+  });
+});
