@@ -1,4 +1,4 @@
-// The sharded session index (issue 13, docs/scale.md): row-write throughput into one shard versus N
+// The sharded session index (docs/scale.md): row-write throughput into one shard versus N
 // shards under the same generated load, and the cost of one listing page at 1 and N shards.
 import { fmt, measureInterleaved, runPool } from "./load.mjs";
 

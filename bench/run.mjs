@@ -2,7 +2,7 @@
 // `npm run bench`: start a local gateway (wrangler dev on 127.0.0.1:8799, fresh state under
 // bench/out/state), seed 100 and 100,000 sessions and a 100- and a 100,000-message transcript, then
 // measure sessions_list, sessions_history and a bare route side by side (interleaved), plus the
-// sessions_send bursts of issue 3. Prints the tables and writes them to bench/out/results.md.
+// sessions_send bursts. Prints the tables and writes them to bench/out/results.md.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -349,7 +349,7 @@ async function main() {
   let sends = null;
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
-    log("Measuring sends (issue 3)…");
+    log("Measuring sends…");
     const provider = await startSlowProvider({ port: SLOW_MODEL.port, delayMs: SLOW_MODEL.delayMs });
     sends = await benchSends({
       request,

@@ -1,4 +1,4 @@
-// Issue 3 part of the benchmark: 1,000 concurrent fire-and-forget sends into one session (then prove
+// The sends part of the benchmark: 1,000 concurrent fire-and-forget sends into one session (then prove
 // all ran, in acceptance order, none lost, none twice) and 1,000 sends spread over 1,000 sessions,
 // each next to a burst of bare object calls of the same shape, so the per-send overhead is visible.
 import { profileCalls } from "./cpu-profile.mjs";

@@ -1,4 +1,4 @@
-// The byte-budget rows (issue 9, docs/limits.md): sessions_history and sessions_list message previews
+// The byte-budget rows (docs/limits.md): sessions_history and sessions_list message previews
 // over sessions of maximum-size (512 KiB) messages, side by side with the same reads over ordinary
 // (~200-byte) messages. The goal: a maximum-size session reads within 1.5× of an ordinary one.
 import { fmt, measureInterleaved } from "./load.mjs";

@@ -28,7 +28,7 @@ const errorOf = (fn: () => unknown) => {
   throw new Error("expected a 400");
 };
 
-describe("parseSessionKey: every key form (DESIGN §2)", () => {
+describe("parseSessionKey: every key form", () => {
   it.each([
     ["agent:main:main", { canonicalKey: "agent:main:main", agentId: "main", rest: "main", kind: "main" }],
     ["AGENT:Ops:Main", { canonicalKey: "agent:ops:main", agentId: "ops", rest: "main", kind: "main" }],
@@ -47,7 +47,7 @@ describe("parseSessionKey: every key form (DESIGN §2)", () => {
     ["agent:ops:node-mac", { kind: "node" }],
     ["agent:ops:discord:channel:c1:thread:t-9", { kind: "group", threadId: "t-9" }],
     ["agent:ops:telegram:group:-100123:topic:99", { kind: "group", channel: "telegram", threadId: "99" }],
-    // Un-prefixed keys belong to the default agent (DESIGN §3.6).
+    // Un-prefixed keys belong to the default agent.
     ["cron:daily-report", { canonicalKey: "agent:main:cron:daily-report", agentId: "main", kind: "cron" }],
     [
       "hook:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e",
@@ -61,13 +61,13 @@ describe("parseSessionKey: every key form (DESIGN §2)", () => {
     expect(parse(raw)).toMatchObject(expected);
   });
 
-  it("classifies kind on the part after agent:<id>: (the reference's `other` quirk is not copied)", () => {
+  it("classifies kind on the part after agent:<id>: (OpenClaw's `other` quirk is not copied)", () => {
     expect(parse("agent:x:main").kind).toBe("main");
     expect(parse("agent:x:cron:j").kind).toBe("cron");
   });
 });
 
-describe("aliases (reference §1.2, §8 items 30–31)", () => {
+describe("aliases", () => {
   it("per-sender: main → the caller agent's main key; current → the caller's own key", () => {
     expect(parse("main").canonicalKey).toBe("agent:main:main");
     expect(parse("main", perSender, "ops").canonicalKey).toBe("agent:ops:main");
@@ -102,7 +102,7 @@ describe("aliases (reference §1.2, §8 items 30–31)", () => {
   });
 });
 
-describe("looksLikeSessionKey and sessionIds (reference §8 item 32)", () => {
+describe("looksLikeSessionKey and sessionIds", () => {
   it.each([
     "main",
     "current",

@@ -17,7 +17,7 @@ import { toUsage } from "./step-messages";
 import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
 
 /**
- * Webhook agent runtimes (issue 5): an agent with `runtime: {type: "webhook", url, secret}` lives
+ * Webhook agent runtimes (docs/webhooks.md): an agent with `runtime: {type: "webhook", url, secret}` lives
  * outside the Worker. Each run is POSTed to its URL, signed like outbound webhooks, with a run token.
  *
  *  - 200 `{reply}` (or `{error}`): the run completes synchronously with that body.

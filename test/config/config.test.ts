@@ -10,7 +10,7 @@ function ok(raw: unknown): Config {
   return c;
 }
 
-describe("CONFIG schema (DESIGN §3.1, reference Appendix A)", () => {
+describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
   it("an empty document gets OpenClaw's defaults", () => {
     const c = ok({});
     expect(c.session).toMatchObject({

@@ -15,7 +15,7 @@ const freshClient = () => ({ "CF-Connecting-IP": `192.0.2.${++clients}` });
 
 const UNAUTHORIZED = (message: string) => ({ ok: false, error: { type: "unauthorized", message } });
 
-describe("bearer tokens (DESIGN §3.2)", () => {
+describe("bearer tokens", () => {
   it("401 without a token, with a malformed header, or with a wrong token — on every protected surface", async () => {
     // Each surface from its own client: failures are counted per client by the AUTH_FAILURES binding, which no test can reset.
     for (const [method, path, body] of [

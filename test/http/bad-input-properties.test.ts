@@ -8,10 +8,10 @@ import worker from "../../src/index";
 import { GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "../helpers/http";
 
 /**
- * Property-based bad input (README "Limits", DESIGN bar "bad input gets a clear 4xx and changes
- * nothing"): for every tool over /tools/invoke and /mcp and every /v1 route, fast-check generates
- * values of every field — wrong types, boundary and non-finite numbers (sent as raw JSON such as
- * `1e400`, which JSON.stringify cannot produce), huge and unicode strings, NUL and control characters,
+ * Property-based bad input (docs/limits.md: bad input gets a clear 4xx and changes nothing): for every
+ * tool over /tools/invoke and /mcp and every /v1 route, fast-check generates values of every field —
+ * wrong types, boundary and non-finite numbers (sent as raw JSON such as `1e400`, which
+ * JSON.stringify cannot produce), huge and unicode strings, NUL and control characters,
  * deep nesting, huge arrays, unknown fields — and checks each answer:
  *   - 2xx, or 4xx with the error envelope (JSON-RPC's error object on /mcp) — never a 5xx;
  *   - a rejected request stored nothing: the session keys it named fresh have no storage and no

@@ -7,7 +7,7 @@ import { sessionIndex } from "../../src/registry/session-index";
 import { call, enc, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait, sessionStub } from "../helpers/http";
 
 /**
- * Bad input gets a clear 4xx and changes nothing (DESIGN §5): every case asserts the status, the
+ * Bad input gets a clear 4xx and changes nothing (docs/limits.md): every case asserts the status, the
  * envelope, and that no session was created and the listing is unchanged.
  */
 beforeEach(() => {

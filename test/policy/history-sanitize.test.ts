@@ -112,7 +112,7 @@ describe("redactSensitiveText", () => {
   });
 });
 
-// A fat assistant message, as in the reference's "80 oversized messages" test.
+// A fat assistant message, as in OpenClaw's "80 oversized messages" test.
 function bigAssistant(seq: number) {
   return {
     role: "assistant",
@@ -129,7 +129,7 @@ function bigAssistant(seq: number) {
 }
 
 describe("sanitizeHistoryMessages", () => {
-  it("§8.12: 80 oversized messages are capped, stripped and truncated", () => {
+  it("80 oversized messages are capped, stripped and truncated", () => {
     const input = Array.from({ length: 80 }, (_, i) => bigAssistant(i + 1));
     const r = sanitizeHistoryMessages(input);
     expect(r.truncated).toBe(true);
@@ -155,7 +155,7 @@ describe("sanitizeHistoryMessages", () => {
     }
   });
 
-  it("§8.13: a single message with a 200 KB extra field becomes the placeholder, keeping __switchboard", () => {
+  it("a single message with a 200 KB extra field becomes the placeholder, keeping __switchboard", () => {
     const r = sanitizeHistoryMessages([
       {
         role: "assistant",
@@ -181,7 +181,7 @@ describe("sanitizeHistoryMessages", () => {
     expect(r.messages).toEqual([{ role: "assistant", content: "[sessions_history omitted: message too large]" }]);
   });
 
-  it("§8.14: a secret is redacted without marking truncation", () => {
+  it("a secret is redacted without marking truncation", () => {
     const r = sanitizeHistoryMessages([
       { role: "assistant", content: [{ type: "text", text: `token ${SECRET}` }], __switchboard: { seq: 1 } },
     ]);
@@ -193,7 +193,7 @@ describe("sanitizeHistoryMessages", () => {
     expect(r.droppedMessages).toBe(false);
   });
 
-  it("§8.15: a long text with a secret is both redacted and truncated", () => {
+  it("a long text with a secret is both redacted and truncated", () => {
     const r = sanitizeHistoryMessages([{ role: "user", content: `${SECRET} ${"a".repeat(5000)}` }]);
     const content = (r.messages[0] as any).content as string;
     expect(content.startsWith("sk-123…1234 ")).toBe(true);

@@ -14,7 +14,7 @@ import {
   type Visibility,
 } from "../../src/policy/visibility";
 
-describe("resolveSendPolicy (§5, §8 item 52)", () => {
+describe("resolveSendPolicy", () => {
   const denyDiscordGroups: SendPolicyConfig = {
     rules: [{ action: "deny", match: { channel: "discord", chatType: "group" } }],
   };
@@ -182,7 +182,7 @@ describe("parseSendPolicyPatch", () => {
   });
 });
 
-describe("isAgentToAgentAllowed (§6.2)", () => {
+describe("isAgentToAgentAllowed", () => {
   it('glob allow ["ops-*","main"]: ops-a→ops-b ✓, main→ops-a ✓, guest→ops-a ✗', () => {
     const policy = { enabled: true, allow: ["ops-*", "main"] };
     expect(isAgentToAgentAllowed(policy, "ops-a", "ops-b")).toBe(true);
@@ -217,7 +217,7 @@ describe("isAgentToAgentAllowed (§6.2)", () => {
   });
 });
 
-describe("resolveEffectiveVisibility (§6.3, §8 item 35)", () => {
+describe("resolveEffectiveVisibility", () => {
   const base = { sandboxed: false, requesterIsSubagent: false };
 
   it("falls back to tree for invalid or missing values and is case-insensitive", () => {
@@ -233,7 +233,7 @@ describe("resolveEffectiveVisibility (§6.3, §8 item 35)", () => {
       visibility: "tree",
       restrictToSpawned: true,
     });
-    // The clamp widens self to tree, as in the reference.
+    // The clamp widens self to tree, as in OpenClaw.
     expect(
       resolveEffectiveVisibility({
         configured: "self",
@@ -266,7 +266,7 @@ describe("resolveEffectiveVisibility (§6.3, §8 item 35)", () => {
   });
 });
 
-describe("checkSessionAccess (§6.1, §8 items 36–37)", () => {
+describe("checkSessionAccess", () => {
   const requesterKey = "agent:main:main";
   const same = (
     visibility: Visibility,

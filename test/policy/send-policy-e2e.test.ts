@@ -28,7 +28,7 @@ async function settle(target: string) {
   });
 }
 
-describe("send policy rules on sessions_send (ref §5, §8 52)", () => {
+describe("send policy rules on sessions_send", () => {
   it("no policy → allow", async () => {
     policyConfig();
     installFakes((r) => (r.kind === "announce" ? "ANNOUNCE_SKIP" : "fine"));
@@ -37,7 +37,7 @@ describe("send policy rules on sessions_send (ref §5, §8 52)", () => {
     await settle(target);
   });
 
-  it("a channel + chatType rule denies a matching session, with the reference's result; nothing runs", async () => {
+  it("a channel + chatType rule denies a matching session, with OpenClaw's result; nothing runs", async () => {
     policyConfig({ rules: [{ match: { channel: "discord", chatType: "group" }, action: "deny" }], default: "allow" });
     const fakes = installFakes(() => "never");
     const target = `agent:main:discord:group:${uniq("blocked")}`;
@@ -107,7 +107,7 @@ describe("per-session override: PATCH and the owner's /send", () => {
     await settle(dc);
   });
 
-  it("PATCH with an invalid sendPolicy → 400 with the reference's text, nothing changes", async () => {
+  it("PATCH with an invalid sendPolicy → 400 with OpenClaw's text, nothing changes", async () => {
     policyConfig();
     const target = `agent:main:${uniq("bad-patch")}`;
     const r = await call("PATCH", `/v1/sessions/${enc(target)}`, { sendPolicy: "maybe" });
@@ -118,7 +118,7 @@ describe("per-session override: PATCH and the owner's /send", () => {
     });
   });
 
-  it("the owner's /send off|on|inherit: reference replies, the override is set, no model call", async () => {
+  it("the owner's /send off|on|inherit: OpenClaw's replies, the override is set, no model call", async () => {
     policyConfig();
     const fakes = installFakes(() => "model reply");
     const key = `agent:main:telegram:direct:${uniq("owner")}`;

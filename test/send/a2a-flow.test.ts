@@ -33,7 +33,7 @@ async function doneFlow(target: string) {
 }
 
 describe("agent-to-agent flow", () => {
-  it("reference worked example: round 1, 2 ping-pong turns, announce delivered to the target's webhook", async () => {
+  it("the worked example: the first round, 2 ping-pong turns, announce delivered to the target's webhook", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
     const fakes = installFakes((r: ModelRequest) => {
@@ -118,7 +118,7 @@ describe("agent-to-agent flow", () => {
     expect(row.json.lastChannel).toBeUndefined();
   });
 
-  it("fire-and-forget returns accepted at once and the flow still makes 4 runs and one announce (ref §8 18)", async () => {
+  it("fire-and-forget returns accepted at once and the flow still makes 4 runs and one announce", async () => {
     const k = keys();
     setConfigOverride(baseConfig());
     const fakes = installFakes((r) =>
@@ -173,7 +173,7 @@ describe("agent-to-agent flow", () => {
     await until(async () => expect(fakes.hooks).toHaveLength(1));
   });
 
-  it("ANNOUNCE_SKIP in the announce step is silent: nothing delivered, nothing queued (ref §8 20)", async () => {
+  it("ANNOUNCE_SKIP in the announce step is silent: nothing delivered, nothing queued", async () => {
     const k = keys();
     setConfigOverride(baseConfig({ session: { agentToAgent: { maxPingPongTurns: 0 } } }));
     const fakes = installFakes((r) => (r.kind === "announce" ? " ANNOUNCE_SKIP\n" : "initial"));

@@ -7,7 +7,7 @@ import { advance, invoke, sendAndWait, sessionStub } from "../helpers/http";
 import { installFakes, outboxOf, requesterKey, settle, subagentConfig } from "../helpers/subagents";
 
 /**
- * Finished flow rows and delivered outbox rows are pruned a week after they finished (issue 3 leftover:
+ * Finished flow rows and delivered outbox rows are pruned a week after they finished (src/session/retention.ts:
  * a long-lived session's storage must not grow with its history of finished work). Live rows stay.
  */
 

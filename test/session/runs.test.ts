@@ -249,7 +249,7 @@ describe("runs", () => {
     // …and the listing shows it right after the wait returned (no stale coalesced row).
     const listed = await invoke("sessions_list", { limit: 200 }, { sessionKey: key });
     expect(listed.details.sessions.find((s: any) => s.key === key)).toMatchObject({ model: "m1", totalTokens: 14 });
-    // The raw transcript keeps usage on the assistant message (sessions_history strips it, reference §2.2).
+    // The raw transcript keeps usage on the assistant message (sessions_history strips it).
     const lines = ((await call("GET", `/v1/sessions/${enc(key)}/transcript.jsonl`)).json as string)
       .trim()
       .split("\n")

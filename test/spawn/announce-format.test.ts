@@ -118,7 +118,7 @@ describe("formatSubagentAnnounce", () => {
     );
   });
 
-  it("token counts as in the reference test: tokens 1.0k (in 12 / out 1.0k)", () => {
+  it("token counts as in OpenClaw's test: tokens 1.0k (in 12 / out 1.0k)", () => {
     const text = formatSubagentAnnounce({ outcome: "ok", finalReply: "x", usage: { input: 12, output: 1000 }, ...ids });
     expect(text).toContain("tokens 1.0k (in 12 / out 1.0k)");
   });
@@ -191,7 +191,7 @@ describe("formatSubagentAnnounce", () => {
   });
 });
 
-describe("child completion results (reference §8 item 49)", () => {
+describe("child completion results", () => {
   it("lists children in the given (creation) order, fenced as untrusted data, with still-running ones marked", () => {
     expect(
       formatChildFindings([
@@ -232,7 +232,7 @@ describe("child completion results (reference §8 item 49)", () => {
   });
 });
 
-describe("partial progress (reference §8 item 50)", () => {
+describe("partial progress", () => {
   it("counts the tool calls and keeps the last three assistant fragments", () => {
     expect(partialProgress(4, ["one", " ", "two", "three", "four"], "tool out")).toBe(
       "[Partial progress: 4 tool call(s) executed before timeout]\ntwo\nthree\nfour",

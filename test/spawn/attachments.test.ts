@@ -26,7 +26,7 @@ async function errorOf(inputs: AttachmentInput[], config = ON) {
 }
 
 describe("config defaults", () => {
-  it("the config schema's defaults match the reference defaults", () => {
+  it("the config schema's defaults match OpenClaw's defaults", () => {
     expect(DEFAULTS).toEqual({
       enabled: false,
       maxFiles: 50,
@@ -38,7 +38,7 @@ describe("config defaults", () => {
 });
 
 describe("validateAttachments — gate and counts", () => {
-  it("disabled → forbidden with the reference's message", async () => {
+  it("disabled → forbidden with OpenClaw's message", async () => {
     const r = await errorOf([{ name: "a.txt", content: "x" }], DEFAULTS);
     expect(r).toEqual({
       ok: false,
@@ -97,7 +97,7 @@ describe("validateAttachments — names", () => {
     expect(r).toEqual({ ok: false, status: "error", error: `attachments_invalid_name (${name})` });
   });
 
-  it("duplicates → duplicate_name (after trimming, like the reference)", async () => {
+  it("duplicates → duplicate_name (after trimming, like OpenClaw)", async () => {
     const r = await errorOf([
       { name: "a.txt", content: "1" },
       { name: " a.txt ", content: "2" },

@@ -5,7 +5,7 @@ import { useFakeProvider } from "../helpers/fake-provider";
 import { call, invoke } from "../helpers/http";
 import { settleChildren } from "../helpers/subagents";
 
-/** Every accepted sessions_spawn parameter takes effect, or is refused by name (issue 10 item 4). */
+/** Every accepted sessions_spawn parameter takes effect, or is refused by name (docs/subagents.md). */
 
 afterEach(async () => {
   await settleChildren();
@@ -23,7 +23,7 @@ describe("sessions_spawn refuses what it would not honour", () => {
       ok: false,
       error: { type: "invalid_request", message: "priority: unknown parameter for sessions_spawn" },
     });
-    // Channel-delivery keys keep the reference's pointer to the right tool.
+    // Channel-delivery keys keep OpenClaw's pointer to the right tool.
     const ch = await invoke("sessions_spawn", { task: "t", reply_to: "x" });
     expect(ch.body.error.message).toBe(
       'sessions_spawn does not support "replyTo". Use "message" or "sessions_send" for channel delivery.',

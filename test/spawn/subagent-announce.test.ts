@@ -112,7 +112,7 @@ describe("sub-agent announce: format", () => {
     ]);
   });
 
-  it("a huge result is frozen at 100KB with the reference's marker", async () => {
+  it("a huge result is frozen at 100KB with OpenClaw's marker", async () => {
     const { announces } = await spawnAndSettle(answers("x".repeat(150 * 1024), ""));
     const result = announces[0].text.split("\n").slice(1, 3);
     expect(result[0]).toBe(`Result: ${"x".repeat(100 * 1024)}`);

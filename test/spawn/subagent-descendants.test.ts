@@ -18,7 +18,7 @@ import {
 } from "../helpers/subagents";
 
 /**
- * Reference §8 item 49 rewritten for our design: a sub-agent whose task run ends while its own children
+ * OpenClaw's descendant wait, rewritten for our design (docs/subagents.md): a sub-agent whose task run ends while its own children
  * still run defers its announce (a "waiting" flow row), resumes in the transaction that ends its last
  * child's slot, and announces with every direct child's output in creation order; children deleted
  * before they reported are left out. Item 46: NO_REPLY after the wait does not swallow the results.
@@ -81,7 +81,7 @@ function finding(i: number, key: string, label: string, status: string, result?:
     : `${head}\n<<<BEGIN_UNTRUSTED_CHILD_RESULT>>>\n${result}\n<<<END_UNTRUSTED_CHILD_RESULT>>>`;
 }
 
-describe("a parent sub-agent and its own children (reference §8 item 49)", () => {
+describe("a parent sub-agent and its own children", () => {
   it("defers its announce while a child runs, then announces all direct-child outputs in creation order", async () => {
     // The first child is slow (it times out at 5 s); the second finishes at once: completion order B, A.
     const { req, parent, kids, fakes } = await orchestrate([
@@ -227,7 +227,7 @@ describe("a parent sub-agent and its own children (reference §8 item 49)", () =
   });
 });
 
-describe("timeout amid tool calls (reference §8 item 50)", () => {
+describe("timeout amid tool calls", () => {
   it("reports partial progress: the tool calls made before the deadline and the latest tool result", async () => {
     setConfigOverride(subagentConfig({ tools: { subagents: { tools: { allow: ["agents_list"] } } } }));
     // The tool call happens, then the model hangs until the deadline.

@@ -19,7 +19,7 @@ import {
 } from "../helpers/subagents";
 
 /**
- * Reference §4.8 for our design: `thread: true` binds `<requester>:thread:<child uuid>` to the child.
+ * Our design (docs/subagents.md): `thread: true` binds `<requester>:thread:<child uuid>` to the child.
  * Follow-ups posted to that key run in the child, its announce and replies go to that thread, and the
  * binding ends with the child.
  */
@@ -40,7 +40,7 @@ async function spawnThreadBound() {
   return { req, child, uuid, fakes, result: r.details };
 }
 
-describe("sessions_spawn thread=true (reference §4.8)", () => {
+describe("sessions_spawn thread=true", () => {
   it("accepts in session mode, binds <requester>:thread:<child uuid>, and announces into that thread", async () => {
     const { req, child, uuid, fakes, result } = await spawnThreadBound();
     expect(result).toMatchObject({ mode: "session", note: ACCEPTED_NOTE_SESSION, threadKey: `${req}:thread:${uuid}` });

@@ -5,7 +5,7 @@ import { invoke, RESEARCH_TOKEN } from "../helpers/http";
 const agentsList = (sessionKey = "agent:main:main", token?: string) =>
   invoke("agents_list", {}, { sessionKey, ...(token ? { token } : {}) });
 
-describe("agents_list (reference §2.5, §8 item 53)", () => {
+describe("agents_list", () => {
   it("default: only the requester agent", async () => {
     const r = await agentsList();
     expect(r.status).toBe(200);

@@ -26,7 +26,7 @@ async function seedTranscript(
 const user = (text: string) => ({ role: "user", content: [{ type: "text", text }], timestamp: 1 }) as TranscriptMessage;
 
 describe("sessions_history", () => {
-  it("drops toolResult messages unless includeTools (§8 item 11) — tool results from a real tool call in a run", async () => {
+  it("drops toolResult messages unless includeTools — tool results from a real tool call in a run", async () => {
     useFakeProvider({
       auto: (c) =>
         (c.body.messages as any[]).some((m) => m.role === "tool")
@@ -113,7 +113,7 @@ describe("sessions_history", () => {
     expect(seen).toEqual(Array.from({ length: 260 }, (_, i) => i + 1));
   });
 
-  it("80 oversized messages: truncated, dropped, capped at 80 KB, opaque fields removed (§8 item 12)", async () => {
+  it("80 oversized messages: truncated, dropped, capped at 80 KB, opaque fields removed", async () => {
     const key = "agent:main:hist-oversized";
     await seedTranscript(
       key,
@@ -152,7 +152,7 @@ describe("sessions_history", () => {
     }
   });
 
-  it("one message with a 200 KB field → the single placeholder (§8 item 13)", async () => {
+  it("one message with a 200 KB field → the single placeholder", async () => {
     const key = "agent:main:hist-huge";
     await seedTranscript(
       key,
@@ -165,7 +165,7 @@ describe("sessions_history", () => {
     expect(r.details).toMatchObject({ contentTruncated: false, truncated: true });
   });
 
-  it("secrets are redacted (§8 item 14) and long texts with secrets are both redacted and truncated (§8 item 15)", async () => {
+  it("secrets are redacted and long texts with secrets are both redacted and truncated", async () => {
     const key = "agent:main:hist-secret";
     await seedTranscript(key, () => user("my key is sk-1234567890abcdef1234 ok"), 1);
     const r = await history({ sessionKey: key });
@@ -192,7 +192,7 @@ describe("sessions_history", () => {
   });
 });
 
-describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => {
+describe("sessionKey resolution", () => {
   it("a sessionId from sessions_list resolves to its session", async () => {
     const key = "agent:main:hist-by-id";
     await sendAndWait(key, "find me by id");
@@ -204,7 +204,7 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
     expect((await history({ sessionKey: sessionId.toUpperCase() }, key)).details.sessionKey).toBe(key);
   });
 
-  it("an unknown sessionId or slug → the spec's Session not found text (§8 item 17)", async () => {
+  it("an unknown sessionId or slug → the spec's Session not found text", async () => {
     const id = "0b7c1f7e-8c51-4b5c-9d6a-000000000000";
     expect((await history({ sessionKey: id })).details).toEqual({
       status: "error",
@@ -216,7 +216,7 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
     });
   });
 
-  it("a custom key resolves through the registry (§8 item 16)", async () => {
+  it("a custom key resolves through the registry", async () => {
     await sendAndWait("sess-group", "custom keyed");
     const r = await history({ sessionKey: "sess-group" }, "agent:main:main");
     // The operator acts as agent:main:main under tree visibility; the custom session is not its child.
@@ -250,7 +250,7 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
     expect(ok.details.messages[0].content[0].text).toBe("research notes");
   });
 
-  it("`current` is the requester's own session (§8 item 33), also when sandboxed", async () => {
+  it("`current` is the requester's own session, also when sandboxed", async () => {
     await sendAndWait("agent:main:hist-current", "me");
     expect((await history({ sessionKey: "current" }, "agent:main:hist-current")).details.sessionKey).toBe(
       "agent:main:hist-current",
@@ -262,7 +262,7 @@ describe("sessionKey resolution (reference §1.4, §8 items 16, 17, 33)", () => 
   });
 });
 
-describe("sessions_history visibility (reference §6, §8 items 34–37)", () => {
+describe("sessions_history visibility", () => {
   const me = "agent:main:hist-vis-me";
   const child = "agent:main:subagent:hist-vis-child";
   const stranger = "agent:main:discord:direct:someone-else";
@@ -279,7 +279,7 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
       agents: { ...((extra.agents as object) ?? {}), list: [{ id: "main", default: true }, { id: "research" }] },
     });
 
-  it("tree (default): another session of the agent is forbidden, an own child is allowed (§8 item 37)", async () => {
+  it("tree (default): another session of the agent is forbidden, an own child is allowed", async () => {
     await setup();
     expect((await history({ sessionKey: stranger }, me)).details).toEqual({
       status: "forbidden",
@@ -292,7 +292,7 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
     });
   });
 
-  it("self: own key allowed, anything else forbidden with the exact text (§8 item 36)", async () => {
+  it("self: own key allowed, anything else forbidden with the exact text", async () => {
     await setup();
     cfg({ tools: { sessions: { visibility: "self" } } });
     expect((await history({ sessionKey: me }, me)).details.sessionKey).toBe(me);
@@ -304,7 +304,7 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
     }
   });
 
-  it('agent and all ("ALL" is case-insensitive) allow same-agent others; cross-agent needs agentToAgent (§8 item 35)', async () => {
+  it('agent and all ("ALL" is case-insensitive) allow same-agent others; cross-agent needs agentToAgent', async () => {
     await setup();
     cfg({ tools: { sessions: { visibility: "agent" } } });
     expect((await history({ sessionKey: stranger }, me)).details.messages[0].content[0].text).toBe("private");
@@ -323,7 +323,7 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
     expect((await history({ sessionKey: stranger }, me)).details.status).toBe("forbidden");
   });
 
-  it("sandboxed + clamp spawned: cross-agent forbidden even with allow [*]; own child allowed; strangers not visible (§8 item 37)", async () => {
+  it("sandboxed + clamp spawned: cross-agent forbidden even with allow [*]; own child allowed; strangers not visible", async () => {
     await setup();
     cfg({
       tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["*"] } },
@@ -347,7 +347,7 @@ describe("sessions_history visibility (reference §6, §8 items 34–37)", () =>
     expect((await history({ sessionKey: childId }, me)).details.sessionKey).toBe(child);
   });
 
-  it("a spawned child is visible however many children the requester has (§8 item 34: exact check, no listing cap)", async () => {
+  it("a spawned child is visible however many children the requester has", async () => {
     const parent = "agent:main:hist-many-parent";
     await sendAndWait(parent, "p");
     await runInDurableObject(sessionStub(parent), async () => {});

@@ -61,7 +61,7 @@ async function walk(args: Record<string, unknown>, sessionKey: string) {
   throw new Error("cursor never ended");
 }
 
-describe("tool schemas (§8 item 1)", () => {
+describe("tool schemas", () => {
   it("numeric params of list, history and send are JSON-schema `number` (not integer) in the served schemas, with no anyOf/oneOf", async () => {
     const served = (await call("GET", "/v1/tools")).json.tools as { name: string; parameters: any }[];
     const schemaOf = (name: string) => served.find((t) => t.name === name)!.parameters;
@@ -69,7 +69,7 @@ describe("tool schemas (§8 item 1)", () => {
       Object.entries(schema.properties as Record<string, any>)
         .filter(([, p]) => p.type === "number" || p.type === "integer")
         .map(([name, p]) => [name, p.type]);
-    // Every numeric parameter is `number`, and the ones the reference names are among them.
+    // Every numeric parameter is `number`, and the ones OpenClaw names are among them.
     const expected: Record<string, string[]> = {
       sessions_list: ["limit", "activeMinutes", "messageLimit"],
       sessions_history: ["limit", "before"],
@@ -113,7 +113,7 @@ describe("sessions_list parameters", () => {
     expect((await list({ limit: 1 }, "agent:bulk:main")).details.count).toBe(1);
     expect((await list({ limit: 5000 }, "agent:bulk:main")).details.count).toBe(200);
     expect((await list({ limit: 0 }, "agent:bulk:main")).status).toBe(400);
-    // snake_case aliases are accepted (reference §0.2).
+    // snake_case aliases are accepted (src/tools/registry.ts).
     expect(
       (await invoke("sessions_list", { limit: 3, active_minutes: 60 }, { sessionKey: "agent:bulk:main" })).details
         .count,
@@ -153,7 +153,7 @@ describe("sessions_list parameters", () => {
     expect((await list({ activeMinutes: 0 }, "agent:act:main")).status).toBe(400);
   });
 
-  it("kinds filters on the canonical kind (§8 item 3); unknown kinds are dropped, none left = no filter", async () => {
+  it("kinds filters on the canonical kind; unknown kinds are dropped, none left = no filter", async () => {
     configure(["kinds"], { tools: { sessions: { visibility: "agent" } } });
     const t = Date.now() - 5000;
     await seed("kinds", [
@@ -191,7 +191,7 @@ describe("sessions_list parameters", () => {
 });
 
 describe("sessions_list rows", () => {
-  it("the full row shape (spec Row shape, §8 items 4–7), with a real transcriptPath", async () => {
+  it("the full row shape (the spec's row shape), with a real transcriptPath", async () => {
     const key = "agent:main:discord:channel:shape:thread:t-1";
     const route = {
       channel: "discord",
@@ -250,7 +250,7 @@ describe("sessions_list rows", () => {
     expect(topic.deliveryContext).toEqual({ channel: "telegram", to: "-100", threadId: "271" });
   });
 
-  it("sub-agent rows carry spawnedBy, status, startedAt, endedAt, runtimeMs (§8 item 4)", async () => {
+  it("sub-agent rows carry spawnedBy, status, startedAt, endedAt, runtimeMs", async () => {
     const child = "agent:main:subagent:0b7c1f7e-8c51-4b5c-9d6a-2f1f2b1c3d4e";
     await sessionStub(child).ensureSession({
       spawnedBy: "agent:main:main",
@@ -280,7 +280,7 @@ describe("sessions_list rows", () => {
     });
   });
 
-  it("messageLimit attaches the last N non-tool messages, capped at 20 (§8 item 2)", async () => {
+  it("messageLimit attaches the last N non-tool messages, capped at 20", async () => {
     const key = "agent:main:list-preview";
     await sendAndWait(key, "m0");
     await runInDurableObject(sessionStub(key), (obj) => {
@@ -355,7 +355,7 @@ describe("sessions_list rows", () => {
   });
 });
 
-describe("sessions_list visibility (reference §6, §8 item 8)", () => {
+describe("sessions_list visibility", () => {
   async function seedTree(agent: string) {
     const t = Date.now() - 60_000;
     const me = `agent:${agent}:main`;
@@ -452,7 +452,7 @@ describe("sessions_list visibility (reference §6, §8 item 8)", () => {
     expect(keys.some((k) => k.startsWith("agent:otherv:"))).toBe(false);
   });
 
-  it("all: other agents' shards are merged by updatedAt only when tools.agentToAgent allows (§8 item 8)", async () => {
+  it("all: other agents' shards are merged by updatedAt only when tools.agentToAgent allows", async () => {
     const t = Date.now() - 60_000;
     configure(["alla", "allb", "allc"], { tools: { sessions: { visibility: "all" } } });
     await seed("alla", [

@@ -26,7 +26,7 @@ async function settle(target: string) {
 }
 
 describe("sessions_send: parameters and refusals", () => {
-  it("no sessionKey and no label → error with a runId, and nothing runs (ref §8 23)", async () => {
+  it("no sessionKey and no label → error with a runId, and nothing runs", async () => {
     setConfigOverride(baseConfig());
     const fakes = installFakes(() => "x");
     const r = await invoke("sessions_send", { message: "hi" });
@@ -62,7 +62,7 @@ describe("sessions_send: parameters and refusals", () => {
     expect(str.body.error.message).toMatch(/^timeoutSeconds: /);
   });
 
-  it("label not found → error naming the label (ref §8 24); a label that exists is resolved", async () => {
+  it("label not found → error naming the label; a label that exists is resolved", async () => {
     setConfigOverride(baseConfig());
     installFakes(() => "labelled reply");
     const miss = await invoke("sessions_send", { label: "no-such-label", message: "hi" });
@@ -104,7 +104,7 @@ describe("sessions_send: parameters and refusals", () => {
     });
   });
 
-  it("cross-agent send with agent-to-agent disabled → forbidden with runId and sessionKey; nothing runs (ref §8 25)", async () => {
+  it("cross-agent send with agent-to-agent disabled → forbidden with runId and sessionKey; nothing runs", async () => {
     setConfigOverride(baseConfig({ tools: { agentToAgent: { enabled: false } } }));
     const fakes = installFakes(() => "x");
     const r = await invoke("sessions_send", { sessionKey: "agent:research:main", message: "hi" });
@@ -140,7 +140,7 @@ describe("sessions_send: parameters and refusals", () => {
     await settle(key);
   });
 
-  it("an unknown sessionId → Session not found (ref §8 17)", async () => {
+  it("an unknown sessionId → Session not found", async () => {
     setConfigOverride(baseConfig());
     const id = "0b0b0b0b-1111-4222-8333-444455556666";
     const r = await invoke("sessions_send", { sessionKey: id, message: "hi" });
@@ -153,7 +153,7 @@ describe("sessions_send: parameters and refusals", () => {
 });
 
 describe("sessions_send: enqueue vs wait", () => {
-  it("wait mode: ok with that run's reply; provenance and agent-to-agent context reach the primary run (ref §8 19)", async () => {
+  it("wait mode: ok with that run's reply; provenance and agent-to-agent context reach the primary run", async () => {
     setConfigOverride(baseConfig({ session: { agentToAgent: { maxPingPongTurns: 0 } } }));
     const fakes = installFakes((r) => (r.kind === "announce" ? "ANNOUNCE_SKIP" : "done"));
     const requester = `agent:main:discord:group:${uniq("req")}`;
@@ -227,7 +227,7 @@ describe("sessions_send: enqueue vs wait", () => {
     await settle(target);
   });
 
-  it("stale-reply protection: an older assistant reply is never returned as this run's reply (ref §8 26)", async () => {
+  it("stale-reply protection: an older assistant reply is never returned as this run's reply", async () => {
     setConfigOverride(baseConfig({ session: { agentToAgent: { maxPingPongTurns: 0 } } }));
     let calls = 0;
     installFakes((r) => (r.kind === "announce" ? "ANNOUNCE_SKIP" : calls++ === 0 ? "old answer" : ""));
@@ -373,7 +373,7 @@ describe("sessions_send: delivery.status says what happens to the announce", () 
   });
 });
 
-describe("sessions_send: announce routing (ref §8 22, 27–29)", () => {
+describe("sessions_send: announce routing", () => {
   it("the announce goes to the route recorded on the target (accountId kept, threadId stringified)", async () => {
     setConfigOverride(
       baseConfig({

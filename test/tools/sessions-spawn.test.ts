@@ -63,7 +63,7 @@ describe("sessions_spawn: accepted", () => {
       cleanup: "keep",
     });
 
-    // The task message and the sub-agent context (reference §4.2).
+    // The task message and the sub-agent context (src/spawn/subagent-prompt.ts).
     const hist = (await call("GET", `/v1/sessions/${enc(child)}/history`)).json;
     const first = hist.messages[0];
     expect(first.role).toBe("user");
@@ -151,7 +151,7 @@ describe("sessions_spawn: input errors (400)", () => {
   });
 });
 
-describe("sessions_spawn: checks in the reference's order", () => {
+describe("sessions_spawn: checks in OpenClaw's order", () => {
   it.each(["Agent not found: xyz", "../../../etc/passwd", "a".repeat(65)])("invalid agentId %s", async (agentId) => {
     setConfigOverride(subagentConfig());
     const r = await invoke("sessions_spawn", { task: "t", agentId });
@@ -367,7 +367,7 @@ describe("sessions_spawn: checks in the reference's order", () => {
     expect((await childState(r.details.childSessionKey)).meta.modelOverride).toBe("builtin/echo");
     r = await invoke("sessions_spawn", { task: "t", model: "fake/m1" });
     expect((await childState(r.details.childSessionKey)).meta.modelOverride).toBe("fake/m1");
-    // The override is what actually runs (reference §9: overrides silently ignored).
+    // The override is what actually runs (OpenClaw ignored overrides silently).
     const run = (await call("GET", `/v1/runs/${r.details.runId}/wait?timeoutMs=10000`)).json;
     expect(run.model).toBe("fake/m1");
   });
@@ -404,7 +404,7 @@ describe("sessions_spawn: attachments", () => {
     });
   });
 
-  it("are validated with the reference's texts", async () => {
+  it("are validated with OpenClaw's texts", async () => {
     setConfigOverride(
       subagentConfig({ tools: { sessions_spawn: { attachments: { enabled: true, maxFileBytes: 8 } } } }),
     );
