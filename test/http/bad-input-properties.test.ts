@@ -5,6 +5,7 @@ import { beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { authLimiter } from "../../src/http/rate-limit";
 import worker from "../../src/index";
+import { TOOLS } from "../../src/tools/registry";
 import { GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "../helpers/http";
 
 /**
@@ -765,6 +766,10 @@ beforeAll(async () => {
 beforeEach(fuzzWorld);
 
 describe("bad input, generated: never a 5xx, always the envelope, nothing stored when refused", () => {
+  it("generates arguments for every tool of the registry (a new tool needs its entry in TOOL_ARGS)", () => {
+    expect([...TOOL_NAMES].sort()).toEqual(TOOLS.map((t) => t.name).sort());
+  });
+
   it("every tool over /tools/invoke and /mcp, every /v1 route, raw bodies", { timeout: 300_000 }, async () => {
     const started = Date.now();
     await explore("/tools/invoke", toolsInvoke, runs(800));
