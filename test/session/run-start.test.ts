@@ -8,7 +8,7 @@ import { deferred, installFakes, useOneAgent } from "../helpers/scripted";
 
 /**
  * A send's run starts just after the send is answered (src/session/enqueue.ts); the send's own transaction
- * makes that start durable. Its own file: it evicts every object, which the other send-path tests must not see.
+ * makes that start durable.
  */
 
 describe("a send's run after an eviction before its start", () => {

@@ -21,7 +21,7 @@ import {
  * OpenClaw's descendant wait, rewritten for our design (docs/subagents.md): a sub-agent whose task run ends while its own children
  * still run defers its announce (a "waiting" flow row), resumes in the transaction that ends its last
  * child's slot, and announces with every direct child's output in creation order; children deleted
- * before they reported are left out. Item 46: NO_REPLY after the wait does not swallow the results.
+ * before they reported are left out. A NO_REPLY after the wait does not swallow the results.
  */
 
 interface ChildPlan {

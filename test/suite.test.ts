@@ -1,0 +1,106 @@
+/// <reference types="vite/client" />
+import { describe, expect, it } from "vitest";
+import readme from "./README.md?raw";
+import self from "./suite.test.ts?raw";
+
+/**
+ * The test suite describes itself: test/README.md maps every test file to what it proves, and tests cite
+ * only what a reader of this repository has (its files), never the sections of documents kept elsewhere.
+ */
+
+/**
+ * Every test file, both projects (test/node/ included), as `test/<path>`; read as text, never run here.
+ * A glob leaves out the file that makes it, so this one is added by name.
+ */
+const SOURCES: Record<string, string> = {
+  ...Object.fromEntries(
+    Object.entries(import.meta.glob<string>("./**/*.test.ts", { query: "?raw", import: "default", eager: true })).map(
+      ([path, text]) => [`test/${path.slice(2)}`, text],
+    ),
+  ),
+  "test/suite.test.ts": self,
+};
+/** The helpers and setup the tests share: they must not cite elsewhere either. */
+const SUPPORT = import.meta.glob<string>(["./helpers/*.ts", "./setup.ts"], {
+  query: "?raw",
+  import: "default",
+  eager: true,
+});
+
+/** The test files test/README.md's map names (its table rows), in order. */
+function mapped(): string[] {
+  return [...readme.matchAll(/^\| `(test\/[^`]+\.test\.ts)` \|/gm)].map((m) => m[1]);
+}
+
+/**
+ * Citations of what the repository does not hold: section signs, the design document, issue numbers,
+ * project rounds, machine paths. "Round 1 reply" is a text of the agent-to-agent flow, not a round of work.
+ */
+const FOREIGN = [/§/, /\bDESIGN\b/, /\b[Ii]ssues? #?\d/, /\b[Rr]ound \d+(?! reply)/, /\/work\//, /\breference §/i];
+
+describe("test/README.md", () => {
+  it("maps every test file, once, and only files that exist", () => {
+    const files = Object.keys(SOURCES).sort();
+    const rows = mapped();
+    expect(files.length).toBeGreaterThan(60);
+    expect(
+      files.filter((f) => !rows.includes(f)),
+      "test files missing from test/README.md",
+    ).toEqual([]);
+    expect(
+      rows.filter((r) => !files.includes(r)),
+      "rows of test/README.md naming no test file",
+    ).toEqual([]);
+    expect(rows.filter((r, i) => rows.indexOf(r) !== i)).toEqual([]);
+  });
+
+  it("says what each file proves", () => {
+    for (const row of readme.matchAll(/^\| `(test\/[^`]+\.test\.ts)` \| (.*) \|$/gm))
+      expect(row[2].trim().length, `${row[1]}: what it proves`).toBeGreaterThan(20);
+  });
+
+  it("puts each test beside its src/ folder: test/<folder>/ exists only for a src/<folder>/ (or bench/, node/)", () => {
+    const srcFolders = new Set(Object.keys(import.meta.glob("../src/*/**/*.ts")).map((p) => p.split("/")[2]));
+    const testFolders = new Set(
+      Object.keys(SOURCES)
+        .map((f) => f.split("/"))
+        .filter((parts) => parts.length > 2)
+        .map((parts) => parts[1]),
+    );
+    for (const folder of testFolders)
+      expect(
+        srcFolders.has(folder) || folder === "bench" || folder === "node",
+        `test/${folder}/ mirrors src/${folder}/`,
+      ).toBe(true);
+  });
+});
+
+describe("citations", () => {
+  it("no test, helper or setup file cites a document the repository does not hold", () => {
+    const found: string[] = [];
+    // This file is left out: its own examples below are citations on purpose.
+    const scanned = [...Object.entries(SOURCES), ...Object.entries(SUPPORT)].filter(
+      ([f]) => f !== "test/suite.test.ts",
+    );
+    for (const [file, text] of scanned)
+      text.split("\n").forEach((line, i) => {
+        if (FOREIGN.some((re) => re.test(line))) found.push(`${file}:${i + 1}: ${line.trim()}`);
+      });
+    expect(found).toEqual([]);
+  });
+
+  it("the check itself catches each kind of citation", () => {
+    for (const line of [
+      'describe("visibility (reference §6)"',
+      "// DESIGN bar",
+      "(issue 10 item 4)",
+      "// added in round 3",
+      "see /work/shared/spec",
+    ])
+      expect(
+        FOREIGN.some((re) => re.test(line)),
+        line,
+      ).toBe(true);
+    expect(FOREIGN.some((re) => re.test('expect(announce).toContain("Round 1 reply: initial")'))).toBe(false);
+  });
+});
