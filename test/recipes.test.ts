@@ -53,16 +53,20 @@ const isExtension = (v: unknown): v is SessionExtension =>
 
 const dashed = (tool: string) => tool.replace(/_/g, "-");
 
+/** A markdown table row's cells, split on unescaped pipes, padding trimmed (a formatter may pad them). */
+const cells = (line: string) =>
+  line
+    .replace(/^\|/, "")
+    .replace(/\|$/, "")
+    .split(/(?<!\\)\|/)
+    .map((c) => c.trim());
+
 /** The rows of a markdown table whose first cell is a backticked name: name → the other cells. */
 function tableRows(doc: string): Map<string, string[]> {
   const rows = new Map<string, string[]>();
   for (const line of doc.split("\n")) {
-    const m = /^\| `([^`]+)`(.*)\|$/.exec(line);
-    if (m)
-      rows.set(
-        m[1],
-        m[2].split(" | ").map((c) => c.replace(/^\s*\|?\s*/, "").trim()),
-      );
+    const m = /^\| `([^`]+)`\s*\|/.exec(line);
+    if (m) rows.set(m[1], cells(line).slice(1));
   }
   return rows;
 }
@@ -123,9 +127,9 @@ describe("Add a timer kind", () => {
   it("every declared kind has a row in docs/timers.md whose attempts and backoff are its policy", () => {
     const table = timersDoc.split("\n").filter((l) => l.startsWith("| `") || l.startsWith("| every other kind"));
     for (const kind of kinds.names()) {
-      const line = table.find((l) => l.split(" | ")[0].includes(`\`${kind}\``));
+      const line = table.find((l) => cells(l)[0].includes(`\`${kind}\``));
       expect(line, `docs/timers.md documents ${kind}`).toBeDefined();
-      const [, attempts, backoff] = line!.split(" | ");
+      const [, attempts, backoff] = cells(line!);
       const p = kinds.policy(kind);
       expect(Number(attempts), `${kind}: attempts`).toBe(p.maxAttempts);
       const seconds = (ms: number) => (ms >= 60_000 ? `${ms / 60_000} min` : `${ms / 1000} s`);
