@@ -20,15 +20,16 @@ describe("a send's run after an eviction before its start", () => {
       return "done";
     });
     const key = "agent:evicted:chat";
-    const { runId, pumpDue, sentAt } = await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
+    const { runId, pumpDue, answeredAt } = await runInDurableObject(sessionStub(key), async (obj: SessionObject) => {
       // The instance dies before its deferred start: that start never happens. (A plain function, not a vitest
       // spy: the dead instance's timer may still call it after the eviction, outside any test.)
       obj.kick = () => {};
-      const sentAt = Date.now();
       const run = await obj.enqueue({ input: { kind: "inbound", message: "hello" } });
-      return { runId: run.runId, pumpDue: obj.timers.get("pump", "queue")?.due_at, sentAt };
+      return { runId: run.runId, pumpDue: obj.timers.get("pump", "queue")?.due_at, answeredAt: Date.now() };
     });
-    expect(pumpDue).toBeLessThanOrEqual(sentAt + 5);
+    // Due by the time the send was answered (not a lease later). A bound of a few ms after the call began
+    // failed now and then on a loaded machine: the clock moves with the send's own storage work.
+    expect(pumpDue).toBeLessThanOrEqual(answeredAt);
     await crash(sessionStub(key));
     // No timer moved: the alarm that is due already is what starts the run on a fresh instance.
     expect(await runDurableObjectAlarm(sessionStub(key))).toBe(true);
