@@ -1,4 +1,4 @@
-import { vi } from "vitest";
+import { expect, vi } from "vitest";
 import type { DeliveryStatus } from "../../src/channels/outbox-rows";
 import { setConfigOverride } from "../../src/config/load";
 import { callExtension } from "../../src/session/extensions";
@@ -114,6 +114,25 @@ export function installFakes(script: Script): Fakes {
 
 export async function flowsOf(key: string): Promise<any[]> {
   return callExtension(sessionStub(key), "a2a-flow", "list");
+}
+
+/** Until the session's first agent-to-agent flow is done; that flow. */
+export async function doneFlow(target: string): Promise<any> {
+  return until(async () => {
+    const flows = await flowsOf(target);
+    expect(flows.length).toBeGreaterThan(0);
+    expect(flows[0].step).toBe("done");
+    return flows[0];
+  });
+}
+
+/** Let every flow of a session finish, so no step outlives its test (and its fake model). */
+export async function settleFlows(target: string): Promise<void> {
+  await until(async () => {
+    const f = await flowsOf(target);
+    expect(f.length).toBeGreaterThan(0);
+    expect(f.every((x) => x.step === "done")).toBe(true);
+  });
 }
 
 export async function deliveriesOf(key: string, status?: string): Promise<any[]> {

@@ -254,6 +254,16 @@ export async function settleChildren(key = "agent:main:main", timeoutMs = 10_000
   );
 }
 
+/**
+ * For a file whose tests leave children behind, in its afterEach (it runs before test/setup.ts resets the
+ * config and fakes): fail the calls the fakes still hold, then wait until the operator's main has no child
+ * holding a slot.
+ */
+export async function releaseAndSettleChildren(): Promise<void> {
+  releaseHangingRequests();
+  await settleChildren();
+}
+
 /** A fresh requester key per test (storage is shared within a file). */
 export function requesterKey(tag: string): string {
   return `agent:main:webchat:direct:${tag}-${crypto.randomUUID().slice(0, 8)}`;

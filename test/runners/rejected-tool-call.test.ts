@@ -4,16 +4,12 @@ import { call, enc, sendAndWait } from "../helpers/http";
 import {
   installFakes,
   type ModelAnswer,
-  releaseHangingRequests,
+  releaseAndSettleChildren,
   requesterKey,
-  settleChildren,
   subagentConfig,
 } from "../helpers/subagents";
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await settleChildren();
-});
+afterEach(releaseAndSettleChildren);
 
 /** Every transcript row after the session header line. */
 async function transcriptOf(key: string): Promise<any[]> {

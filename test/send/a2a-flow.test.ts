@@ -11,6 +11,7 @@ import {
   baseConfig,
   deferred,
   deliveriesOf,
+  doneFlow,
   flowsOf,
   installFakes,
   type ModelRequest,
@@ -21,15 +22,6 @@ let n = 0;
 function keys() {
   n++;
   return { req: `agent:main:discord:group:req-${n}`, target: `agent:main:discord:group:target-${n}` };
-}
-
-async function doneFlow(target: string) {
-  return until(async () => {
-    const flows = await flowsOf(target);
-    expect(flows.length).toBeGreaterThan(0);
-    expect(flows[0].step).toBe("done");
-    return flows[0];
-  });
 }
 
 describe("agent-to-agent flow", () => {
