@@ -1,6 +1,10 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+// The console's browser tests: a project of their own, so its global setup (finding a Chromium) runs only
+// when they are part of the run.
+const BROWSER_TESTS = ["test/node/console-*.test.ts"];
+
 export default defineConfig({
   test: {
     // The Worker's static assets (public/, wrangler.toml [assets]) are generated: build them first.
@@ -31,7 +35,24 @@ export default defineConfig({
       },
       {
         // Checks that need Node: an OpenAPI validator that compiles schemas to code, and `wrangler dev`.
-        test: { name: "node", include: ["test/node/*.test.ts"], environment: "node", testTimeout: 60_000 },
+        test: {
+          name: "node",
+          include: ["test/node/*.test.ts"],
+          exclude: BROWSER_TESTS,
+          environment: "node",
+          testTimeout: 60_000,
+        },
+      },
+      {
+        // The operator console in Chromium (test/node/chromium.ts says which one): skipped with one line
+        // saying why when none launches, a failure instead under REQUIRE_BROWSER=1 (.ci/run).
+        test: {
+          name: "browser",
+          include: BROWSER_TESTS,
+          globalSetup: ["./test/node/browser-setup.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+        },
       },
     ],
   },
