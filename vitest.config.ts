@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -5,20 +6,35 @@ import { defineConfig } from "vitest/config";
 // when they are part of the run.
 const BROWSER_TESTS = ["test/node/console-*.test.ts"];
 
+// The test Worker's secrets: random per run and as strong as a deploy needs (src/config/secrets.ts refuses
+// short and example values); tests read them from `env` (test/helpers/http.ts), never from a literal.
+const secret = () => randomBytes(32).toString("base64url");
+
+// Wrangler's informational lines (e.g. "Using secrets defined in .dev.vars", once per test file after
+// `npm start` wrote that file) are not test output; its warnings and errors still show.
+process.env.WRANGLER_LOG ??= "warn";
+
 export default defineConfig({
   test: {
-    // The Worker's static assets (public/, wrangler.toml [assets]) are generated: build them first.
+    // The Worker's static assets (public/, wrangler.jsonc "assets") are generated: build them first.
     globalSetup: ["./scripts/build-assets.mjs"],
+    // A passing run prints vitest's summary only: the Worker's JSON request and run logs (and the bad-input
+    // suite's [fuzz] lines) are kept back and printed with a failing test's report.
+    silent: "passed-only",
     projects: [
       {
         plugins: [
           cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
+            wrangler: { configPath: "./wrangler.jsonc" },
+            // workerd's own diagnostics (uncaught exceptions a test provokes on purpose, alarm cancellations,
+            // abortAllDurableObjects notices) are not printed: they belong to no test, so vitest cannot hold
+            // them back for a failure. What a test's code logs is still captured and shown when it fails.
+            verbose: false,
             miniflare: {
               bindings: {
-                GATEWAY_TOKEN: "test-gateway-token",
-                AGENT_TOKENS: JSON.stringify({ main: "test-main-agent-token", research: "test-research-token" }),
-                SIGNING_SECRET: "test-signing-secret",
+                GATEWAY_TOKEN: secret(),
+                AGENT_TOKENS: JSON.stringify({ main: secret(), research: secret() }),
+                SIGNING_SECRET: secret(),
               },
             },
           }),

@@ -3,6 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { endTime, startTime, timing } from "hono/timing";
 import { loadConfig } from "../config/load";
+import { assertSecrets } from "../config/secrets";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { log } from "../log";
@@ -78,9 +79,11 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
     }),
   );
 
-  // An invalid CONFIG answers every request with a 500 naming the bad path (never a crash loop).
+  // An invalid CONFIG, or a refused secret (src/config/secrets.ts), answers every request with a 500
+  // naming it (never a crash loop).
   app.use("*", async (c, next) => {
     c.set("cfg", loadConfig(c.env));
+    assertSecrets(c.env);
     await next();
   });
 

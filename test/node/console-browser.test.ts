@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import {
   createServer,
@@ -23,7 +24,7 @@ import { LAUNCH_ARGS } from "./chromium";
  */
 
 const CHROMIUM = inject("chromium");
-const OPERATOR = "browser-test-operator-token";
+const OPERATOR = randomBytes(32).toString("base64url");
 const SCREENSHOTS = join(import.meta.dirname, "..", "..", "test-results", "screenshots");
 const HOOK_SECRET = `whsec_${Buffer.from("browser-test-webhook-secret-0001").toString("base64")}`;
 const SEEDED = 60; // with 25 rows a page: three pages
@@ -337,10 +338,10 @@ beforeAll(async () => {
   // No fetch of the Request.cf sample from Cloudflare (scripts/dev.mjs): the test needs no network.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   worker = await unstable_startWorker({
-    config: "wrangler.toml",
+    config: "wrangler.jsonc",
     bindings: {
       GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
-      SIGNING_SECRET: { type: "plain_text", value: "browser-test-signing-secret" },
+      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
       CONFIG: {
         type: "json",
         value: {
