@@ -90,7 +90,7 @@ describe("refused secrets", () => {
     // The same token file is fine once CONFIG lists the agent.
     const config = JSON.stringify({ agents: { list: [{ id: "main", default: true }, { id: "ghost" }] } });
     const tokens = JSON.stringify({ main: strong(), ghost: strong() });
-    expect((await fetchWith({ AGENT_TOKENS: tokens, CONFIG: config } as Partial<Env>)).status).toBe(200);
+    expect((await fetchWith({ AGENT_TOKENS: tokens, CONFIG: config } as unknown as Partial<Env>)).status).toBe(200);
 
     const copied = await fetchWith({
       AGENT_TOKENS: JSON.stringify({ main: "replace-with-another-output-of-openssl-rand-base64-32" }),

@@ -21,7 +21,11 @@ import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-l
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
 
-export type { JsonSchema, Refusal, RunSnapshot, SessionRow, ToolDescriptor };
+import { SwitchboardApiError } from "./errors";
+import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
+
+export type { JsonSchema, Refusal, RunSnapshot, SessionRow, StreamEvent, ToolDescriptor, WatchOptions };
+export { SwitchboardApiError };
 
 /** Arguments of each tool, as a caller sends them (derived from the tool's zod schema). */
 export interface ToolArgs {
@@ -70,18 +74,6 @@ export interface SwitchboardClientOptions {
   /** Requester session for tool calls (default: `main` of the token's agent; a run token's own session). */
   sessionKey?: string;
   fetch?: (input: string, init?: RequestInit) => Promise<Response>;
-}
-
-/** A non-2xx answer: the gateway's error envelope `{ok: false, error: {type, message}}`. */
-export class SwitchboardApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "SwitchboardApiError";
-  }
 }
 
 export class SwitchboardClient {
@@ -190,6 +182,32 @@ export class SwitchboardClient {
     agents: { id: string; name?: string; default: boolean; model: string; sandboxed: boolean; runtime: string }[];
   }> {
     return this.request("GET", "/v1/agents");
+  }
+
+  // ------------------------------------------------------------ event streams (docs/events.md)
+
+  /**
+   * A session's events as they happen — `message`, `run`, `delivery` (and `gap`, `reset`, `end`) — resumed
+   * with `Last-Event-ID` after a dropped connection; ends with `end` (the session was deleted or archived).
+   *
+   *   for await (const e of sb.watchSession("main")) if (e.event === "message") console.log(e.data);
+   */
+  watchSession(sessionKey: string, opts: WatchOptions = {}): AsyncGenerator<StreamEvent> {
+    return watchEvents(
+      (id, signal) => this.stream(`/v1/sessions/${encodeURIComponent(sessionKey)}/events`, id, signal),
+      opts,
+    );
+  }
+
+  /** A run's text as it is generated (`delta`, `tool-call`), ending with its final `status` (or `end`). */
+  watchRun(runId: string, opts: WatchOptions = {}): AsyncGenerator<StreamEvent> {
+    return watchEvents((id, signal) => this.stream(`/v1/runs/${encodeURIComponent(runId)}/events`, id, signal), opts);
+  }
+
+  private stream(path: string, lastEventId: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.token}`, Accept: "text/event-stream" };
+    if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+    return this.doFetch(`${this.baseUrl}${path}`, { headers, signal });
   }
 
   // ------------------------------------------------------------ transport

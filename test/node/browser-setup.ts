@@ -10,7 +10,7 @@ import { findChromium } from "./chromium";
 export default async function setup(project: TestProject): Promise<void> {
   const found = await findChromium();
   project.provide("chromium", found.path ?? "");
-  if (found.path) return;
+  if (found.path !== null) return;
   const why = found.tried.length > 0 ? found.tried.join("; ") : "no Chromium in the usual locations";
   const how =
     "set CHROMIUM_PATH to a Chromium or Chrome executable (on Linux x64 the @sparticuz/chromium dev dependency provides one)";

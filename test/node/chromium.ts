@@ -65,7 +65,15 @@ function playwrightCache(): string[] {
       join(root, d, "chrome-linux", "chrome"),
       join(root, d, "chrome-linux64", "chrome"),
       join(root, d, "chrome-mac", "Chromium.app", "Contents", "MacOS", "Chromium"),
-      join(root, d, "chrome-mac-arm64", "Google Chrome for Testing.app", "Contents", "MacOS", "Google Chrome for Testing"),
+      join(
+        root,
+        d,
+        "chrome-mac-arm64",
+        "Google Chrome for Testing.app",
+        "Contents",
+        "MacOS",
+        "Google Chrome for Testing",
+      ),
     ]);
 }
 
@@ -76,7 +84,7 @@ async function npmShipped(): Promise<string> {
   return Sparticuz.executablePath();
 }
 
-export function defaultCandidates(env: NodeJS.ProcessEnv = process.env): Candidate[] {
+export function defaultCandidates(env: Record<string, string | undefined> = process.env): Candidate[] {
   if (env.CHROMIUM_PATH) return [{ source: "CHROMIUM_PATH", path: env.CHROMIUM_PATH }];
   return [
     { source: "@sparticuz/chromium", path: npmShipped },
@@ -96,7 +104,12 @@ export async function findChromium(candidates: Candidate[] = defaultCandidates()
         if (c.source === "CHROMIUM_PATH") tried.push(`CHROMIUM_PATH=${path}: no such file`);
         continue;
       }
-      const browser = await chromium.launch({ executablePath: path, headless: true, args: LAUNCH_ARGS, timeout: 30_000 });
+      const browser = await chromium.launch({
+        executablePath: path,
+        headless: true,
+        args: LAUNCH_ARGS,
+        timeout: 30_000,
+      });
       await browser.close();
       return { path, source: c.source };
     } catch (err) {

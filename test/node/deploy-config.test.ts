@@ -15,9 +15,12 @@ const production = unstable_readConfig({ config: "wrangler.jsonc", env: "product
 describe("wrangler.jsonc: the production environment", () => {
   it("has every binding, migration and required secret of the local Worker", () => {
     const bindings = (c: typeof local) => ({
-      durableObjects: c.durable_objects.bindings.map((b) => [b.name, b.class_name]),
-      r2: c.r2_buckets.map((b) => [b.binding, b.bucket_name]),
-      ratelimits: c.ratelimits.map((r) => [r.name, r.simple]),
+      durableObjects: c.durable_objects.bindings.map((b: { name: string; class_name: string }) => [
+        b.name,
+        b.class_name,
+      ]),
+      r2: c.r2_buckets.map((b: { binding: string; bucket_name?: string }) => [b.binding, b.bucket_name]),
+      ratelimits: c.ratelimits.map((r: { name: string; simple: unknown }) => [r.name, r.simple]),
       migrations: c.migrations,
       secrets: c.secrets?.required,
       assets: c.assets?.directory,
