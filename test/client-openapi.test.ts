@@ -67,6 +67,7 @@ describe("typed client against /openapi.json", () => {
     await sb.getSession(key);
     await sb.patchSession(key, { label: "checked" });
     await sb.history(key, { limit: 5 });
+    await sb.sessionTree(key);
     await sb.listSessions({ agentId: "main", limit: 5 });
     await sb.agents();
     await sb.tools();

@@ -11,6 +11,7 @@
 import type { z } from "zod";
 import type { inboundMessage, sessionPatch } from "../http/routes-v1";
 import type { SessionRow } from "../registry/row";
+import type { SessionTree } from "../registry/subagent-tree";
 import type { RunCompletion } from "../runners/webhook-runner";
 import type { RunSnapshot } from "../session/types";
 import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
@@ -24,7 +25,7 @@ import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessio
 import { SwitchboardApiError } from "./errors";
 import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
 
-export type { JsonSchema, Refusal, RunSnapshot, SessionRow, StreamEvent, ToolDescriptor, WatchOptions };
+export type { JsonSchema, Refusal, RunSnapshot, SessionRow, SessionTree, StreamEvent, ToolDescriptor, WatchOptions };
 export { SwitchboardApiError };
 
 /** Arguments of each tool, as a caller sends them (derived from the tool's zod schema). */
@@ -162,6 +163,10 @@ export class SwitchboardClient {
     query: { limit?: number; before?: number; includeTools?: boolean } = {},
   ): Promise<SessionsHistoryResult> {
     return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/history${qs(query)}`);
+  }
+  /** The session and its sub-agents, level by level, with status, run time, tokens and cost. */
+  sessionTree(sessionKey: string): Promise<SessionTree> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tree`);
   }
   getRun(runId: string): Promise<RunSnapshot> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);

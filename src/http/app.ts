@@ -3,8 +3,8 @@ import { bodyLimit } from "hono/body-limit";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { endTime, startTime, timing } from "hono/timing";
 import { loadConfig } from "../config/load";
-import { assertSecrets } from "../config/secrets";
 import type { Config } from "../config/schema";
+import { assertSecrets } from "../config/secrets";
 import { SwitchboardError } from "../errors";
 import { log } from "../log";
 import type { AppEnv } from "./app-env";
@@ -20,6 +20,7 @@ import { deliveriesRoutes } from "./routes-deliveries";
 import { eventsRoutes } from "./routes-events";
 import { agentsRoutes, healthRoutes } from "./routes-meta";
 import { runsRoutes } from "./routes-runs";
+import { subagentTreeRoutes } from "./routes-tree";
 import { v1Routes } from "./routes-v1";
 import { runTokenWriteScope } from "./scopes";
 import { toolCatalogRoutes } from "./tool-catalog";
@@ -120,6 +121,7 @@ export function createApp(extra?: (app: Hono<AppEnv>) => void): Hono<AppEnv> {
   deadTimersRoutes(app);
   attachmentsRoutes(app);
   consoleRoutes(app);
+  subagentTreeRoutes(app);
   mcpRoutes(app);
   toolCatalogRoutes(app);
   openApiRoutes(app); // public: generated from app.routes at the first request, so every route above is in it
