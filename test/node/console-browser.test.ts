@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import {
   createServer,
   request as httpRequest,
@@ -14,6 +14,7 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { LAUNCH_ARGS } from "./chromium";
+import { TOKEN_KEY, shot as takeShot } from "./screenshot";
 
 /**
  * The operator console (/console) in a real browser: Chromium (test/node/chromium.ts says which one) driven
@@ -25,10 +26,8 @@ import { LAUNCH_ARGS } from "./chromium";
 
 const CHROMIUM = inject("chromium");
 const OPERATOR = randomBytes(32).toString("base64url");
-const SCREENSHOTS = join(import.meta.dirname, "..", "..", "test-results", "screenshots");
 const HOOK_SECRET = `whsec_${Buffer.from("browser-test-webhook-secret-0001").toString("base64")}`;
 const SEEDED = 60; // with 25 rows a page: three pages
-const TOKEN_KEY = "switchboard.console.token";
 const seededKey = (i: number) => `agent:main:seed-${String(i).padStart(2, "0")}`;
 
 let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
@@ -115,64 +114,9 @@ async function api(method: string, path: string, body?: unknown): Promise<any> {
   return JSON.parse(text);
 }
 
-/**
- * A screenshot of `p` with the words it showed (rendered text, innerText, not textContent: hidden nodes
- * aside), taken only when the words stood still across it: a page still settling (the stream indicator
- * turning "live", a row re-read) is pictured again, at most 20 times.
- */
-async function stillPicture(p: Page): Promise<{ text: string; picture: Buffer }> {
-  // biome-ignore lint/performance/useDomNodeTextContent: a Playwright locator, not a DOM node
-  const textOf = () => p.locator("body").innerText();
-  let text = await textOf();
-  let picture: Buffer = Buffer.alloc(0);
-  for (let tries = 0; tries < 20; tries++) {
-    picture = await p.screenshot({ fullPage: false, animations: "disabled" });
-    const after = await textOf();
-    if (after === text) break;
-    text = after;
-  }
-  return { text, picture };
-}
-
-/**
- * Write docs/screenshots/<name>.png, after checking that the picture depends only on what the page shows:
- * the same view rendered from scratch in a fresh tab (same URL, viewport, frozen clock, token) must be
- * byte-identical. The pointer is moved away first, so no hover state differs.
- */
-async function shot(name: string, opts: { signedIn: boolean } = { signedIn: true }): Promise<void> {
-  await page.mouse.move(0, 0);
-  // Relative times ("3 min ago") are computed from the page's clock: it must still stand where it was frozen.
-  expect(await page.evaluate(() => Date.now())).toBe(clockFrozenAt);
-  const { text, picture } = await stillPicture(page);
-  const fresh = await context.newPage();
-  try {
-    await fresh.setViewportSize(page.viewportSize()!);
-    if (opts.signedIn)
-      await fresh.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
-    await fresh.goto(page.url());
-    await fresh.mouse.move(0, 0);
-    let again: Buffer = Buffer.alloc(0);
-    await expect
-      .poll(
-        async () => {
-          const still = await stillPicture(fresh);
-          again = still.picture;
-          return still.text;
-        },
-        { timeout: 20_000 },
-      )
-      .toBe(text);
-    if (!again.equals(picture)) {
-      const kept = join(tmpdir(), `switchboard-${name}-fresh.png`);
-      writeFileSync(kept, again);
-      writeFileSync(join(tmpdir(), `switchboard-${name}-first.png`), picture);
-      expect.fail(`${name}.png: a fresh render of the same view differs in its pixels (kept as ${kept})`);
-    }
-  } finally {
-    await fresh.close();
-  }
-  writeFileSync(join(SCREENSHOTS, `${name}.png`), picture);
-}
+/** A byte-stable screenshot of the current view (test/node/screenshot.ts). */
+const shot = (name: string, opts?: { signedIn: boolean }) =>
+  takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name, opts);
 
 const SESSION_STREAMS = /^\/v1\/sessions\/[^/]+\/events(\?|$)/;
 const RUN_STREAMS = /^\/v1\/runs\/[^/]+\/events(\?|$)/;
@@ -322,7 +266,6 @@ async function cutRunMidReply(key: string, whileAway: string[]): Promise<void> {
 
 beforeAll(async () => {
   if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  mkdirSync(SCREENSHOTS, { recursive: true });
   hook = createServer(async (req, res) => {
     const body = JSON.parse(await readBody(req));
     // The "slow" agent's webhook runtime: accepts each run and never completes it, so it stays running.
