@@ -13,7 +13,7 @@ function readVars() {
   const out = {};
   for (const line of readFileSync(varsFile, "utf8").split("\n")) {
     const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
-    if (m) out[m[1]] = m[2].replace(/^"|"$/g, "");
+    if (m) out[m[1]] = m[2].replace(/^(["'])(.*)\1$/, "$2");
   }
   return out;
 }
