@@ -3,13 +3,14 @@
 // session to the other, in the order they happened. Built from the two transcripts the API already serves:
 // every message one session sent the other is a transcript message with `provenance` (kind
 // "inter_session", the sending session), and the last turn's answer is the receiver's reply after it.
-import { useEffect, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { api, enc } from "./api";
 import { ErrorLine } from "./errors";
 import { messageText } from "./format";
 import { sessionHref } from "./router";
 import type { SessionData } from "./session-data";
 import type { HistoryMessage, Provenance } from "./types";
+import { useRead } from "./use-read";
 
 /** The newest turns drawn; an exchange is at most a send and 5 ping-pong turns, so 20 shows several. */
 const MAX_TURNS = 20;
@@ -95,28 +96,17 @@ export function ExchangeTab(props: { sessionKey: string; data: SessionData }) {
   const counterparts = counterpartsOf(props.data.messages);
   const [chosen, setChosen] = useState<string | null>(null);
   const other = chosen && counterparts.includes(chosen) ? chosen : (counterparts[0] ?? null);
-  const [sides, setSides] = useState<{ key: string; mine: HistoryMessage[]; theirs: HistoryMessage[] } | null>(null);
-  const [error, setError] = useState<unknown>(null);
   // Re-read when this session's transcript grows (its event stream): a new turn has arrived.
   const version = props.data.messages.length;
-
-  useEffect(() => {
-    if (!other) return;
-    let stop = false;
-    Promise.all([conversation(props.sessionKey), conversation(other)]).then(
-      ([mine, theirs]) => {
-        if (stop) return;
-        setSides({ key: other, mine, theirs });
-        setError(null);
-      },
-      (e) => {
-        if (!stop) setError(e);
-      },
-    );
-    return () => {
-      stop = true;
-    };
-  }, [props.sessionKey, other, version]);
+  const { value: sides, error } = useRead(
+    other
+      ? async () => {
+          const [mine, theirs] = await Promise.all([conversation(props.sessionKey), conversation(other)]);
+          return { key: other, mine, theirs };
+        }
+      : null,
+    [props.sessionKey, other, version],
+  );
 
   if (!other) return <p>No agent-to-agent exchange with this session yet.</p>;
   const me = props.sessionKey;

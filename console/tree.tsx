@@ -8,6 +8,7 @@ import { ErrorLine } from "./errors";
 import { sessionHref } from "./router";
 import type { SessionData } from "./session-data";
 import type { SessionTree, TreeNode } from "./types";
+import { useRead } from "./use-read";
 
 /** While any child runs, the tree is read again this often (bounded: one request per interval). */
 const REFRESH_MS = 5000;
@@ -58,33 +59,17 @@ function outline(nodes: TreeNode[]): TreeNode[] {
 }
 
 export function SubagentsTab(props: { sessionKey: string; data: SessionData }) {
-  const [tree, setTree] = useState<SessionTree | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [now, setNow] = useState(Date.now());
   // Something happened in the session (a message, a run): its children may have changed too.
   const version = `${props.data.messages.length}:${props.data.runs.map((r) => r.status).join(",")}`;
-  const running = tree?.nodes.some((n) => n.status === "running") ?? false;
-
-  useEffect(() => {
-    let stop = false;
-    const read = () =>
-      api<SessionTree>("GET", `/v1/sessions/${enc(props.sessionKey)}/tree`).then(
-        (t) => {
-          if (stop) return;
-          setTree(t);
-          setError(null);
-        },
-        (e) => {
-          if (!stop) setError(e);
-        },
-      );
-    read();
-    const timer = running ? setInterval(read, REFRESH_MS) : undefined;
-    return () => {
-      stop = true;
-      if (timer) clearInterval(timer);
-    };
-  }, [props.sessionKey, version, running]);
+  const [running, setRunning] = useState(false);
+  const { value: tree, error } = useRead(
+    () => api<SessionTree>("GET", `/v1/sessions/${enc(props.sessionKey)}/tree`),
+    [props.sessionKey, version],
+    running ? REFRESH_MS : undefined,
+  );
+  const anyRunning = tree?.nodes.some((n) => n.status === "running") ?? false;
+  if (anyRunning !== running) setRunning(anyRunning);
 
   useEffect(() => {
     if (!running) return;
