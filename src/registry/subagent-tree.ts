@@ -5,6 +5,7 @@ import { splitModelRef } from "../runners/models";
 import { estimateCostUsd } from "../spawn/announce-format";
 import { spawnAllowlist } from "../tools/agents-list";
 import type { SessionRow } from "./row";
+import { sessionRowSchema } from "./row-schema";
 import { canonicalKeyOfRow, sessionIndex } from "./session-index";
 
 /**
@@ -19,30 +20,32 @@ import { canonicalKeyOfRow, sessionIndex } from "./session-index";
 export const TREE_MAX_DEPTH = 5;
 export const TREE_MAX_NODES = 200;
 
-export const treeNodeSchema = z.strictObject({
-  key: z.string(),
-  parentKey: z.string().nullable().describe("The session that spawned it; null for the tree's root"),
-  depth: z.number().int().describe("0 for the root, 1 for its children, …"),
-  agentId: z.string(),
-  label: z.string().optional(),
-  status: z
-    .string()
-    .optional()
-    .describe("Sub-agent run state (`running | done | failed | timeout | killed`); absent for the root"),
-  startedAt: z.number().int().optional(),
-  endedAt: z.number().int().optional(),
-  runtimeMs: z.number().int().optional(),
-  updatedAt: z.number().int(),
-  model: z.string().optional(),
-  totalTokens: z.number().int(),
-  inputTokens: z.number().int(),
-  outputTokens: z.number().int(),
-  costUsd: z
-    .number()
-    .nullable()
-    .describe("Estimated from the model's prices (models.providers.*.models[].cost); null without prices"),
-  archived: z.boolean().optional(),
-});
+/** A node: the fields of its session row (src/registry/row-schema.ts) that the tree shows, and its place in it. */
+export const treeNodeSchema = sessionRowSchema
+  .pick({
+    key: true,
+    agentId: true,
+    label: true,
+    status: true,
+    startedAt: true,
+    endedAt: true,
+    runtimeMs: true,
+    updatedAt: true,
+    model: true,
+    totalTokens: true,
+    inputTokens: true,
+    outputTokens: true,
+    archived: true,
+  })
+  .extend({
+    parentKey: z.string().nullable().describe("The session that spawned it; null for the tree's root"),
+    depth: z.number().int().describe("0 for the root, 1 for its children, …"),
+    costUsd: z
+      .number()
+      .nullable()
+      .describe("Estimated from the model's prices (models.providers.*.models[].cost); null without prices"),
+  })
+  .meta({ id: "TreeNode" });
 
 export const sessionTreeSchema = z
   .strictObject({
