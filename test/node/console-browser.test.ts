@@ -1,12 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import {
-  createServer,
-  request as httpRequest,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from "node:http";
+import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { LAUNCH_ARGS } from "./chromium";
 import { TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { callWorker, readBody } from "./worker-api";
 
 /**
  * The operator console (/console) in a real browser: Chromium (test/node/chromium.ts says which one) driven
@@ -97,22 +92,7 @@ function answerChatCompletion(body: any, res: ServerResponse): void {
   else reply.finish();
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  let body = "";
-  for await (const chunk of req) body += chunk;
-  return body;
-}
-
-async function api(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(new URL(path, base), {
-    method,
-    headers: { Authorization: `Bearer ${OPERATOR}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (method: string, path: string, body?: unknown) => callWorker(base, OPERATOR, method, path, body);
 
 /** A byte-stable screenshot of the current view (test/node/screenshot.ts). */
 const shot = (name: string, opts?: { signedIn: boolean }) =>

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { LAUNCH_ARGS } from "./chromium";
 import { TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { callWorker, readBody } from "./worker-api";
 
 /**
  * The console's pictures in Chromium (test/node/chromium.ts says which one): a session's sub-agent tree
@@ -43,22 +44,8 @@ let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted and has not completed: its completion path and run token. */
 const slowRuns: { completePath: string; runToken: string }[] = [];
 
-async function readJson(req: IncomingMessage): Promise<any> {
-  let body = "";
-  for await (const chunk of req) body += chunk;
-  return JSON.parse(body);
-}
-
-async function api(method: string, path: string, body?: unknown, token = OPERATOR): Promise<any> {
-  const res = await fetch(new URL(path, base), {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
+const api = (method: string, path: string, body?: unknown, token = OPERATOR) =>
+  callWorker(base, token, method, path, body);
 
 const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: string) =>
   (await api("POST", "/tools/invoke", { tool, args, sessionKey })).result.details;
@@ -68,7 +55,7 @@ const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: O
 beforeAll(async () => {
   if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
   runtimes = createServer(async (req, res) => {
-    const run = await readJson(req);
+    const run = JSON.parse(await readBody(req));
     if (req.url === "/slow") {
       slowRuns.push({ completePath: run.completePath, runToken: run.runToken });
       return void res.writeHead(202).end();
