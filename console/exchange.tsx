@@ -7,6 +7,7 @@ import { useState } from "preact/hooks";
 import { api, enc } from "./api";
 import { ErrorLine } from "./errors";
 import { messageText } from "./format";
+import { Picture } from "./picture";
 import { sessionHref } from "./router";
 import type { SessionData } from "./session-data";
 import type { HistoryMessage, Provenance } from "./types";
@@ -128,48 +129,44 @@ export function ExchangeTab(props: { sessionKey: string; data: SessionData }) {
           </select>
         </label>
       )}
-      <div class="picture">
-        <svg
-          class="exchange"
-          width={WIDTH}
-          height={height}
-          viewBox={`0 0 ${WIDTH} ${height}`}
-          role="img"
-          aria-label={`Exchange between ${me} and ${other}: ${turns.length} turn${turns.length === 1 ? "" : "s"}`}
-          data-testid="exchange"
-        >
-          <defs>
-            <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto">
-              <path d="M0,0 L10,5 L0,10 z" />
-            </marker>
-          </defs>
-          {[me, other].map((key) => (
-            <g key={key} class="lifeline">
-              <a href={sessionHref(key, "exchanges")}>
-                <rect x={xOf(key) - 130} y={8} width={260} height={34} rx={8} />
-                <text x={xOf(key)} y={30} text-anchor="middle">
-                  {cut(key).slice(0, 40)}
-                </text>
-              </a>
-              <line x1={xOf(key)} y1={42} x2={xOf(key)} y2={height - 8} />
+      <Picture
+        kind="exchange"
+        width={WIDTH}
+        height={height}
+        label={`Exchange between ${me} and ${other}: ${turns.length} turn${turns.length === 1 ? "" : "s"}`}
+        testId="exchange"
+      >
+        <defs>
+          <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto">
+            <path d="M0,0 L10,5 L0,10 z" />
+          </marker>
+        </defs>
+        {[me, other].map((key) => (
+          <g key={key} class="lifeline">
+            <a href={sessionHref(key, "exchanges")}>
+              <rect x={xOf(key) - 130} y={8} width={260} height={34} rx={8} />
+              <text x={xOf(key)} y={30} text-anchor="middle">
+                {cut(key).slice(0, 40)}
+              </text>
+            </a>
+            <line x1={xOf(key)} y1={42} x2={xOf(key)} y2={height - 8} />
+          </g>
+        ))}
+        {turns.map((t, i) => {
+          const y = TOP + i * STEP + 30;
+          const x1 = xOf(t.from);
+          const x2 = xOf(t.to);
+          return (
+            <g key={`${t.at}-${i}`} class={t.reply ? "turn reply" : "turn"} data-turn={i + 1} data-from={t.from}>
+              <title>{t.text}</title>
+              <text x={(x1 + x2) / 2} y={y - 8} text-anchor="middle">
+                {`${i + 1}. ${cut(t.text)}`}
+              </text>
+              <line x1={x1} y1={y} x2={x2 + (x2 > x1 ? -4 : 4)} y2={y} marker-end="url(#arrow)" />
             </g>
-          ))}
-          {turns.map((t, i) => {
-            const y = TOP + i * STEP + 30;
-            const x1 = xOf(t.from);
-            const x2 = xOf(t.to);
-            return (
-              <g key={`${t.at}-${i}`} class={t.reply ? "turn reply" : "turn"} data-turn={i + 1} data-from={t.from}>
-                <title>{t.text}</title>
-                <text x={(x1 + x2) / 2} y={y - 8} text-anchor="middle">
-                  {`${i + 1}. ${cut(t.text)}`}
-                </text>
-                <line x1={x1} y1={y} x2={x2 + (x2 > x1 ? -4 : 4)} y2={y} marker-end="url(#arrow)" />
-              </g>
-            );
-          })}
-        </svg>
-      </div>
+          );
+        })}
+      </Picture>
       {turns.length === 0 && <p>Loading the exchange…</p>}
     </>
   );

@@ -5,6 +5,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api, enc } from "./api";
 import { ErrorLine } from "./errors";
+import { Picture } from "./picture";
 import { sessionHref } from "./router";
 import type { SessionData } from "./session-data";
 import type { SessionTree, TreeNode } from "./types";
@@ -89,55 +90,51 @@ export function SubagentsTab(props: { sessionKey: string; data: SessionData }) {
   return (
     <>
       <ErrorLine error={error} />
-      <div class="picture">
-        <svg
-          class="tree"
-          width={width}
-          height={height}
-          viewBox={`0 0 ${width} ${height}`}
-          role="img"
-          aria-label={`Sub-agent tree of ${props.sessionKey}: ${children} sub-agent${children === 1 ? "" : "s"}`}
-          data-testid="subagent-tree"
-        >
-          {rows.map((n) => {
-            const parent = n.parentKey === null ? undefined : rows.find((p) => p.key === n.parentKey);
-            if (!parent) return null;
-            const px = x(parent) + 16;
-            const py = (y.get(parent.key) ?? 0) + BOX_H;
-            const cy = (y.get(n.key) ?? 0) + BOX_H / 2;
-            return <path key={`e-${n.key}`} class="edge" d={`M${px},${py} V${cy} H${x(n)}`} />;
-          })}
-          {rows.map((n) => {
-            const top = y.get(n.key) ?? 0;
-            const time = runTime(n, now);
-            const facts = [
-              n.depth === 0 ? "this session" : (n.status ?? "—"),
-              time === undefined ? null : formatDuration(time),
-              formatTokens(n.totalTokens),
-              n.costUsd === null ? null : formatCost(n.costUsd),
-            ].filter(Boolean);
-            return (
-              <a key={n.key} href={sessionHref(n.key, n.depth === 0 ? "transcript" : "subagents")}>
-                <g
-                  class={`node node-${n.depth === 0 ? "root" : (n.status ?? "unknown")}`}
-                  transform={`translate(${x(n)},${top})`}
-                  data-node={n.key}
-                  data-status={n.status ?? ""}
-                >
-                  <title>{`${n.key}${n.model ? ` · ${n.model}` : ""}`}</title>
-                  <rect width={BOX_W} height={BOX_H} rx={8} />
-                  <text x={12} y={24} class="name">
-                    {nameOf(n)}
-                  </text>
-                  <text x={12} y={46} class="facts">
-                    {facts.join(" · ")}
-                  </text>
-                </g>
-              </a>
-            );
-          })}
-        </svg>
-      </div>
+      <Picture
+        kind="tree"
+        width={width}
+        height={height}
+        label={`Sub-agent tree of ${props.sessionKey}: ${children} sub-agent${children === 1 ? "" : "s"}`}
+        testId="subagent-tree"
+      >
+        {rows.map((n) => {
+          const parent = n.parentKey === null ? undefined : rows.find((p) => p.key === n.parentKey);
+          if (!parent) return null;
+          const px = x(parent) + 16;
+          const py = (y.get(parent.key) ?? 0) + BOX_H;
+          const cy = (y.get(n.key) ?? 0) + BOX_H / 2;
+          return <path key={`e-${n.key}`} class="edge" d={`M${px},${py} V${cy} H${x(n)}`} />;
+        })}
+        {rows.map((n) => {
+          const top = y.get(n.key) ?? 0;
+          const time = runTime(n, now);
+          const facts = [
+            n.depth === 0 ? "this session" : (n.status ?? "—"),
+            time === undefined ? null : formatDuration(time),
+            formatTokens(n.totalTokens),
+            n.costUsd === null ? null : formatCost(n.costUsd),
+          ].filter(Boolean);
+          return (
+            <a key={n.key} href={sessionHref(n.key, n.depth === 0 ? "transcript" : "subagents")}>
+              <g
+                class={`node node-${n.depth === 0 ? "root" : (n.status ?? "unknown")}`}
+                transform={`translate(${x(n)},${top})`}
+                data-node={n.key}
+                data-status={n.status ?? ""}
+              >
+                <title>{`${n.key}${n.model ? ` · ${n.model}` : ""}`}</title>
+                <rect width={BOX_W} height={BOX_H} rx={8} />
+                <text x={12} y={24} class="name">
+                  {nameOf(n)}
+                </text>
+                <text x={12} y={46} class="facts">
+                  {facts.join(" · ")}
+                </text>
+              </g>
+            </a>
+          );
+        })}
+      </Picture>
       {tree.truncated && <p class="meta">Only part of the tree is shown (5 levels, 200 sessions at most).</p>}
     </>
   );
