@@ -1,14 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
-import { LAUNCH_ARGS } from "./chromium";
-import { TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
 /**
@@ -29,7 +25,7 @@ let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
 let base = "";
 let context: BrowserContext;
 let page: Page;
-let profileDir = "";
+let closeBrowser = async () => {};
 // The console's clock stands still at the start of the run (set before anything is seeded): everything the
 // console shows happened after it, so each relative time reads "just now" however slow the run is (a time
 // ahead of the page's clock reads "just now", console/format.ts).
@@ -302,15 +298,7 @@ beforeAll(async () => {
     { timeout: 30_000, interval: 200 },
   );
 
-  profileDir = mkdtempSync(join(tmpdir(), "switchboard-chromium-"));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    args: LAUNCH_ARGS,
-  });
-  await context.clock.setFixedTime(clockFrozenAt);
-  page = context.pages()[0] ?? (await context.newPage());
+  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
   // The console must load nothing from another origin (no CDN).
   page.on("request", (req) => {
     if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
@@ -320,8 +308,7 @@ beforeAll(async () => {
 const foreign: string[] = [];
 
 afterAll(async () => {
-  await context?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await closeBrowser();
   await worker?.dispose();
   hook?.closeAllConnections(); // a fake model reply a failed test left open
   await new Promise((r) => hook?.close(r));
@@ -442,11 +429,13 @@ describe.skipIf(!CHROMIUM)("operator console in Chromium", () => {
     await page.locator('li[data-role="user"]', { hasText: "sent elsewhere" }).waitFor({ timeout: 20_000 });
     await page.locator('li[data-role="assistant"]', { hasText: "sent elsewhere" }).waitFor({ timeout: 20_000 });
     expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("ok");
+    // Messages came only over the stream; the one read is the row, for the token counts of the finished run
+    // (read when the run's end reaches the page, which may be just after its reply did).
+    await expect
+      .poll(() => reads.map((u) => new URL(u).pathname), { timeout: 10_000 })
+      .toEqual([`/v1/sessions/${encodeURIComponent(key)}`]);
     page.off("request", onRequest);
-
     expect(await page.evaluate("window.__notReloaded")).toBe(true);
-    // Messages came only over the stream; the one read is the row, for the token counts of the finished run.
-    expect(reads.map((u) => new URL(u).pathname)).toEqual([`/v1/sessions/${encodeURIComponent(key)}`]);
     await expect.poll(() => page.locator(".meta").textContent()).toMatch(/ · [1-9]\d* tokens/);
     await page.getByRole("link", { name: "Runs" }).click();
     await expect.poll(() => page.locator("table.runs .status").allTextContents()).toEqual(["ok"]);

@@ -1,14 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { unstable_startWorker } from "wrangler";
-import { LAUNCH_ARGS } from "./chromium";
-import { TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
 /**
@@ -39,7 +35,7 @@ let base = "";
 let runtimes: Server;
 let context: BrowserContext;
 let page: Page;
-let profileDir = "";
+let closeBrowser = async () => {};
 let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted and has not completed: its completion path and run token. */
 const slowRuns: { completePath: string; runToken: string }[] = [];
@@ -115,21 +111,12 @@ beforeAll(async () => {
   base = String(await worker.url);
   clockFrozenAt = Date.now();
 
-  profileDir = mkdtempSync(join(tmpdir(), "switchboard-chromium-"));
-  context = await chromium.launchPersistentContext(profileDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    args: LAUNCH_ARGS,
-  });
-  await context.clock.setFixedTime(clockFrozenAt);
+  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
   await context.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
-  page = context.pages()[0] ?? (await context.newPage());
 }, 120_000);
 
 afterAll(async () => {
-  await context?.close();
-  if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  await closeBrowser();
   await worker?.dispose();
   runtimes?.closeAllConnections();
   await new Promise((r) => runtimes?.close(r));

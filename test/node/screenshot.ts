@@ -1,8 +1,9 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { expect } from "vitest";
+import { LAUNCH_ARGS } from "./chromium";
 
 /**
  * Byte-stable screenshots of the console for the browser tests (docs/testing.md, "Screenshots"). They are
@@ -79,4 +80,25 @@ export async function shot(scene: ShotScene, name: string, opts: { signedIn: boo
   }
   mkdirSync(SCREENSHOTS, { recursive: true });
   writeFileSync(join(SCREENSHOTS, `${name}.png`), picture);
+}
+
+/**
+ * Chromium with a fresh profile, a 1280×800 page and its clock frozen at `clockFrozenAt` (so relative times
+ * read the same in every run); `close` also removes the profile.
+ */
+export async function openBrowser(executablePath: string, clockFrozenAt: number) {
+  const profileDir = mkdtempSync(join(tmpdir(), "switchboard-chromium-"));
+  const context = await chromium.launchPersistentContext(profileDir, {
+    executablePath,
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: LAUNCH_ARGS,
+  });
+  await context.clock.setFixedTime(clockFrozenAt);
+  const page = context.pages()[0] ?? (await context.newPage());
+  const close = async () => {
+    await context.close();
+    rmSync(profileDir, { recursive: true, force: true });
+  };
+  return { context, page, close };
 }
