@@ -71,6 +71,9 @@ export default defineConfig({
           globalSetup: ["./test/node/browser-setup.ts"],
           environment: "node",
           testTimeout: 60_000,
+          // Each file runs a Worker under wrangler dev and a Chromium: one at a time, so their timing-sensitive
+          // checks (a stream dropped mid-reply, a box turning "done") do not compete for the CPU.
+          fileParallelism: false,
         },
       },
     ],
