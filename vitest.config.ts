@@ -9,6 +9,14 @@ const BROWSER_TESTS = ["test/node/console-*.test.ts"];
 // The test Worker's secrets: random per run and as strong as a deploy needs (src/config/secrets.ts refuses
 // short and example values); tests read them from `env` (test/helpers/http.ts), never from a literal.
 const secret = () => randomBytes(32).toString("base64url");
+const SECRETS = {
+  GATEWAY_TOKEN: secret(),
+  AGENT_TOKENS: JSON.stringify({ main: secret(), research: secret() }),
+  SIGNING_SECRET: secret(),
+};
+// Also where wrangler looks for the secrets wrangler.jsonc requires (`secrets.required`: .dev.vars, else the
+// environment): a fresh clone has no .dev.vars, and wrangler would warn once per test file that they are missing.
+Object.assign(process.env, SECRETS);
 
 // Wrangler's informational lines (e.g. "Using secrets defined in .dev.vars", once per test file after
 // `npm start` wrote that file) are not test output; its warnings and errors still show.
@@ -34,11 +42,7 @@ export default defineConfig({
             // them back for a failure. What a test's code logs is still captured and shown when it fails.
             verbose: false,
             miniflare: {
-              bindings: {
-                GATEWAY_TOKEN: secret(),
-                AGENT_TOKENS: JSON.stringify({ main: secret(), research: secret() }),
-                SIGNING_SECRET: secret(),
-              },
+              bindings: SECRETS,
             },
           }),
         ],
