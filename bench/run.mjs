@@ -3,6 +3,7 @@
 // bench/out/state), seed 100 and 100,000 sessions and a 100- and a 100,000-message transcript, then
 // measure sessions_list, sessions_history and a bare route side by side (interleaved), plus the
 // sessions_send bursts. Prints the tables and writes them to bench/out/results.md.
+import { randomBytes } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,7 +23,8 @@ const PORT = Number(process.env.BENCH_PORT ?? 8799);
 const INSPECTOR_PORT = PORT + 1;
 /** A remote model that answers after SLOW_MODEL.delayMs (bench/slow-provider.mjs), for the slow-model send burst. */
 const SLOW_MODEL = { port: PORT + 2, delayMs: 15_000, agentId: "slow" };
-const TOKEN = "bench-token";
+/** The operator token: random, as strong as src/config/secrets.ts requires of any deployment. */
+const TOKEN = randomBytes(32).toString("base64url");
 /**
  * The whole run is bounded: a hung gateway or request ends the bench with an error, never a hang. The full
  * bench takes ~7 min on a quiet 2-core VM and about twice that under load (sends: the bursts, the CPU profile,

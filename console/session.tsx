@@ -1,14 +1,18 @@
 import { DeliveriesTab } from "./deliveries";
 import { ErrorLine } from "./errors";
+import { ExchangeTab } from "./exchange";
 import { SESSION_TABS, type SessionTab, sessionHref } from "./router";
 import { RunsTab } from "./runs";
 import { useSessionData } from "./session-data";
 import { SettingsTab } from "./settings";
 import { TranscriptTab } from "./transcript";
+import { SubagentsTab } from "./tree";
 
 const TAB_LABELS: Record<SessionTab, string> = {
   transcript: "Transcript",
   runs: "Runs",
+  subagents: "Sub-agents",
+  exchanges: "Exchanges",
   deliveries: "Deliveries",
   settings: "Label & policy",
 };
@@ -47,6 +51,8 @@ export function SessionPage(props: { sessionKey: string; tab: SessionTab }) {
       </nav>
       {props.tab === "transcript" && <TranscriptTab data={data} />}
       {props.tab === "runs" && <RunsTab data={data} />}
+      {props.tab === "subagents" && <SubagentsTab sessionKey={props.sessionKey} data={data} />}
+      {props.tab === "exchanges" && <ExchangeTab sessionKey={props.sessionKey} data={data} />}
       {props.tab === "deliveries" && <DeliveriesTab sessionKey={props.sessionKey} version={data.deliveriesVersion} />}
       {props.tab === "settings" && <SettingsTab key={row?.sessionId ?? "loading"} data={data} />}
     </section>

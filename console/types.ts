@@ -67,3 +67,35 @@ export interface Agent {
 }
 
 export const RUN_ENDED = new Set(["ok", "error", "timeout", "aborted"]);
+
+/** A node of GET /v1/sessions/{key}/tree. */
+export interface TreeNode {
+  key: string;
+  parentKey: string | null;
+  depth: number;
+  agentId: string;
+  label?: string;
+  status?: string;
+  startedAt?: number;
+  endedAt?: number;
+  runtimeMs?: number;
+  updatedAt: number;
+  model?: string;
+  totalTokens: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number | null;
+}
+
+export interface SessionTree {
+  sessionKey: string;
+  nodes: TreeNode[];
+  truncated: boolean;
+}
+
+/** Where a transcript message came from, when another session or the gateway wrote it. */
+export interface Provenance {
+  kind: string;
+  sourceSessionKey?: string;
+  sourceTool?: string;
+}

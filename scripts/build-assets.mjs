@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Builds `public/`, the Worker's static assets (wrangler.toml `[assets]`): runs every module in
+// Builds `public/`, the Worker's static assets (wrangler.jsonc `assets`): runs every module in
 // scripts/assets/*.mjs, in name order; each writes its own files under public/. The directory is
 // generated and gitignored, so nothing vendored is committed. Runs before `wrangler dev`/`deploy`
-// (wrangler.toml `[build] command`) and before the tests (vitest.config.ts globalSetup).
+// (wrangler.jsonc `build.command`) and before the tests (vitest.config.ts globalSetup).
 import { mkdirSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";

@@ -13,20 +13,36 @@ function readVars() {
   const out = {};
   for (const line of readFileSync(varsFile, "utf8").split("\n")) {
     const m = /^([A-Z_]+)=(.*)$/.exec(line.trim());
-    if (m) out[m[1]] = m[2].replace(/^"|"$/g, "");
+    if (m) out[m[1]] = m[2].replace(/^(["'])(.*)\1$/, "$2");
   }
   return out;
 }
 
+// As strong as the Worker requires (src/config/secrets.ts: 32 characters or more, no example value): 32
+// random bytes each. Values kept from an older .dev.vars that the Worker would refuse are replaced.
+const token = (prefix) => `${prefix}_${randomBytes(32).toString("base64url")}`;
+const weak = (v) => typeof v !== "string" || v.length < 32 || v.startsWith("replace-with-");
 const vars = readVars();
-if (!vars.GATEWAY_TOKEN) {
-  const token = (p) => `${p}_${randomBytes(18).toString("base64url")}`;
+if (weak(vars.GATEWAY_TOKEN) || weak(vars.SIGNING_SECRET)) {
+  if (existsSync(varsFile)) console.log(`${varsFile} held secrets the Worker would refuse: writing new ones.`);
   vars.GATEWAY_TOKEN = token("sbdev");
   vars.AGENT_TOKENS = JSON.stringify({ main: token("sbmain"), research: token("sbresearch") });
   vars.SIGNING_SECRET = randomBytes(32).toString("hex");
+  // Other lines of the file (a provider's API key, say) are kept.
+  const others = existsSync(varsFile)
+    ? readFileSync(varsFile, "utf8")
+        .split("\n")
+        .filter((l) => l.trim() && !/^(GATEWAY_TOKEN|AGENT_TOKENS|SIGNING_SECRET)=/.test(l.trim()))
+    : [];
   writeFileSync(
     varsFile,
-    `GATEWAY_TOKEN="${vars.GATEWAY_TOKEN}"\nAGENT_TOKENS='${vars.AGENT_TOKENS}'\nSIGNING_SECRET="${vars.SIGNING_SECRET}"\n`,
+    [
+      ...others,
+      `GATEWAY_TOKEN="${vars.GATEWAY_TOKEN}"`,
+      `AGENT_TOKENS='${vars.AGENT_TOKENS}'`,
+      `SIGNING_SECRET="${vars.SIGNING_SECRET}"`,
+      "",
+    ].join("\n"),
   );
 }
 

@@ -1,6 +1,6 @@
 /**
  * Structured logs: one JSON object per line, `{level, event, requestId?, sessionKey?, runId?, …}`,
- * which Workers Logs (`[observability]` in wrangler.toml) indexes field by field.
+ * which Workers Logs (`observability` in wrangler.jsonc) indexes field by field.
  *
  * Never a secret (test/log-secrets.test.ts): fields named like credentials are replaced, strings lose
  * bearer tokens, run tokens and every secret value the isolate has seen in its bindings or CONFIG,

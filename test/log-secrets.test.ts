@@ -1,10 +1,11 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../src/config/load";
 import { call, enc, GATEWAY, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "./helpers/http";
 import { baseConfig, HOOK_BASE, installFakes, MODEL_BASE, until } from "./helpers/scripted";
 
 /** The secrets of this flow: bindings from vitest.config.ts, a channel webhookSecret and a provider apiKey. */
-const SIGNING_SECRET = "test-signing-secret";
+const SIGNING_SECRET = env.SIGNING_SECRET;
 const WEBHOOK_SECRET = "hook-secret-log-test-5f2c";
 const API_KEY = "sk-provider-key-log-test-81d9e0";
 const SECRETS = [GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, SIGNING_SECRET, WEBHOOK_SECRET, API_KEY];

@@ -11,6 +11,7 @@
 import type { z } from "zod";
 import type { inboundMessage, sessionPatch } from "../http/routes/session-schemas";
 import type { SessionRow } from "../registry/row";
+import type { SessionTree } from "../registry/subagent-tree";
 import type { RunCompletion } from "../runners/webhook-runner";
 import type { RunSnapshot } from "../session/types";
 import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
@@ -21,7 +22,11 @@ import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-l
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
 
-export type { JsonSchema, Refusal, RunSnapshot, SessionRow, ToolDescriptor };
+import { SwitchboardApiError } from "./errors";
+import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
+
+export type { JsonSchema, Refusal, RunSnapshot, SessionRow, SessionTree, StreamEvent, ToolDescriptor, WatchOptions };
+export { SwitchboardApiError };
 
 /** Arguments of each tool, as a caller sends them (derived from the tool's zod schema). */
 export interface ToolArgs {
@@ -70,18 +75,6 @@ export interface SwitchboardClientOptions {
   /** Requester session for tool calls (default: `main` of the token's agent; a run token's own session). */
   sessionKey?: string;
   fetch?: (input: string, init?: RequestInit) => Promise<Response>;
-}
-
-/** A non-2xx answer: the gateway's error envelope `{ok: false, error: {type, message}}`. */
-export class SwitchboardApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "SwitchboardApiError";
-  }
 }
 
 export class SwitchboardClient {
@@ -171,6 +164,10 @@ export class SwitchboardClient {
   ): Promise<SessionsHistoryResult> {
     return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/history${qs(query)}`);
   }
+  /** The session and its sub-agents, level by level, with status, run time, tokens and cost. */
+  sessionTree(sessionKey: string): Promise<SessionTree> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tree`);
+  }
   getRun(runId: string): Promise<RunSnapshot> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
   }
@@ -190,6 +187,32 @@ export class SwitchboardClient {
     agents: { id: string; name?: string; default: boolean; model: string; sandboxed: boolean; runtime: string }[];
   }> {
     return this.request("GET", "/v1/agents");
+  }
+
+  // ------------------------------------------------------------ event streams (docs/events.md)
+
+  /**
+   * A session's events as they happen — `message`, `run`, `delivery` (and `gap`, `reset`, `end`) — resumed
+   * with `Last-Event-ID` after a dropped connection; ends with `end` (the session was deleted or archived).
+   *
+   *   for await (const e of sb.watchSession("main")) if (e.event === "message") console.log(e.data);
+   */
+  watchSession(sessionKey: string, opts: WatchOptions = {}): AsyncGenerator<StreamEvent> {
+    return watchEvents(
+      (id, signal) => this.stream(`/v1/sessions/${encodeURIComponent(sessionKey)}/events`, id, signal),
+      opts,
+    );
+  }
+
+  /** A run's text as it is generated (`delta`, `tool-call`), ending with its final `status` (or `end`). */
+  watchRun(runId: string, opts: WatchOptions = {}): AsyncGenerator<StreamEvent> {
+    return watchEvents((id, signal) => this.stream(`/v1/runs/${encodeURIComponent(runId)}/events`, id, signal), opts);
+  }
+
+  private stream(path: string, lastEventId: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.token}`, Accept: "text/event-stream" };
+    if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+    return this.doFetch(`${this.baseUrl}${path}`, { headers, signal });
   }
 
   // ------------------------------------------------------------ transport

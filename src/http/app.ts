@@ -4,6 +4,7 @@ import { methodNotAllowed } from "hono/method-not-allowed";
 import { endTime, startTime, timing } from "hono/timing";
 import { loadConfig } from "../config/load";
 import type { Config } from "../config/schema";
+import { assertSecrets } from "../config/secrets";
 import { SwitchboardError } from "../errors";
 import { log } from "../log";
 import type { AppEnv } from "./app-env";
@@ -74,9 +75,11 @@ export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
     }),
   );
 
-  // An invalid CONFIG answers every request with a 500 naming the bad path (never a crash loop).
+  // An invalid CONFIG, or a refused secret (src/config/secrets.ts), answers every request with a 500
+  // naming it (never a crash loop).
   app.use("*", async (c, next) => {
     c.set("cfg", loadConfig(c.env));
+    assertSecrets(c.env);
     await next();
   });
 

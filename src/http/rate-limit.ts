@@ -2,7 +2,7 @@ import { SwitchboardError } from "../errors";
 
 /**
  * Failed-authentication limiting (docs/limits.md). Failures are counted by the Workers Rate Limiting
- * binding `AUTH_FAILURES` (wrangler.toml `[[ratelimits]]`: 10 per client per 60 s), which counts across
+ * binding `AUTH_FAILURES` (wrangler.jsonc `ratelimits`: 10 per client per 60 s), which counts across
  * isolates of a location; without that binding they are counted in this isolate against
  * `limits.authFailuresPerMinute`.
  *

@@ -125,7 +125,7 @@ describe("an invalid CONFIG at runtime", () => {
     });
   });
 
-  it("the default config (wrangler.toml) has main (default) and research on builtin/echo", async () => {
+  it("the default config (wrangler.jsonc) has main (default) and research on builtin/echo", async () => {
     const r = await call("GET", "/v1/agents");
     expect(r.status).toBe(200);
     expect(r.json).toEqual({

@@ -1,9 +1,11 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 
-export const GATEWAY = "test-gateway-token";
-export const MAIN_TOKEN = "test-main-agent-token";
-export const RESEARCH_TOKEN = "test-research-token";
+/** The test Worker's tokens: random per run (vitest.config.ts), strong enough for src/config/secrets.ts. */
+export const GATEWAY = env.GATEWAY_TOKEN;
+const agentTokens = JSON.parse(env.AGENT_TOKENS) as { main: string; research: string };
+export const MAIN_TOKEN = agentTokens.main;
+export const RESEARCH_TOKEN = agentTokens.research;
 
 export interface CallOpts {
   token?: string | null;

@@ -132,7 +132,7 @@ describe("bearer tokens", () => {
 });
 
 describe("repeated failures (429)", () => {
-  /** The AUTH_FAILURES binding's limit (wrangler.toml [[ratelimits]]), which counts across isolates. */
+  /** The AUTH_FAILURES binding's limit (wrangler.jsonc "ratelimits"), which counts across isolates. */
   const BINDING_LIMIT = 10;
 
   it("the Rate Limiting binding counts one client's failures: past its limit that client gets 429 with Retry-After, even with a valid token; others are unaffected", async () => {

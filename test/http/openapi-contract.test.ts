@@ -133,6 +133,29 @@ describe("responses match /openapi.json", () => {
     expect(Object.keys(row.json)).toEqual(expect.arrayContaining(["startedAt", "endedAt", "runtimeMs"]));
     // The child's announce runs after its run ended: let it finish before the next test.
     await quiesce();
+    // The parent's sub-agent tree (its index rows are written behind the changes, so once they are there).
+    const tree = `/v1/sessions/${enc(KEY)}/tree`;
+    await vi.waitFor(
+      async () =>
+        expect(
+          (await check("GET /v1/sessions/{key}/tree", request("GET", tree))).json.nodes.map((n: any) => n.key),
+        ).toContain(childSessionKey),
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(
+      (await check("GET /v1/sessions/{key}/tree", request("GET", tree, undefined, { token: RESEARCH_TOKEN }))).status,
+    ).toBe(403);
+    expect(
+      (await check("GET /v1/sessions/{key}/tree", request("GET", "/v1/sessions/agent%3A%3Abad/tree"))).status,
+    ).toBe(400);
+    expect(
+      (
+        await check(
+          "GET /v1/sessions/{key}/tree",
+          request("GET", `/v1/sessions/${enc("agent:main:no-such-tree")}/tree`),
+        )
+      ).status,
+    ).toBe(404);
   });
 
   it("deliveries, dead timers and attachments (rows written into the session's tables)", async () => {

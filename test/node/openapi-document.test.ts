@@ -13,7 +13,7 @@ let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
 
 beforeAll(async () => {
   worker = await unstable_startWorker({
-    config: "wrangler.toml",
+    config: "wrangler.jsonc",
     dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
   });
   await worker.ready;

@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { fakeWire, WIRE_BASE, type WireApi } from "../helpers/fake-wire";
@@ -109,7 +110,7 @@ describe("provider secrets", () => {
       });
       const calls = fakeWire("openai-completions", () => ({ text: "ok" }));
       await sendAndWait("main", "hi");
-      expect(calls[0].headers.authorization).toBe("Bearer test-signing-secret");
+      expect(calls[0].headers.authorization).toBe(`Bearer ${env.SIGNING_SECRET}`);
       vi.restoreAllMocks();
     }
   });

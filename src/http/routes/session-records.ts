@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { notFound, SwitchboardError } from "../../errors";
+import { forbidden, notFound, SwitchboardError } from "../../errors";
+import { sessionIndex } from "../../registry/session-index";
+import { sessionTreeSchema, subagentTree } from "../../registry/subagent-tree";
 import { callExtension } from "../../session/extensions";
 import { RUNS_LIST_MAX } from "../../session/runs-list-rpc";
 import {
@@ -38,7 +40,8 @@ const deadTimerParam = keyParam.extend({
  * What a session did and holds besides its transcript, each read from one of its extensions' RPC tables:
  * its recent runs (the console), its outbound deliveries with dead letters visible and re-queueable
  * (docs/contract.md, "Flows"), its timers that gave up (docs/timers.md), and a sub-agent's spawn
- * attachments (a webhook runtime with its run token may read only its own session's files).
+ * attachments (a webhook runtime with its run token may read only its own session's files), and its
+ * sub-agent tree (the console's Sub-agents tab; src/registry/subagent-tree.ts).
  */
 export const sessionRecordsApp = new Hono<AppEnv>()
   .get(
@@ -179,5 +182,31 @@ export const sessionRecordsApp = new Hono<AppEnv>()
           "X-Attachment-Sha256": file.sha256,
         },
       });
+    },
+  )
+  .get(
+    "/:key/tree",
+    routeDoc({
+      tag: "sessions",
+      summary: "A session's sub-agent tree: children, their status, run time, tokens and cost",
+      description:
+        "Read from the session index, level by level: at most 5 levels and 200 nodes (`truncated`). An agent token sees the nodes of its own agent.",
+      ok: { description: "The tree", schema: sessionTreeSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", keyParam),
+    async (c) => {
+      const principal = c.get("principal");
+      // A run token acts as one session only; the tree lists others.
+      if (principal.role === "run") throw forbidden("The sub-agent tree needs the operator token or an agent token");
+      const target = targetOf(c);
+      const cfg = c.get("cfg");
+      // The index row is written behind the session's changes: a session created a moment ago answers from its object.
+      const root =
+        (await sessionIndex(c.env, cfg, target.agentId).get(target.canonicalKey))?.row ??
+        (await c.env.SESSIONS.getByName(target.canonicalKey).getRow());
+      if (!root) throw notFound(`Session not found: ${target.canonicalKey}`);
+      const visible = (agentId: string) => principal.role === "operator" || agentId === principal.agentId;
+      return c.json(await subagentTree(c.env, cfg, root, visible));
     },
   );
