@@ -16,7 +16,7 @@ export const MIN_SECRET_CHARS = 32;
 /**
  * Every value this repository shows as an example of a secret — today's `.dev.vars.example`, the ones it
  * held before, and the test bindings of earlier versions — so a copy-paste is refused even when it is long
- * enough. test/secrets.test.ts checks that every value in `.dev.vars.example` and in the docs is listed.
+ * enough. test/config/secrets.test.ts checks that every value in `.dev.vars.example` and in the docs is listed.
  */
 export const EXAMPLE_SECRETS: ReadonlySet<string> = new Set([
   "replace-with-the-output-of-openssl-rand-base64-32",

@@ -1,12 +1,12 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import devVarsExample from "../.dev.vars.example?raw";
-import deployDoc from "../docs/deploy.md?raw";
-import readme from "../README.md?raw";
-import { EXAMPLE_SECRETS, MIN_SECRET_CHARS } from "../src/config/secrets";
-import worker from "../src/index";
-import { GATEWAY } from "./helpers/http";
+import devVarsExample from "../../.dev.vars.example?raw";
+import deployDoc from "../../docs/deploy.md?raw";
+import readme from "../../README.md?raw";
+import { EXAMPLE_SECRETS, MIN_SECRET_CHARS } from "../../src/config/secrets";
+import worker from "../../src/index";
+import { GATEWAY } from "../helpers/http";
 
 /**
  * Placeholder and weak secrets are refused (src/config/secrets.ts, docs/deploy.md "Secrets"): a deploy

@@ -1,8 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SwitchboardApiError, SwitchboardClient } from "../src/client/index";
-import { Contract, type Doc } from "./helpers/contract";
-import { call, GATEWAY } from "./helpers/http";
+import { SwitchboardApiError, SwitchboardClient } from "../../src/client/index";
+import { Contract, type Doc } from "../helpers/contract";
+import { call, GATEWAY } from "../helpers/http";
 
 /**
  * The typed client (src/client/, the `switchboard/client` package entry) checked against /openapi.json: every

@@ -1,17 +1,12 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { FAKE_BASE_URL, useFakeProvider } from "./helpers/fake-provider";
-import { call, enc, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait, sessionStub } from "./helpers/http";
+import { describe, expect, it, vi } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import { FAKE_BASE_URL, useFakeProvider } from "../helpers/fake-provider";
+import { call, enc, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait, sessionStub } from "../helpers/http";
 
 /**
  * `GET /v1/sessions/{key}/tree` (src/registry/subagent-tree.ts): the console's sub-agent tree — a session,
  * its children and theirs, each with status, run time, tokens and cost.
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const uniq = (p: string) => `agent:main:${p}-${crypto.randomUUID().slice(0, 8)}`;
 
