@@ -1,3 +1,4 @@
+/// <reference types="vite/client" />
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
