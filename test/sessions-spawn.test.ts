@@ -317,9 +317,10 @@ describe("sessions_spawn: checks in the reference's order", () => {
   it("thinking level is validated; a valid level is stored on the child", async () => {
     setConfigOverride(subagentConfig());
     installFakes(() => "ok");
-    expect((await invoke("sessions_spawn", { task: "t", thinking: "ultra" })).details).toEqual({
+    expect((await invoke("sessions_spawn", { task: "t", thinking: "ultimate" })).details).toEqual({
       status: "error",
-      error: 'Invalid thinking level "ultra". Use one of: off, minimal, low, medium, high, xhigh.',
+      error:
+        'Invalid thinking level "ultimate". Use one of: off, minimal, low, medium, high, xhigh, adaptive, max, ultra.',
     });
     const r = await invoke("sessions_spawn", { task: "t", thinking: "HIGH" });
     expect((await childState(r.details.childSessionKey)).meta.thinkingLevel).toBe("high");
