@@ -333,7 +333,9 @@ describe("sessions_spawn: checks in the reference's order", () => {
     const r = await invoke("sessions_spawn", { task: "t", model: "bad-model" }, { sessionKey: req });
     expect(r.details).toEqual({
       status: "error",
-      error: "invalid model: bad-model (use <provider>/<model>)",
+      // A bare id is OpenClaw's default provider's (openai), which has no key here.
+      error:
+        'invalid model: bad-model (no API key for provider "openai" (set the Worker secret CODEX_API_KEY or OPENAI_API_KEY, or models.providers.openai.apiKey))',
       childSessionKey: r.details.childSessionKey,
     });
     expect((await childState(r.details.childSessionKey)).exists).toBe(false);

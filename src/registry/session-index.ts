@@ -20,7 +20,7 @@ export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionInd
 
 /** An agent's shard count: its own `indexShards` (a small agent 1, the hot one 64), else `session.indexShards`. */
 export function indexShardsOf(cfg: Config, agentId: string): number {
-  return cfg.agents.list.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
+  return cfg.agents.roster.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
 }
 
 /**

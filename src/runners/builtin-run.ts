@@ -1,4 +1,4 @@
-import { agentModel, findAgent } from "../config/load";
+import { agentModel, agentThinking, findAgent } from "../config/load";
 import { displayKey } from "../keys";
 import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
@@ -26,7 +26,9 @@ export function runBuiltinModel(
 ): Promise<RunnerResult> {
   const cfg = host.cfg;
   const meta = host.meta!;
-  const model = resolveModel(cfg, host.bindings, meta.modelOverride ?? agentModel(cfg, meta.agentId));
+  const model = resolveModel(cfg, host.bindings, meta.modelOverride ?? agentModel(cfg, meta.agentId), {
+    agentId: meta.agentId,
+  });
   const agent = findAgent(cfg, meta.agentId);
   const system = [
     agent?.systemPrompt ?? `You are ${agent?.name ?? meta.agentId}, an agent reached through Switchboard.`,
@@ -35,7 +37,7 @@ export function runBuiltinModel(
   ]
     .filter(Boolean)
     .join("\n\n");
-  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agent?.thinking ?? cfg.agents.defaults.thinking);
+  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agentThinking(cfg, meta.agentId));
   return runModel({
     model,
     system,
@@ -75,6 +77,7 @@ export const modelRunnerExtension: SessionExtension = {
   produceReply(host, run, input, signal) {
     if (input.kind === "command") return undefined;
     const runtime = findAgent(host.cfg, host.meta!.agentId)?.runtime;
+    // A session of an agent that is not in the roster runs on the model runner (the default runtime).
     if (runtime && runtime.type !== "model") return undefined;
     const live: RunLiveOutput = {
       onDelta: (text) => host.events.runs.delta(run.id, text),

@@ -101,7 +101,7 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
     visibility === "all"
       ? [
           own,
-          ...ctx.cfg.agents.list
+          ...ctx.cfg.agents.roster
             .map((a) => a.id)
             .filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id)),
         ]

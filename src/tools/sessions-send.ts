@@ -79,7 +79,7 @@ async function resolveByLabel(
     if (!isAgentToAgentAllowed(a2a, ctx.caller.agentId, agentId))
       return refuse("forbidden", visibilityError("send", "a2aDenied"));
   }
-  const keys = ctx.cfg.agents.list.some((a) => a.id === agentId)
+  const keys = ctx.cfg.agents.roster.some((a) => a.id === agentId)
     ? await sessionIndex(ctx.env, ctx.cfg, agentId).resolveLabel(
         label,
         restrictToSpawned ? ctx.caller.sessionKey : undefined,
@@ -220,7 +220,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
 
   const route = announceRouteOf(targetMeta, target);
   const delivery: SendDelivery = {
-    status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.webhookUrl ? "pending" : "none",
+    status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.outbound ? "pending" : "none",
     mode: "announce",
   };
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));

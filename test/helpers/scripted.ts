@@ -35,16 +35,19 @@ export interface HookCall {
 
 export function baseConfig(extra: Record<string, any> = {}): Record<string, any> {
   const { session, tools, channels, agents, ...rest } = extra;
+  // Agents as OpenClaw 2026 keys them; a test's `agents.list` is written as entries here (no legacy-form warning).
+  const { list, ...agentsRest } = agents ?? {};
+  const roster: { id: string }[] = list ?? [{ id: "main", default: true }, { id: "research" }];
   return {
     session: { agentToAgent: { maxPingPongTurns: 2 }, ...(session ?? {}) },
     tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true }, ...(tools ?? {}) },
     agents: {
       defaults: { model: "fake/m1" },
-      list: [{ id: "main", default: true }, { id: "research" }],
-      ...(agents ?? {}),
+      entries: Object.fromEntries(roster.map(({ id, ...a }) => [id, a])),
+      ...agentsRest,
     },
     models: { providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k" } } },
-    channels: channels ?? { discord: { webhookUrl: `${HOOK_BASE}/discord`, webhookSecret: "hook-secret" } },
+    channels: channels ?? { discord: { outbound: { url: `${HOOK_BASE}/discord`, secret: "hook-secret" } } },
     ...rest,
   };
 }
