@@ -127,10 +127,10 @@ describe("sessions_history hides control tokens and internal prompts", () => {
       const sql = state.storage.sql;
       sql.exec("UPDATE messages SET is_tool = 0");
       sql.exec("UPDATE message_heads SET is_tool = 0");
-      // Back to just before the marking step: the event-log table (src/session/schema.ts), the one step
-      // appended after it, is dropped so it runs again too.
+      // Back to just before the marking step: the event-log table (src/session/schema.ts), created by a step
+      // appended after it, is dropped so it runs again too (as does the completion-event marking after that).
       sql.exec("DROP TABLE events");
-      sql.exec("UPDATE schema_version SET version = version - 2");
+      sql.exec("UPDATE schema_version SET version = version - 3");
     });
     expect(texts((await history(key, "limit=50")).messages)).toContain("assistant:NO_REPLY");
     await runInDurableObject(sessionStub(key), (_obj, state) => migrate(state.storage.sql));
