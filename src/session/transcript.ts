@@ -87,16 +87,25 @@ export class Transcript {
    * A page of up to `limit` history heads older than `before` (newest page by default), oldest first,
    * whose JSON (with the seq annotation) fits in `maxBytes`. The newest message is always included.
    */
-  page(opts: { limit: number; before?: number; includeTools: boolean; maxBytes: number }): BudgetedPage {
+  page(opts: {
+    limit: number;
+    before?: number;
+    offset?: number;
+    includeTools: boolean;
+    maxBytes: number;
+  }): BudgetedPage {
     const before = opts.before ?? Number.MAX_SAFE_INTEGER;
     // One extra row tells whether an older page exists without counting the transcript.
     // Each reading names the index that covers it: all messages, or only those that are not tool results.
+    // `offset` skips that many of the newest shown messages (OpenClaw's paging): the skip walks the covering
+    // index only (a few bytes per entry), and is capped at the tool's input bound (docs/limits.md).
     const [index, visible] = opts.includeTools ? ["messages_sizes", ""] : ["messages_visible", "is_tool = 0 AND "];
     const sizes = this.sql
       .exec<{ seq: number; head_bytes: number }>(
-        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq < ? ORDER BY seq DESC LIMIT ?`,
+        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq < ? ORDER BY seq DESC LIMIT ? OFFSET ?`,
         before,
         opts.limit + 1,
+        opts.offset ?? 0,
       )
       .toArray();
     if (sizes.length === 0) return { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };

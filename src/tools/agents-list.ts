@@ -3,7 +3,7 @@ import type { Config } from "../config/schema";
 import type { ToolContext } from "./context";
 import { defineTool } from "./definition";
 
-export const agentsListSchema = z.object({});
+export const agentsListSchema = z.strictObject({});
 
 export interface AgentsListResult {
   requester: string;

@@ -18,7 +18,9 @@ export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
 /** Longest accepted `timeoutSeconds` (a 400 beyond); a wait itself is clamped to 15 min (MAX_WAIT_MS) and over MCP to 50 s. */
 export const SEND_TIMEOUT_SECONDS_MAX = 86_400;
 
-export const sessionsSendSchema = z.object({
+// Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently ignored (OpenClaw's
+// `mode` and `watch` would otherwise be dropped and the send behave differently from what was asked).
+export const sessionsSendSchema = z.strictObject({
   sessionKey: z
     .string()
     .max(512)
