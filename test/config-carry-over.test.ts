@@ -232,7 +232,6 @@ describe("legacy send-policy match.provider (a security fix)", () => {
     expect(dc.details).toMatchObject({ status: "error", error: "send blocked by session policy" });
     const h = await call("GET", "/healthz");
     expect(h.json.warnings).toEqual([
-      "agents.list: legacy form, read as agents.entries (OpenClaw 2026 keys agents by id: agents.entries.<id>)",
       "session.sendPolicy.rules.0.match.provider: mapped to session.sendPolicy.rules.0.match.channel",
     ]);
   });
