@@ -23,3 +23,4 @@ export function isSilentReply(text: string): boolean {
 export const A2A_REPLY_STEP_HEADER = "Agent-to-agent reply step:";
 export const A2A_ANNOUNCE_STEP_HEADER = "Agent-to-agent announce step:";
 export const SUBAGENT_ANNOUNCE_STEP_HEADER = "Sub-agent announce step:";
+export const COMPACTION_STEP_HEADER = "Compaction summary step:";

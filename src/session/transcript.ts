@@ -61,13 +61,15 @@ export class Transcript {
   }
 
   /**
-   * The model's context: the newest `limit` messages that fit in `maxBytes` (oldest first, tool results
-   * included), and always at least the newest one.
+   * The model's context: the newest `limit` messages from `sinceSeq` on (the first kept by the latest
+   * compaction, src/compaction/) that fit in `maxBytes` (oldest first, tool results included), and always
+   * at least the newest one.
    */
-  recent(limit: number, maxBytes: number): TranscriptMessage[] {
+  recent(limit: number, maxBytes: number, sinceSeq = 0): TranscriptMessage[] {
     const sizes = this.sql
       .exec<{ seq: number; bytes: number }>(
-        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes ORDER BY seq DESC LIMIT ?",
+        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq >= ? ORDER BY seq DESC LIMIT ?",
+        sinceSeq,
         limit,
       )
       .toArray();
@@ -81,6 +83,28 @@ export class Transcript {
       .exec<{ json: string }>("SELECT json FROM messages WHERE seq >= ? ORDER BY seq", sizes[count - 1].seq)
       .toArray();
     return rows.map((r) => JSON.parse(r.json) as TranscriptMessage);
+  }
+
+  /**
+   * Sizes and roles of the newest `limit` messages from `sinceSeq` on, newest first, from a covering index
+   * (no message is loaded): what a compaction plans with (src/compaction/plan.ts).
+   */
+  turnSizes(sinceSeq: number, limit: number): { seq: number; role: string; bytes: number }[] {
+    return this.sql
+      .exec<{ seq: number; role: string; bytes: number }>(
+        "SELECT seq, role, bytes FROM messages INDEXED BY messages_turns WHERE seq >= ? ORDER BY seq DESC LIMIT ?",
+        sinceSeq,
+        limit,
+      )
+      .toArray();
+  }
+
+  /** The messages with `fromSeq <= seq < toSeq`, oldest first (a compaction's input; its caller bounds the range). */
+  between(fromSeq: number, toSeq: number): TranscriptMessage[] {
+    return this.sql
+      .exec<{ json: string }>("SELECT json FROM messages WHERE seq >= ? AND seq < ? ORDER BY seq", fromSeq, toSeq)
+      .toArray()
+      .map((r) => JSON.parse(r.json) as TranscriptMessage);
   }
 
   /**

@@ -70,13 +70,15 @@ const reply = (text: string, request: any) =>
 
 export interface Fakes {
   model: ModelRequest[];
+  /** Compaction summary calls (src/compaction/), answered with a fixed summary and kept out of `model`. */
+  summaries: string[];
   hooks: HookCall[];
   /** Status the fake receiver answers with (default 200). */
   hookStatus: (call: HookCall) => number;
 }
 
 export function installFakes(script: Script): Fakes {
-  const fakes: Fakes = { model: [], hooks: [], hookStatus: () => 200 };
+  const fakes: Fakes = { model: [], summaries: [], hooks: [], hookStatus: () => 200 };
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: any, init?: any) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.toString() : input.url;
     const rawBody = typeof init?.body === "string" ? init.body : input instanceof Request ? await input.text() : "";
@@ -98,6 +100,10 @@ export function installFakes(script: Script): Fakes {
         /^\[Inter-session message\][^\n]*\n/,
         "",
       );
+      if (system.startsWith("Compaction summary step:")) {
+        fakes.summaries.push(lastUser);
+        return reply(`summary ${fakes.summaries.length}`, body);
+      }
       const session = /Your session: ([^\n]+)\./.exec(system)?.[1] ?? "";
       const req: ModelRequest = { session, ...classify(system), lastUser, system };
       fakes.model.push(req);
