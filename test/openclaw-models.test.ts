@@ -242,7 +242,7 @@ describe("the default model", () => {
     const offline = `m${uid()}`;
     setConfigOverride({ agents: { entries: { [offline]: {} } } });
     expect(await warnings()).toEqual([
-      "agents.defaults.model: not set, and OpenClaw's default openai/gpt-6-astra has no key (set the Worker secret OPENAI_API_KEY); agents without a model run on the offline builtin/echo",
+      `agents.defaults.model: not set, and OpenClaw's default openai/gpt-6-astra cannot run here (no API key for provider "openai" (set the Worker secret CODEX_API_KEY or OPENAI_API_KEY, or models.providers.openai.apiKey)); agents without a model run on the offline builtin/echo`,
     ]);
     expect(await runOnce(offline)).toMatchObject({ status: "ok", reply: "hello" });
     expect((await call("GET", "/v1/agents")).json.agents[0].model).toBe("builtin/echo");

@@ -62,7 +62,7 @@ export function agentWarnings(cfg: Config, env: EnvLookup, hasWorkersAi: boolean
   return out;
 }
 
-/** The warning when no model is configured and OpenClaw's default cannot run here either. */
-export function echoFallbackWarning(): string {
-  return `agents.defaults.model: not set, and OpenClaw's default ${OPENCLAW_DEFAULT_MODEL} has no key (set the Worker secret OPENAI_API_KEY); agents without a model run on the offline builtin/echo`;
+/** The warning when no model is configured and OpenClaw's default cannot run here either (`why`: its problem). */
+export function echoFallbackWarning(why: string): string {
+  return `agents.defaults.model: not set, and OpenClaw's default ${OPENCLAW_DEFAULT_MODEL} cannot run here (${why.replace(/^invalid model: \S+ \((.*)\)$/, "$1")}); agents without a model run on the offline builtin/echo`;
 }

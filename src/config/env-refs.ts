@@ -75,9 +75,11 @@ export function resolveEnvRefs(doc: Doc, lookup: EnvLookup, isRead: (path: strin
       if (escaped) return whole.slice(1); // `$${NAME}` is the literal text `${NAME}`
       const value = lookup(name);
       if (value === undefined) {
-        out.warnings.push(
-          `${path.join(".")}: env var "${name}" is not set; the value keeps "\${${name}}" and the feature using it is unavailable`,
-        );
+        // Only where the gateway reads the value: an ignored key is reported as ignored already.
+        if (isRead(path))
+          out.warnings.push(
+            `${path.join(".")}: env var "${name}" is not set; the value keeps "\${${name}}" and the feature using it is unavailable`,
+          );
         return whole;
       }
       out.resolved.push(value);

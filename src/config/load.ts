@@ -99,7 +99,7 @@ export function parseConfig(raw: unknown, bindings: object = {}): Config | Switc
   if (cfg.agents.defaults.model === undefined) {
     const d = defaultModelRef(cfg, env);
     cfg.agents.defaults.model = d.ref;
-    if (d.fellBack) early.push(echoFallbackWarning());
+    if (d.fellBack) early.push(echoFallbackWarning(d.fellBack));
   }
   early.push(...agentWarnings(cfg, env, hasWorkersAi));
   WARNINGS.set(cfg, [...early, ...warnings, ...unusedKeys(carried, ConfigSchema)]);

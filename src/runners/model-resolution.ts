@@ -197,11 +197,11 @@ export function resolveModelTarget(
  * provider, else OpenClaw's default (`openai/gpt-6-astra`) — when its key is in the environment. Without
  * one, the offline `builtin/echo`, so a fresh deployment answers (a warning says so: src/config/agent-checks.ts).
  */
-export function defaultModelRef(cfg: Config, env: EnvLookup): { ref: string; fellBack: boolean } {
+export function defaultModelRef(cfg: Config, env: EnvLookup): { ref: string; fellBack?: string } {
   for (const [id, p] of Object.entries(cfg.models.providers)) {
     const first = p.models?.[0]?.id;
-    if (first) return { ref: `${id}/${first}`, fellBack: false };
+    if (first) return { ref: `${id}/${first}` };
   }
   const openai = resolveModelTarget(cfg, OPENCLAW_DEFAULT_MODEL, env, { hasWorkersAi: false });
-  return openai.ok ? { ref: OPENCLAW_DEFAULT_MODEL, fellBack: false } : { ref: "builtin/echo", fellBack: true };
+  return openai.ok ? { ref: OPENCLAW_DEFAULT_MODEL } : { ref: "builtin/echo", fellBack: openai.problem };
 }
