@@ -275,6 +275,15 @@ describe("keys mean what they mean in OpenClaw", () => {
     expect(calls.map((c) => c.body.reasoning_effort)).toEqual(["high", "low"]);
   });
 
+  it("a sub-agent thinking default that is no level is named when the config loads", async () => {
+    setConfigOverride({
+      agents: { defaults: { model: "builtin/echo", subagents: { thinking: "deep" } }, entries: { main: {} } },
+    });
+    expect((await healthz()).warnings).toEqual([
+      'agents.defaults.subagents.thinking: Invalid thinking level "deep". Use one of: off, minimal, low, medium, high, xhigh, adaptive, max, ultra. Ignored: a sub-agent gets no thinking level unless sessions_spawn names one',
+    ]);
+  });
+
   it("\"adaptive\" is provider-managed thinking: Anthropic's adaptive mode, Gemini's dynamic budget", async () => {
     const agent = `k${uid()}`;
     setConfigOverride(

@@ -1,5 +1,6 @@
 import { type EnvLookup, resolveModelTarget } from "../runners/model-resolution";
 import { OPENCLAW_DEFAULT_MODEL } from "../runners/provider-catalog";
+import { INVALID_THINKING, parseThinkingLevel } from "../runners/thinking";
 import type { Config } from "./schema";
 
 /**
@@ -59,6 +60,19 @@ export function agentWarnings(cfg: Config, env: EnvLookup, hasWorkersAi: boolean
     const target = resolveModelTarget(cfg, ref, env, { hasWorkersAi });
     if (!target.ok) out.push(`${path}: ${target.problem}; ${effect}`);
   }
+  // A sub-agent thinking default that is no level is dropped at spawn: say so when the config loads.
+  const thinkingChecks: [string | undefined, string][] = [
+    [defaults.subagents.thinking, "agents.defaults.subagents.thinking"],
+    ...roster.map((a): [string | undefined, string] => [
+      a.subagents?.thinking,
+      `agents.entries.${a.id}.subagents.thinking`,
+    ]),
+  ];
+  for (const [level, path] of thinkingChecks)
+    if (level !== undefined && !parseThinkingLevel(level))
+      out.push(
+        `${path}: ${INVALID_THINKING(level)} Ignored: a sub-agent gets no thinking level unless sessions_spawn names one`,
+      );
   return out;
 }
 
