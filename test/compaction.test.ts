@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { ROW_TRIGGER } from "../src/compaction/plan";
 import { SUMMARY_TRUNCATED } from "../src/compaction/summarize";
 import { setConfigOverride } from "../src/config/load";
 import { COMPACTION_STEP_HEADER } from "../src/send/control-tokens";
@@ -191,6 +192,19 @@ describe("compaction", () => {
       Array.from({ length: 4 }, (_, i) => `message ${i + 1}: remember fact-${i + 1}`),
     );
     expect(rows.filter((m) => m.role === "assistant")).toHaveLength(4);
+  });
+
+  it(`many small messages compact too: ${ROW_TRIGGER} since the last compaction, however few bytes`, async () => {
+    setConfigOverride({ agents: { defaults: { model: "builtin/echo" }, entries: { main: {} } } });
+    const key = `agent:main:compactrows-${uid()}`;
+    for (let i = 1; i <= ROW_TRIGGER / 2; i++) await sendAndWait(key, `short ${i}`);
+    expect(await compactions(key)).toEqual([]);
+    await sendAndWait(key, "one more");
+    const [c] = await compactions(key);
+    expect(c.summary).toContain("- user: short 1\n");
+    // What is kept stays under the trigger: the next run does not compact again.
+    await sendAndWait(key, "and another");
+    expect(await compactions(key)).toHaveLength(1);
   });
 
   it("works offline: builtin/echo writes a deterministic summary that keeps what the user said", async () => {

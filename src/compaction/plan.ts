@@ -6,9 +6,12 @@
  */
 
 /** Messages a run's context and a compaction plan look at, newest first: the read is bounded in rows too. */
-export const CONTEXT_ROWS = 500;
-/** Messages since the last compaction that trigger one however small they are, so the row bound never drops context. */
-export const ROW_TRIGGER = 400;
+export const CONTEXT_ROWS = 300;
+/**
+ * Messages since the last compaction that trigger one however small they are, so the row bound never drops
+ * context. With at most half of it kept, a run reads 100–200 messages of a long chat (the summary holds the rest).
+ */
+export const ROW_TRIGGER = 200;
 /** OpenClaw's context window when a model declares none (tokens). */
 export const DEFAULT_CONTEXT_TOKENS = 200_000;
 /** Tokens left free for the reply and tools: OpenClaw's 20,000, at most a quarter of the window. */

@@ -103,7 +103,7 @@ export function echoStepAnswer(system: string, user = ""): string | undefined {
 }
 
 /** Bullets an echo summary keeps at most (the newest): deterministic and bounded. */
-const ECHO_SUMMARY_BULLETS = 50;
+const ECHO_SUMMARY_BULLETS = 100;
 const ECHO_SUMMARY_LINE_CHARS = 200;
 
 /**
