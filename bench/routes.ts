@@ -97,7 +97,7 @@ function addBenchRoutes(app: Hono<AppEnv>): void {
     const body = c.req.valid("json");
     const cfg = c.get("cfg");
     const agentId = body.agentId.toLowerCase();
-    if (!cfg.agents.list.some((a) => a.id === agentId)) throw invalid(`agentId: unknown agent "${agentId}"`);
+    if (!cfg.agents.roster.some((a) => a.id === agentId)) throw invalid(`agentId: unknown agent "${agentId}"`);
     const now = Date.now();
     const entries: IndexEntry[] = [];
     const parent = body.childrenOf

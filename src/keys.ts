@@ -1,6 +1,6 @@
 import { invalid } from "./errors";
 
-/** An agent id: lowercase letters, digits, `_` and `-`, at most 64 characters (CONFIG `agents.list[].id`). */
+/** An agent id: lowercase letters, digits, `_` and `-`, at most 64 characters (CONFIG `agents.entries.<id>`). */
 export const AGENT_ID_RE = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /**
@@ -180,12 +180,12 @@ function clip(s: string): string {
 export function keyContextOf(
   cfg: {
     session: { mainKey: string; scope: "per-sender" | "global" };
-    agents: { list: { id: string; default?: boolean }[] };
+    agents: { defaultId: string };
   },
   callerAgentId?: string,
   callerKey?: string,
 ): KeyContext {
-  const defaultAgentId = (cfg.agents.list.find((a) => a.default) ?? cfg.agents.list[0]).id;
+  const defaultAgentId = cfg.agents.defaultId;
   return {
     callerAgentId: callerAgentId ?? defaultAgentId,
     callerKey,

@@ -1,6 +1,6 @@
 /**
  * The one way a validation failure is put into words: `<field path>: <message>`, the field path
- * dotted (`agents.list.0.id`) and, for an issue about the whole input, the name the caller gives it
+ * dotted (`agents.entries.main.model`) and, for an issue about the whole input, the name the caller gives it
  * ("body", "query", "args", "(root)"). Used by request validation (src/http/validate.ts), tool
  * arguments (src/tools/registry.ts), webhook-runtime completions and CONFIG (test/http/bad-input.test.ts,
  * test/config/config.test.ts).

@@ -49,8 +49,8 @@ export async function attempt(host: SessionHost, timer: TimerRow): Promise<void>
   try {
     const payload = JSON.parse(claimed.row.payload_json) as OutboundPayload;
     const channelCfg = host.cfg.channels[claimed.row.channel];
-    const result = channelCfg?.webhookUrl
-      ? await postWebhook({ url: channelCfg.webhookUrl, secret: channelCfg.webhookSecret, payload })
+    const result = channelCfg?.outbound
+      ? await postWebhook({ url: channelCfg.outbound.url, secret: channelCfg.outbound.secret, payload })
       : { outcome: "dead" as const, error: noWebhookError(claimed.row.channel) };
     log[result.outcome === "delivered" ? "info" : "warn"]("delivery_attempt", {
       sessionKey: host.key,

@@ -43,7 +43,7 @@ export const OUTBOX_TIMER = "outbox";
 export const OUTBOX_DEAD_TIMER = "outbox_dead";
 
 export function noWebhookError(channel: string): string {
-  return `No webhook configured for channel "${channel}" (set channels.${channel}.webhookUrl)`;
+  return `No webhook configured for channel "${channel}" (set channels.${channel}.outbound.url)`;
 }
 
 export function view(r: OutboxRow): DeliveryView {

@@ -57,7 +57,7 @@ function deliveryDecision(host: SessionHost, channel: string): { status: Deliver
   // Blocked is a decision, not a failure: recorded (visible over /v1), never attempted.
   if (policy === "deny") return { status: "blocked", error: BLOCKED_BY_POLICY };
   // A channel nobody configured is a dead letter the operator can see, not a silent drop.
-  if (!host.cfg.channels[channel]?.webhookUrl) return { status: "dead", error: noWebhookError(channel) };
+  if (!host.cfg.channels[channel]?.outbound) return { status: "dead", error: noWebhookError(channel) };
   return { status: "pending", error: null };
 }
 

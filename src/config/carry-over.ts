@@ -1,31 +1,51 @@
+import { AGENT_ID_RE } from "../keys";
+
 /**
- * OpenClaw configs carry over (docs/openclaw-carry-over.md): before the CONFIG document is validated,
- * values OpenClaw accepts but our schema would refuse are clamped or mapped, legacy key names are moved
- * to their current place, and every such change — and every key we do not use — becomes one warning.
- * The gateway then stays up on an OpenClaw config; only a value that is still invalid fails (a 500
- * naming the path, src/config/load.ts).
+ * OpenClaw configs carry over (docs/openclaw-carry-over.md). Before the CONFIG document is validated,
+ * legacy key names move to their current place (this file), then values OpenClaw accepts but the schema
+ * would refuse are clamped or mapped (src/config/carry-over-values.ts). Every such change is one warning.
+ * The gateway then stays up on an OpenClaw config; only a value that is still invalid fails (a 500 naming
+ * the path, src/config/load.ts).
  *
  * Works on a copy of the raw JSON document; never throws.
  */
 
-type Doc = Record<string, unknown>;
+export type Doc = Record<string, unknown>;
 
-export interface CarriedOver {
-  doc: Doc;
-  warnings: string[];
-}
+export const isObject = (v: unknown): v is Doc => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** Provider APIs we run (src/runners/models.ts); OpenClaw's legacy "openai" means openai-completions. */
-export const PROVIDER_APIS = [
-  "openai-completions",
-  "openai-responses",
-  "anthropic-messages",
-  "google-generative-ai",
+/**
+ * Keys read only here, on their way to a current key (the schema reads the rest: src/config/schema.ts).
+ * docs/openclaw-carry-over.md must list each (test/openclaw-carry-over-table.test.ts).
+ */
+export const LEGACY_KEYS = [
+  "agents.list",
+  "agents.list[].id",
+  "agents.defaults.thinking",
+  "agents.entries.*.thinking",
+  "routing",
+  "routing.agentToAgent",
+  "routing.agents",
+  "routing.defaultAgentId",
+  "routing.sessions.mainKey",
+  "agent",
+  "agent.model",
+  "agent.thinking",
+  "agent.timeoutSeconds",
+  "agent.sandbox",
+  "agent.subagents",
+  "session.threadBindings",
+  "session.threadBindings.enabled",
+  "session.threadBindings.spawnSessions",
+  "channels.*.threadBindings.enabled",
+  "channels.*.threadBindings.spawnSessions",
+  "channels.*.threadBindings.spawnSubagentSessions",
+  "channels.*.webhookUrl",
+  "channels.*.webhookSecret",
+  "session.sendPolicy.rules[].match.provider",
 ] as const;
 
-const isObject = (v: unknown): v is Doc => typeof v === "object" && v !== null && !Array.isArray(v);
-
-function objectAt(doc: Doc, path: string[], create: boolean): Doc | undefined {
+export function objectAt(doc: Doc, path: string[], create: boolean): Doc | undefined {
   let node: Doc = doc;
   for (const key of path) {
     const next = node[key];
@@ -36,22 +56,8 @@ function objectAt(doc: Doc, path: string[], create: boolean): Doc | undefined {
   return node;
 }
 
-export function carryOverOpenClaw(raw: Doc): CarriedOver {
-  const doc = structuredClone(raw);
-  const warnings: string[] = [];
-  mapLegacyRouting(doc, warnings);
-  mapLegacyAgent(doc, warnings);
-  clampNumbers(doc, warnings);
-  mapSendPolicyProvider(doc, warnings);
-  normaliseSendPolicyValues(doc, warnings);
-  mapSandboxModes(doc, warnings);
-  mapThreadBindings(doc, warnings);
-  mapProviderApis(doc, warnings);
-  return { doc, warnings };
-}
-
 /** Move `value` to `to` unless the current key is already set (the current key wins, as in OpenClaw). */
-function moveTo(doc: Doc, from: string, to: string[], value: unknown, warnings: string[]): void {
+export function moveTo(doc: Doc, from: string, to: string[], value: unknown, warnings: string[]): void {
   const parent = objectAt(doc, to.slice(0, -1), true);
   const leaf = to[to.length - 1];
   if (!parent || parent[leaf] !== undefined) {
@@ -60,6 +66,15 @@ function moveTo(doc: Doc, from: string, to: string[], value: unknown, warnings: 
   }
   parent[leaf] = value;
   warnings.push(`${from}: mapped to ${to.join(".")}`);
+}
+
+/** Legacy key names moved to their current place, in the order the warnings list them. */
+export function moveLegacyKeys(doc: Doc, warnings: string[]): void {
+  mapLegacyRouting(doc, warnings);
+  mapLegacyAgent(doc, warnings);
+  moveAgentList(doc, warnings);
+  normaliseEntryIds(doc, warnings);
+  moveThinkingKeys(doc, warnings);
 }
 
 /** The older single-file spec's `routing.*` block. */
@@ -104,7 +119,13 @@ function legacyAgentList(value: unknown, defaultAgentId: unknown): Doc[] | null 
 }
 
 /** Keys of the older `agent.*` block that have a home in `agents.defaults`. */
-const AGENT_DEFAULT_KEYS = new Set(["model", "thinking", "timeoutSeconds", "sandbox", "subagents"]);
+const AGENT_DEFAULT_KEYS: Record<string, string> = {
+  model: "model",
+  thinking: "thinkingDefault",
+  timeoutSeconds: "timeoutSeconds",
+  sandbox: "sandbox",
+  subagents: "subagents",
+};
 
 function mapLegacyAgent(doc: Doc, warnings: string[]): void {
   const agent = doc.agent;
@@ -115,146 +136,112 @@ function mapLegacyAgent(doc: Doc, warnings: string[]): void {
     return;
   }
   for (const [key, value] of Object.entries(agent)) {
-    if (AGENT_DEFAULT_KEYS.has(key)) moveTo(doc, `agent.${key}`, ["agents", "defaults", key], value, warnings);
+    const to = AGENT_DEFAULT_KEYS[key];
+    if (to) moveTo(doc, `agent.${key}`, ["agents", "defaults", to], value, warnings);
     else warnings.push(`agent.${key}: ignored (not used by Switchboard)`);
   }
 }
 
-/** Ranges OpenClaw clamps at run time instead of refusing the config (docs/openclaw-carry-over.md). */
-const CLAMPED: { path: string[]; min: number; max: number; integer: boolean }[] = [
-  { path: ["session", "agentToAgent", "maxPingPongTurns"], min: 0, max: 5, integer: true },
-  { path: ["agents", "defaults", "subagents", "announceTimeoutMs"], min: 1, max: 2_147_000_000, integer: true },
-];
+/**
+ * OpenClaw's agent id normalisation: trimmed, lower-case, invalid characters → `-`, dashes trimmed,
+ * at most 64 characters; nothing left → `fallback`.
+ */
+export function normaliseAgentId(raw: unknown, fallback: string): string {
+  if (typeof raw !== "string") return fallback;
+  const id = raw
+    .trim()
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, "-")
+    .replace(/^[-_]+|-+$/g, "")
+    .slice(0, 64)
+    .replace(/-+$/, "");
+  return AGENT_ID_RE.test(id) ? id : fallback;
+}
 
-function clampNumbers(doc: Doc, warnings: string[]): void {
-  for (const { path, min, max, integer } of CLAMPED) {
-    const parent = objectAt(doc, path.slice(0, -1), false);
-    const leaf = path[path.length - 1];
-    const value = parent?.[leaf];
-    if (typeof value !== "number" || !Number.isFinite(value)) continue; // a non-number stays invalid: a 500 naming it
-    const clamped = Math.min(max, Math.max(min, integer ? Math.floor(value) : value));
-    if (clamped !== value) {
-      parent![leaf] = clamped;
-      warnings.push(`${path.join(".")}: ${value} clamped to ${clamped} (range ${min}–${max})`);
-    }
+/** A free id for a duplicate: `<id>-2`, `<id>-3`, … (OpenClaw's migration). */
+function freeId(id: string, taken: Set<string>): string {
+  if (!taken.has(id)) return id;
+  for (let n = 2; ; n++) {
+    const next = `${id.slice(0, 60)}-${n}`;
+    if (!taken.has(next)) return next;
   }
 }
 
 /**
- * Legacy send-policy rules matched on `provider`, renamed `channel`. Dropping it would widen a deny
- * rule to every channel (test/config/config-carry-over.test.ts), so it is mapped; the match schema is strict,
- * so any other unknown matcher fails the config instead of widening a rule.
+ * `agents.list: [{id, …}]` is OpenClaw's legacy roster, migrated at its start-up to `agents.entries`
+ * keyed by id (the element without its id, in list order); when `agents.entries` is set it wins.
  */
-function mapSendPolicyProvider(doc: Doc, warnings: string[]): void {
-  const rules = objectAt(doc, ["session", "sendPolicy"], false)?.rules;
-  if (!Array.isArray(rules)) return;
-  rules.forEach((rule, i) => {
-    const match = isObject(rule) ? rule.match : undefined;
-    if (!isObject(match) || match.provider === undefined) return;
-    const path = `session.sendPolicy.rules.${i}.match`;
-    if (match.channel === undefined) {
-      match.channel = match.provider;
-      warnings.push(`${path}.provider: mapped to ${path}.channel`);
-    } else if (match.channel === match.provider) {
-      warnings.push(`${path}.provider: ignored (same as ${path}.channel)`);
-    } else {
-      // Both set and different: the current key wins, as for every other legacy key.
-      warnings.push(
-        `${path}.provider: ignored ("${String(match.provider)}"; ${path}.channel "${String(match.channel)}" is set and wins)`,
-      );
-    }
-    delete match.provider;
-  });
-}
-
-/** OpenClaw reads rule actions and chat types case-insensitively, with `dm` meaning `direct` (src/policy/send-policy.ts). */
-function normaliseSendPolicyValues(doc: Doc, warnings: string[]): void {
-  const policy = objectAt(doc, ["session", "sendPolicy"], false);
-  if (!policy) return;
-  const lower = (holder: Doc, key: string, path: string, alias?: Record<string, string>) => {
-    const v = holder[key];
-    if (typeof v !== "string") return;
-    const s = v.trim().toLowerCase();
-    const mapped = alias?.[s] ?? s;
-    if (mapped !== v) {
-      holder[key] = mapped;
-      warnings.push(`${path}: "${v}" mapped to "${mapped}"`);
-    }
-  };
-  lower(policy, "default", "session.sendPolicy.default");
-  if (!Array.isArray(policy.rules)) return;
-  policy.rules.forEach((rule, i) => {
-    if (!isObject(rule)) return;
-    lower(rule, "action", `session.sendPolicy.rules.${i}.action`);
-    if (isObject(rule.match))
-      lower(rule.match, "chatType", `session.sendPolicy.rules.${i}.match.chatType`, { dm: "direct" });
-  });
-}
-
-/**
- * OpenClaw's sandbox mode `non-main` sandboxes every session but the main one; sandboxing here is per
- * agent, so it maps to the safe side, `all` (the main session is then sandboxed too).
- */
-function mapSandboxModes(doc: Doc, warnings: string[]): void {
-  const targets: [Doc | undefined, string][] = [
-    [objectAt(doc, ["agents", "defaults", "sandbox"], false), "agents.defaults.sandbox.mode"],
-  ];
-  const list = objectAt(doc, ["agents"], false)?.list;
-  if (Array.isArray(list))
-    for (const [i, a] of list.entries())
-      targets.push([isObject(a) && isObject(a.sandbox) ? a.sandbox : undefined, `agents.list.${i}.sandbox.mode`]);
-  for (const [sandbox, path] of targets) {
-    if (sandbox?.mode !== "non-main") continue;
-    sandbox.mode = "all";
-    warnings.push(`${path}: "non-main" mapped to "all" (sandboxing is per agent here, so main is sandboxed too)`);
+function moveAgentList(doc: Doc, warnings: string[]): void {
+  const agents = objectAt(doc, ["agents"], false);
+  if (!agents || agents.list === undefined) return;
+  const list = agents.list;
+  delete agents.list;
+  if (isObject(agents.entries)) {
+    warnings.push("agents.list: ignored (agents.entries is set and wins)");
+    return;
   }
-}
-
-/**
- * OpenClaw's object form `{enabled?, spawnSubagentSessions?, idleHours?, maxAgeHours?}` → our boolean:
- * thread-bound spawns are opt-in per channel (`spawnSubagentSessions`), off when the channel or
- * `session.threadBindings` disables bindings.
- */
-function mapThreadBindings(doc: Doc, warnings: string[]): void {
-  const sessionTb = objectAt(doc, ["session"], false)?.threadBindings;
-  const globalEnabled = isObject(sessionTb) ? sessionTb.enabled !== false : true;
-  if (sessionTb !== undefined) {
-    delete (doc.session as Doc).threadBindings;
+  if (!Array.isArray(list)) {
+    warnings.push("agents.list: ignored (expected a list of agents)");
+    return;
+  }
+  const entries: Doc = {};
+  const taken = new Set<string>();
+  list.forEach((element, i) => {
+    if (!isObject(element)) {
+      warnings.push(`agents.list.${i}: ignored (not an object)`);
+      return;
+    }
+    const { id: rawId, ...rest } = element;
+    const normal = normaliseAgentId(rawId, "agent");
+    const id = freeId(normal, taken);
+    taken.add(id);
+    if (normal !== (typeof rawId === "string" ? rawId.trim() : rawId))
+      warnings.push(`agents.list.${i}.id: ${JSON.stringify(rawId ?? null)} read as "${normal}"`);
+    if (id !== normal) warnings.push(`agents.list.${i}.id: duplicate "${normal}" moved to agents.entries.${id}`);
+    entries[id] = rest;
+  });
+  agents.entries = entries;
+  if (list.length > 0)
     warnings.push(
-      `session.threadBindings: ${globalEnabled ? "ignored" : "enabled: false applied to every channel"} (idle and age limits are not enforced)`,
+      "agents.list: legacy form, read as agents.entries (OpenClaw 2026 keys agents by id: agents.entries.<id>)",
     );
-  }
-  const channels = isObject(doc.channels) ? doc.channels : {};
-  for (const [name, ch] of Object.entries(channels)) {
-    if (!isObject(ch)) continue;
-    const tb = ch.threadBindings;
-    if (isObject(tb)) {
-      const on = globalEnabled && tb.enabled !== false && tb.spawnSubagentSessions === true;
-      ch.threadBindings = on;
-      const ignored = Object.keys(tb).filter((k) => k !== "enabled" && k !== "spawnSubagentSessions");
-      warnings.push(
-        `channels.${name}.threadBindings: object form mapped to ${on}${ignored.length ? ` (ignored: ${ignored.join(", ")})` : ""}`,
-      );
-    } else if (tb === true && !globalEnabled) {
-      ch.threadBindings = false;
-    }
-  }
 }
 
-function mapProviderApis(doc: Doc, warnings: string[]): void {
-  const providers = objectAt(doc, ["models", "providers"], false);
-  if (!providers) return;
-  for (const [id, p] of Object.entries(providers)) {
-    if (!isObject(p)) continue;
-    if (p.api === "openai") {
-      p.api = "openai-completions";
-      warnings.push(`models.providers.${id}.api: "openai" mapped to "openai-completions"`);
-    } else if (typeof p.api === "string" && !(PROVIDER_APIS as readonly string[]).includes(p.api)) {
-      // The gateway stays up; a model of this provider is refused by name when an agent uses it.
-      delete providers[id];
+/** Entry keys are agent ids: normalised as OpenClaw does (`Main` is `main`), duplicates moved aside. */
+function normaliseEntryIds(doc: Doc, warnings: string[]): void {
+  const agents = objectAt(doc, ["agents"], false);
+  if (!agents || !isObject(agents.entries)) return;
+  const out: Doc = {};
+  const taken = new Set<string>();
+  for (const [key, value] of Object.entries(agents.entries)) {
+    const normal = normaliseAgentId(key, "agent");
+    const id = freeId(normal, taken);
+    taken.add(id);
+    if (id !== key)
       warnings.push(
-        `models.providers.${id}: ignored (api "${p.api}" is not supported; use one of ${PROVIDER_APIS.join(", ")})`,
+        id === normal
+          ? `agents.entries.${key}: read as agent id "${id}"`
+          : `agents.entries.${key}: resolves to agent id "${normal}" like another entry; read as "${id}"`,
       );
+    out[id] = value;
+  }
+  agents.entries = out;
+}
+
+/** Switchboard's earlier `thinking` is OpenClaw's `thinkingDefault` (`agents.defaults`, each entry). */
+function moveThinkingKeys(doc: Doc, warnings: string[]): void {
+  const holders: [Doc | undefined, string][] = [[objectAt(doc, ["agents", "defaults"], false), "agents.defaults"]];
+  const entries = objectAt(doc, ["agents", "entries"], false);
+  for (const [id, a] of Object.entries(entries ?? {})) if (isObject(a)) holders.push([a, `agents.entries.${id}`]);
+  for (const [holder, path] of holders) {
+    if (!holder || holder.thinking === undefined) continue;
+    const value = holder.thinking;
+    delete holder.thinking;
+    if (holder.thinkingDefault !== undefined)
+      warnings.push(`${path}.thinking: ignored (${path}.thinkingDefault is set and wins)`);
+    else {
+      holder.thinkingDefault = value;
+      warnings.push(`${path}.thinking: mapped to ${path}.thinkingDefault`);
     }
   }
 }

@@ -2,7 +2,7 @@
 export const REDACTED = "[redacted]";
 
 /**
- * Keys whose values are credentials (provider `apiKey`, runtime `secret`, channel `webhookSecret`, any
+ * Keys whose values are credentials (provider `apiKey`, runtime and channel `secret`, any
  * token or password). Matched by name so a secret added to the config schema later is covered too.
  */
 const SECRET_KEY = /secret|api[-_]?key|token|password|authorization|credential/i;

@@ -1,13 +1,15 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
 import { INDEX_SHARDS_DEFAULT, INDEX_SHARDS_MAX } from "../registry/shard-hash";
+import { PROVIDER_APIS } from "../runners/provider-catalog";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
-import { PROVIDER_APIS } from "./carry-over";
+import { type AgentConfig, agentsSchema } from "./agents-schema";
 
 /**
- * The CONFIG document (docs/contract.md, "Configuration"). Key names and defaults follow OpenClaw (docs/openclaw-carry-over.md)
- * so an OpenClaw user can carry their config over. Unknown keys are tolerated (OpenClaw configs
- * carry many settings we do not use); known keys are validated strictly.
+ * The CONFIG document (docs/contract.md, "Configuration"). Key names follow OpenClaw 2026
+ * (docs/openclaw-carry-over.md has every key the gateway reads and what it does with it) so an OpenClaw
+ * user can paste their config. Unknown keys are tolerated and reported (OpenClaw configs carry many
+ * settings a session gateway does not use); known keys are validated strictly.
  */
 const action = z.enum(["allow", "deny"]);
 
@@ -31,83 +33,34 @@ const sendPolicy = z.object({
     .optional(),
 });
 
-/** A model reference: `<provider>/<model>`, or OpenClaw's `{primary, fallbacks?}` (fallbacks are reported unused). */
-const modelRef = z.union([z.string(), z.object({ primary: z.string() }).transform((m) => m.primary)]);
-
-const announceDelivery = z.enum(["direct", "requester"]);
-
-const subagentDefaults = z.object({
-  archiveAfterMinutes: z.number().min(0).default(60),
-  runTimeoutSeconds: z.number().min(0).default(0),
-  maxSpawnDepth: z.number().int().min(1).max(5).default(1),
-  maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
-  // Accepted for OpenClaw parity (docs/openclaw-carry-over.md); runs are already serialised per session object.
-  maxConcurrent: z.number().int().min(1).default(8),
-  allowAgents: z.array(z.string()).optional(),
-  requireAgentId: z.boolean().default(false),
-  model: modelRef.optional(),
-  thinking: z.string().optional(),
-  announceTimeoutMs: z.number().int().min(1).max(2_147_000_000).default(120_000),
-  /** How a requester hears back from its children (docs/subagents.md). */
-  announceDelivery: announceDelivery.default("direct"),
-});
-
-const agentSubagents = z.object({
-  announceDelivery: announceDelivery.optional(),
-  allowAgents: z.array(z.string()).optional(),
-  requireAgentId: z.boolean().optional(),
-  model: modelRef.optional(),
-  thinking: z.string().optional(),
-});
-
-// The agent id grammar belongs to the session-key parser (src/keys.ts); CONFIG validates against the same rule.
-export { AGENT_ID_RE };
-
-const agentEntry = z.object({
-  id: z
-    .string()
-    .transform((s) => s.trim().toLowerCase())
-    .pipe(z.string().regex(AGENT_ID_RE, "agent id must match [a-z0-9][a-z0-9_-]{0,63}")),
-  name: z.string().optional(),
-  default: z.boolean().optional(),
-  model: modelRef.optional(),
-  thinking: z.string().optional(),
-  sandbox: z.object({ mode: z.enum(["off", "all"]).default("off") }).optional(),
-  subagents: agentSubagents.optional(),
-  systemPrompt: z.string().optional(),
-  /** This agent's index shards, instead of session.indexShards (docs/scale.md: a small agent 1, a hot one 64). */
-  indexShards: z.number().int().min(1).max(INDEX_SHARDS_MAX).optional(),
-  runtime: z
-    .discriminatedUnion("type", [
-      z.object({ type: z.literal("model") }),
-      z.object({ type: z.literal("webhook"), url: z.string().url(), secret: z.string().optional() }),
-    ])
-    .optional(),
-});
-
 const providerModel = z.object({
   id: z.string(),
+  name: z.string().optional(),
   cost: z.object({ input: z.number().min(0).optional(), output: z.number().min(0).optional() }).optional(),
-  /** Tokens the model can take in; shown as a session's `contextTokens`. */
+  /** Tokens the model can take in; shown as a session's `contextTokens`, and the compaction budget. */
   contextWindow: z.number().int().min(1).optional(),
+  /** OpenClaw's cap on active input tokens, when lower than the window (the compaction budget). */
+  contextTokens: z.number().int().min(1).optional(),
 });
 
-const provider = z
-  .object({
-    // Optional for the first-party APIs (their SDKs know the vendor's URL); required for openai-completions.
-    baseUrl: z.string().url().optional(),
-    apiKey: z.string().optional(),
-    api: z.enum(PROVIDER_APIS).default("openai-completions"),
-    models: z.array(providerModel).optional(),
-  })
-  .superRefine((p, ctx) => {
-    if (p.api === "openai-completions" && !p.baseUrl)
-      ctx.addIssue({ code: "custom", path: ["baseUrl"], message: "required for api openai-completions" });
-  });
+/**
+ * A provider block: an overlay on a built-in provider (any subset of keys: src/runners/provider-catalog.ts),
+ * or a custom provider. Whether it can serve a model (a base URL, a key) is checked per agent when the
+ * config loads (src/config/agent-checks.ts), so one broken provider is a warning, not a down gateway.
+ */
+const provider = z.object({
+  baseUrl: z.string().optional(),
+  /** A literal key, `${NAME}`, `$NAME`, `env:NAME`, or a known provider variable name (docs/models.md). */
+  apiKey: z.string().optional(),
+  api: z.enum(PROVIDER_APIS).optional(),
+  headers: z.record(z.string(), z.string()).optional(),
+  models: z.array(providerModel).optional(),
+});
 
+/** A channel: Switchboard's outbound delivery target, and whether its threads can bind sub-agents. */
 const channel = z.object({
-  webhookUrl: z.string().url().optional(),
-  webhookSecret: z.string().optional(),
+  /** Where replies and announces of this channel are POSTed, signed with `secret` (docs/webhooks.md). */
+  outbound: z.object({ url: z.url(), secret: z.string().optional() }).optional(),
   threadBindings: z.boolean().optional(),
 });
 
@@ -125,7 +78,7 @@ export const ConfigSchema = z.object({
         .transform((s) => s.trim().toLowerCase() || "main")
         .default("main"),
       scope: z.enum(["per-sender", "global"]).default("per-sender"),
-      // Accepted for OpenClaw parity (docs/openclaw-carry-over.md): channel gateways choose the DM key they post to.
+      // Channel gateways choose the DM key they post to (src/policy/dm-scope.ts).
       dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
       agentToAgent: z.object({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
       sendPolicy: sendPolicy.optional(),
@@ -161,34 +114,24 @@ export const ConfigSchema = z.object({
         .prefault({}),
     })
     .prefault({}),
-  agents: z
+  agents: agentsSchema,
+  models: z
     .object({
-      defaults: z
-        .object({
-          model: modelRef.default("builtin/echo"),
-          thinking: z.string().optional(),
-          timeoutSeconds: z.number().int().min(1).default(600),
-          sandbox: z
-            .object({
-              mode: z.enum(["off", "all"]).default("off"),
-              sessionToolsVisibility: z.enum(["spawned", "all"]).default("spawned"),
-            })
-            .prefault({}),
-          subagents: subagentDefaults.prefault({}),
-        })
-        .prefault({}),
-      list: z.array(agentEntry).default([{ id: "main", name: "Main", default: true }]),
+      /** `replace`: only the providers configured here exist (no built-in catalogue). */
+      mode: z.enum(["merge", "replace"]).default("merge"),
+      providers: z.record(z.string(), provider).default({}),
     })
     .prefault({}),
-  models: z.object({ providers: z.record(z.string(), provider).default({}) }).prefault({}),
   channels: z.record(z.string(), channel).default({}),
+  /** OpenClaw's inline environment: read where the Worker's environment lacks a name (src/config/env-refs.ts). */
+  env: z.object({ vars: z.record(z.string(), z.string()).optional() }).optional(),
   limits: z
     .object({
       /** Failed auth attempts per client per minute before 429, when the AUTH_FAILURES binding is absent (src/http/rate-limit.ts). */
       authFailuresPerMinute: z.number().int().min(1).default(10),
       /** Largest inbound message / spawn task, and largest generated text kept (docs/limits.md). Only lower than 512 KiB. */
       maxMessageBytes: z.number().int().min(1024).max(MESSAGE_MAX_BYTES).default(MESSAGE_MAX_BYTES),
-      /** Byte budget of a run's model context: the newest messages that fit (docs/limits.md). */
+      /** Byte budget of a run's model context: the summary and the newest messages that fit (docs/limits.md). */
       maxContextBytes: z
         .number()
         .int()
@@ -200,4 +143,8 @@ export const ConfigSchema = z.object({
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
-export type AgentConfig = Config["agents"]["list"][number];
+export type { AgentConfig };
+export type ProviderConfig = Config["models"]["providers"][string];
+
+// The agent id grammar belongs to the session-key parser (src/keys.ts); CONFIG validates against the same rule.
+export { AGENT_ID_RE };

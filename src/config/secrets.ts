@@ -68,12 +68,12 @@ export function secretsProblem(env: SecretBindings): SwitchboardError | null {
   // Checked against the CONFIG binding: the secrets and CONFIG are what the deployment was given together
   // (tests swap the document the routes read with setConfigOverride, never the bindings).
   const cfg = parseConfig(env.CONFIG);
-  const known = cfg instanceof SwitchboardError ? null : new Set(cfg.agents.list.map((a) => a.id));
+  const known = cfg instanceof SwitchboardError ? null : new Set(cfg.agents.roster.map((a) => a.id));
   for (const [agentId, token] of Object.entries(tokens)) {
     if (known && !known.has(agentId))
       return new SwitchboardError(
         "config_error",
-        `Invalid AGENT_TOKENS: agent "${agentId}" is not in CONFIG agents.list (${[...known].join(", ")}); a token for it could never act as it`,
+        `Invalid AGENT_TOKENS: agent "${agentId}" is not in CONFIG agents.entries (${[...known].join(", ")}); a token for it could never act as it`,
       );
     if (EXAMPLE_SECRETS.has(token))
       return new SwitchboardError(

@@ -21,11 +21,13 @@ export const errorEnvelopeSchema = z
 
 export const healthSchema = z.strictObject({
   ok: z.literal(true),
-  agents: z.array(z.string()),
+  agents: z.array(z.string()).describe("Configured agent ids, unavailable ones included (GET /v1/agents says which)"),
   warnings: z
     .array(z.string())
     .optional()
-    .describe("Operator token only: what of CONFIG was mapped, clamped or ignored"),
+    .describe(
+      "Operator token only. What of CONFIG the gateway cannot use as written: agents that cannot run and models that do not resolve (named), then values mapped or clamped, then every ignored key, grouped by the object holding it (docs/openclaw-carry-over.md)",
+    ),
   archive: z
     .strictObject({ bucket: z.boolean(), note: z.string().optional() })
     .optional()
@@ -144,9 +146,12 @@ export const agentsSchema = z.strictObject({
       id: z.string(),
       name: z.string().optional(),
       default: z.boolean(),
-      model: z.string(),
-      sandboxed: z.boolean(),
-      runtime: z.string().describe("`model` or `webhook`"),
+      model: z.string().describe("Its model reference (its own, else agents.defaults.model)"),
+      sandboxed: z.boolean().describe("Some of its sessions run sandboxed (`sandbox` is non-main or all)"),
+      sandbox: z.enum(["off", "non-main", "all"]).describe("`non-main`: every session but the agent's main one"),
+      runtime: z.string().describe("`model`, `webhook`, or the unsupported type an unavailable agent asked for"),
+      available: z.boolean().describe("False when its runtime cannot run here: messages to its sessions are refused"),
+      unavailableReason: z.string().optional(),
     }),
   ),
 });
@@ -181,7 +186,11 @@ export const effectiveConfigSchema = z
     config: z
       .record(z.string(), z.unknown())
       .describe("CONFIG after defaults and validation, with every secret replaced by `[redacted]`"),
-    warnings: z.array(z.string()).describe("What of CONFIG was mapped, clamped or ignored"),
+    warnings: z
+      .array(z.string())
+      .describe(
+        "What of CONFIG the gateway cannot use as written: agents that cannot run and models that do not resolve (named), then values mapped or clamped, then every ignored key, grouped by the object holding it (docs/openclaw-carry-over.md)",
+      ),
   })
   .meta({ id: "EffectiveConfig" });
 

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { isAgentSandboxed } from "../config/load";
+import { isSessionSandboxed } from "../config/load";
 import type { Config } from "../config/schema";
 import { forbidden, SwitchboardError } from "../errors";
 import { keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
@@ -69,7 +69,7 @@ export function callerFor(principal: Principal, cfg: Config, requestedKey?: stri
       sessionKey: principal.sessionKey,
       role: "run",
       runId: principal.runId,
-      sandboxed: isAgentSandboxed(cfg, principal.agentId),
+      sandboxed: isSessionSandboxed(cfg, principal.agentId, principal.sessionKey),
       isSubagent: principal.isSubagent,
     };
   }
@@ -80,7 +80,7 @@ export function callerFor(principal: Principal, cfg: Config, requestedKey?: stri
     agentId: parsed.agentId,
     sessionKey: parsed.canonicalKey,
     role: principal.role,
-    sandboxed: isAgentSandboxed(cfg, parsed.agentId),
+    sandboxed: isSessionSandboxed(cfg, parsed.agentId, parsed.canonicalKey),
     isSubagent: parsed.isSubagent,
   };
 }

@@ -4,7 +4,7 @@
  */
 
 export const INBOUND_MESSAGE_TEXT =
-  "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel (send policy applies). A `message` over `limits.maxMessageBytes` (512 KiB of UTF-8 by default, docs/limits.md) is a 413 naming the field; nothing is stored. `senderIsOwner: true` needs the operator token (403).";
+  "Creates the session on first use and records the delivery route. With `deliver: true` the reply goes out through the channel's `outbound` webhook (send policy applies). A `message` over `limits.maxMessageBytes` (512 KiB of UTF-8 by default, docs/limits.md) is a 413 naming the field; nothing is stored. `senderIsOwner: true` needs the operator token (403). A 409 when the session is being deleted or archived, or its agent is unavailable (a runtime this gateway cannot run, named on GET /healthz).";
 
 export const SESSION_PATCH_TEXT = "`sendPolicy` needs the operator token (403). A body that changes nothing is a 400.";
 
@@ -35,4 +35,4 @@ export const MCP_TEXT =
   "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).";
 
 export const HEALTHZ_TEXT =
-  "With the operator token also `warnings` (what of CONFIG was mapped, clamped or ignored) and the archive bucket's status. A token that is sent is checked (401, 429).";
+  "With the operator token also `warnings` — agents that cannot run and models that do not resolve, values mapped or clamped, every ignored key (grouped, never cut; docs/openclaw-carry-over.md) — and the archive bucket's status. A token that is sent is checked (401, 429).";

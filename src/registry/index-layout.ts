@@ -36,7 +36,7 @@ export async function checkLayout(env: Pick<Env, "REGISTRY">, agentId: string, s
       const error = new SwitchboardError(
         "config_error",
         `Agent "${agentId}": its session index holds ${rows} rows over ${recorded} shards, but the config says ${shards} ` +
-          `(agents.list[].indexShards, else session.indexShards). Rows are placed by their key's hash modulo the count, ` +
+          `(agents.entries.<id>.indexShards, else session.indexShards). Rows are placed by their key's hash modulo the count, ` +
           `so changing it would strand them: set it back to ${recorded} (docs/scale.md).`,
       );
       refused.set(id, error);

@@ -10,10 +10,18 @@ const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] as cons
  */
 export const sessionRowSchema = z
   .strictObject({
-    key: z.string().describe("Display key (`agent:<id>:<rest>`; the agent's main session shows as `main`)"),
+    key: z
+      .string()
+      .describe(
+        'The canonical key, `agent:<agentId>:<rest>` (an agent\'s main session is `agent:<id>:main`); under `session.scope: "global"` the shared DM bucket shows as `main`',
+      ),
     agentId: z.string(),
     kind: z.enum(SESSION_KINDS),
-    channel: z.string().describe("Channel of the session (from its key or its last route), `internal` if none"),
+    channel: z
+      .string()
+      .describe(
+        "A group's recorded channel (else its key's), a direct chat's last route's; `internal` for cron, hook and node sessions; `unknown` if none",
+      ),
     displayName: z.string().optional(),
     label: z.string().optional(),
     updatedAt: z.number().int().describe("Last activity, epoch milliseconds"),
@@ -45,7 +53,7 @@ export const sessionRowSchema = z
     status: z
       .string()
       .optional()
-      .describe("Sub-agent run state, for children (`running | done | failed | timeout | killed`)"),
+      .describe("Sub-agent task state, for children: `running`, `done`, `failed` (an aborted task too) or `timeout`"),
     startedAt: z.number().int().optional(),
     endedAt: z.number().int().optional(),
     runtimeMs: z.number().int().optional(),

@@ -20,7 +20,7 @@ export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionInd
 
 /** An agent's shard count: its own `indexShards` (a small agent 1, the hot one 64), else `session.indexShards`. */
 export function indexShardsOf(cfg: Config, agentId: string): number {
-  return cfg.agents.list.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
+  return cfg.agents.roster.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
 }
 
 /**
@@ -49,6 +49,8 @@ interface Sorted {
   length: number;
   at(i: number): Position;
   more: boolean;
+  /** Where the source's next page starts (its cursor), when more follow. */
+  next?: Position | null;
 }
 
 /**
@@ -60,12 +62,20 @@ interface Sorted {
 function mergeSorted(
   sources: Sorted[],
   limit: number,
+  stopAtFrontier = true,
 ): { picks: [number, number][]; last: Position | null; next: Position | null } {
   const at = sources.map(() => 0);
   const picks: [number, number][] = [];
   const seen = new Set<string>();
   let leftOver = false;
   let last: Position | null = null;
+  // The newest cursor of a source with more: below it that source is unread, so the merge stops there (a
+  // search page whose scan stopped early: src/registry/registry-object.ts). A full page's cursor is its last
+  // row, which a merge of `limit` picks never passes. (Not for a first look: SessionIndex.list asks again.)
+  let frontier: Position | null = null;
+  if (stopAtFrontier)
+    for (const s of sources) if (s.more && s.next && (!frontier || before(s.next, frontier))) frontier = s.next;
+  let atFrontier = false;
   for (;;) {
     let best = -1;
     let bestPos: Position | null = null;
@@ -75,6 +85,10 @@ function mergeSorted(
       if (!bestPos || before(p, bestPos)) [best, bestPos] = [i, p];
     }
     if (!bestPos) break;
+    if (frontier && before(frontier, bestPos)) {
+      atFrontier = true;
+      break;
+    }
     const index = at[best]++;
     if (seen.has(bestPos.key)) continue;
     if (picks.length === limit) {
@@ -85,8 +99,9 @@ function mergeSorted(
     picks.push([best, index]);
     last = bestPos;
   }
-  const more = leftOver || sources.some((s) => s.more);
-  return { picks, last, next: more && last ? { updatedAt: last.updatedAt, key: last.key } : null };
+  const more = leftOver || atFrontier || sources.some((s) => s.more);
+  const cursor = atFrontier || (!last && frontier) ? frontier : last;
+  return { picks, last, next: more && cursor ? { updatedAt: cursor.updatedAt, key: cursor.key } : null };
 }
 
 /** Merge of pages of parsed rows (sessions_list over several agents). */
@@ -95,6 +110,7 @@ export function mergePages(pages: ListPage[], limit: number): ListPage {
     length: p.rows.length,
     at: (i: number) => ({ updatedAt: p.rows[i].updatedAt, key: canonicalKeyOfRow(p.rows[i]) }),
     more: p.next !== null,
+    next: p.next,
   }));
   const { picks, next } = mergeSorted(sources, limit);
   return { rows: picks.map(([s, i]) => pages[s].rows[i]), next };
@@ -104,6 +120,7 @@ const shardSource = (p: ShardPage): Sorted => ({
   length: p.keys.length,
   at: (i) => ({ updatedAt: p.updatedAt[i], key: p.keys[i] }),
   more: p.next !== null,
+  next: p.next,
 });
 
 /** Merge of shard answers: picks by position, then parses only the picked rows. */
@@ -182,7 +199,7 @@ export class SessionIndex {
     // A shard with more rows whose last row is newer than the page's last (or the page is short) may hold
     // rows of this page: ask it once more, after its last row, for a whole page. Then every shard's rows
     // down to the page's end are known, so the merge is exact.
-    const first = mergeSorted([...pages, old].map(shardSource), limit);
+    const first = mergeSorted([...pages, old].map(shardSource), limit, false);
     const lastOfPage = first.picks.length === limit ? first.last : null;
     await Promise.all(
       pages.map(async (page, i) => {

@@ -10,6 +10,7 @@ import {
   A2A_ANNOUNCE_STEP_HEADER,
   A2A_REPLY_STEP_HEADER,
   ANNOUNCE_SKIP,
+  COMPACTION_STEP_HEADER,
   REPLY_SKIP,
   SUBAGENT_ANNOUNCE_STEP_HEADER,
 } from "../send/control-tokens";
@@ -32,7 +33,8 @@ export function echoModel(): LanguageModelV4 {
       // aborts) waited for the whole queue: `BENCH_ONLY=sends npm run bench` (docs/scale.md).
       await new Promise((resolve) => setTimeout(resolve, 0));
       options.abortSignal?.throwIfAborted();
-      const text = echoStepAnswer(systemText(options.prompt)) ?? lastUserText(options.prompt);
+      const text =
+        echoStepAnswer(systemText(options.prompt), lastUserText(options.prompt)) ?? lastUserText(options.prompt);
       return {
         content: [{ type: "text", text }],
         finishReason: { unified: "stop", raw: "stop" },
@@ -42,7 +44,8 @@ export function echoModel(): LanguageModelV4 {
     },
     async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
       options.abortSignal?.throwIfAborted();
-      const text = echoStepAnswer(systemText(options.prompt)) ?? lastUserText(options.prompt);
+      const text =
+        echoStepAnswer(systemText(options.prompt), lastUserText(options.prompt)) ?? lastUserText(options.prompt);
       const usage = usageOf(promptChars(options.prompt), text.length);
       return { stream: streamInChunks(text, usage, options.abortSignal) };
     },
@@ -90,11 +93,37 @@ function streamInChunks(
  * sub-agent announce adds no notes (empty: the requester still gets Status/Result/Stats, which
  * `ANNOUNCE_SKIP` would silence). Undefined in any other run: echo the last user message.
  */
-export function echoStepAnswer(system: string): string | undefined {
+export function echoStepAnswer(system: string, user = ""): string | undefined {
+  // Before any other step: a compaction's input quotes the conversation, step prompts included.
+  if (system.startsWith(COMPACTION_STEP_HEADER)) return echoSummary(user);
   if (system.includes(A2A_REPLY_STEP_HEADER)) return REPLY_SKIP;
   if (system.includes(A2A_ANNOUNCE_STEP_HEADER)) return ANNOUNCE_SKIP;
   if (system.includes(SUBAGENT_ANNOUNCE_STEP_HEADER)) return "";
   return undefined;
+}
+
+/** Bullets an echo summary keeps at most (the newest): deterministic and bounded. */
+const ECHO_SUMMARY_BULLETS = 100;
+const ECHO_SUMMARY_LINE_CHARS = 200;
+
+/**
+ * The echo model's compaction summary (src/compaction/summarize.ts): the previous summary's bullets and
+ * the first line of each user message of the conversation to add — deterministic, so offline sessions and
+ * tests compact without a provider, and what a user said is still in the context afterwards.
+ */
+export function echoSummary(input: string): string {
+  const [head, rest = ""] = input.split("\n\nConversation to add:\n");
+  const previous = head.replace(/^Previous summary:\n/, "");
+  const bullets = previous.split("\n").filter((l) => l.startsWith("- "));
+  const conversation = rest.replace(/\n\nWrite the updated summary\.$/, "");
+  for (const line of conversation.split("\n")) {
+    const m = /^\[user[^\]]*\] (.*)$/.exec(line);
+    if (m) bullets.push(`- user: ${m[1].slice(0, ECHO_SUMMARY_LINE_CHARS)}`);
+  }
+  return [
+    "Summary of the earlier conversation (builtin/echo keeps the first line of each user message):",
+    ...bullets.slice(-ECHO_SUMMARY_BULLETS),
+  ].join("\n");
 }
 
 function systemText(prompt: LanguageModelV4Prompt): string {

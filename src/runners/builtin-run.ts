@@ -1,4 +1,6 @@
-import { agentModel, findAgent } from "../config/load";
+import { runContext } from "../compaction/context";
+import { summaryContext } from "../compaction/summarize";
+import { agentModel, agentThinking, findAgent } from "../config/load";
 import { displayKey } from "../keys";
 import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
@@ -9,16 +11,15 @@ import { type RunLiveOutput, type RunnerResult, runModel } from "./model-runner"
 import { type ResolvedModel, resolveModel } from "./models";
 import { parseThinkingLevel } from "./thinking";
 
-/** Messages of context given to the model, within `limits.maxContextBytes` (never the whole transcript; docs/limits.md). */
-const CONTEXT_MESSAGES = 40;
-
 /**
  * A run on the built-in model runner: the session's model (override → agent → defaults), its thinking
- * level (session → agent → defaults), the recent transcript, the session tools it may use, and — for a
- * sub-agent — its spawn attachments as parts of the task message.
+ * level (session → agent → defaults), its context — the latest compaction's summary and the messages
+ * after it that fit (src/compaction/context.ts, which compacts first when they no longer fit) — the
+ * session tools it may use, and — for a sub-agent — its spawn attachments as parts of the task message.
  */
-export function runBuiltinModel(
+export async function runBuiltinModel(
   host: SessionHost,
+  runId: string,
   input: RunInput,
   signal: AbortSignal,
   onStep: (messages: TranscriptMessage[]) => void,
@@ -26,20 +27,24 @@ export function runBuiltinModel(
 ): Promise<RunnerResult> {
   const cfg = host.cfg;
   const meta = host.meta!;
-  const model = resolveModel(cfg, host.bindings, meta.modelOverride ?? agentModel(cfg, meta.agentId));
+  const model = resolveModel(cfg, host.bindings, meta.modelOverride ?? agentModel(cfg, meta.agentId), {
+    agentId: meta.agentId,
+  });
   const agent = findAgent(cfg, meta.agentId);
+  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agentThinking(cfg, meta.agentId));
+  const context = await runContext(host, { runId, model, thinking, signal });
   const system = [
     agent?.systemPrompt ?? `You are ${agent?.name ?? meta.agentId}, an agent reached through Switchboard.`,
     `Your session: ${displayKey(meta.key)}.`,
     input.extraSystemPrompt,
+    context.summary !== undefined ? summaryContext(context.summary) : undefined,
   ]
     .filter(Boolean)
     .join("\n\n");
-  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agent?.thinking ?? cfg.agents.defaults.thinking);
   return runModel({
     model,
     system,
-    history: host.transcript.recent(CONTEXT_MESSAGES, cfg.limits.maxContextBytes),
+    history: context.history,
     tools: buildRunTools(host.bindings, meta),
     signal,
     providerOptions: model.thinkingOptions(thinking),
@@ -75,11 +80,12 @@ export const modelRunnerExtension: SessionExtension = {
   produceReply(host, run, input, signal) {
     if (input.kind === "command") return undefined;
     const runtime = findAgent(host.cfg, host.meta!.agentId)?.runtime;
+    // A session of an agent that is not in the roster runs on the model runner (the default runtime).
     if (runtime && runtime.type !== "model") return undefined;
     const live: RunLiveOutput = {
       onDelta: (text) => host.events.runs.delta(run.id, text),
       onToolCall: (call) => host.events.runs.toolCall(run.id, call),
     };
-    return runBuiltinModel(host, input, signal, (messages) => host.recordStep(run.id, messages), live);
+    return runBuiltinModel(host, run.id, input, signal, (messages) => host.recordStep(run.id, messages), live);
   },
 };

@@ -4,17 +4,21 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV4, SharedV4ProviderOptions } from "@ai-sdk/provider";
 import { createWorkersAI } from "workers-ai-provider";
+import { envOf } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { rememberSecrets } from "../log";
 import { echoModel } from "./builtin-models";
+import { type ProviderSettings, resolveModelTarget, splitModelRef } from "./model-resolution";
 import { type ThinkingLevel, thinkingProviderOptions } from "./thinking";
 
 /**
- * Model references are `<provider>/<model>`: `builtin/echo` (offline), `workers-ai/<model>` (the AI
- * binding, through workers-ai-provider: tools and usage like any provider), or a provider from `models.providers`, spoken to through the AI SDK provider of its
- * `api`: openai-completions (any OpenAI-compatible chat endpoint), openai-responses, anthropic-messages,
- * google-generative-ai.
+ * A model reference (docs/models.md) as a client: `builtin/echo` (offline), `workers-ai/<model>` (the AI
+ * binding, through workers-ai-provider: tools and usage like any provider), or a provider — built-in
+ * (src/runners/provider-catalog.ts) or from `models.providers` — spoken to through the AI SDK provider of
+ * its `api`: openai-completions (any OpenAI-compatible chat endpoint), openai-responses,
+ * anthropic-messages, google-generative-ai. Which reference means which provider, and where its key
+ * comes from, is src/runners/model-resolution.ts.
  */
 export interface ResolvedModel {
   ref: string;
@@ -27,81 +31,70 @@ export interface ResolvedModel {
   thinkingOptions(level: ThinkingLevel | undefined): SharedV4ProviderOptions | undefined;
 }
 
-export function splitModelRef(ref: string): { provider: string; modelId: string } | null {
-  const at = ref.indexOf("/");
-  if (at <= 0 || at === ref.length - 1) return null;
-  return { provider: ref.slice(0, at), modelId: ref.slice(at + 1) };
+export { splitModelRef };
+
+export interface ModelOptions {
+  /** The agent whose aliases apply (its `models` map wins over `agents.defaults.models`). */
+  agentId?: string;
+  /** The `fetch` every provider request goes through (one place to bound provider calls). */
+  fetch?: typeof fetch;
 }
 
-/** Validate a model reference against config without building a client (spawn's "invalid model" check). */
-export function checkModelRef(cfg: Config, env: Env, ref: string): string | null {
-  const parts = splitModelRef(ref.trim());
-  if (!parts) return `invalid model: ${ref} (use <provider>/<model>)`;
-  if (parts.provider === "builtin")
-    return parts.modelId === "echo" ? null : `invalid model: ${ref} (builtin models: builtin/echo)`;
-  if (parts.provider === "workers-ai")
-    return env.AI ? null : `invalid model: ${ref} (no Workers AI binding "AI" is bound)`;
-  const provider = cfg.models.providers[parts.provider];
-  if (!provider)
-    return `invalid model: ${ref} (unknown provider "${parts.provider}"; configure models.providers.${parts.provider})`;
-  if (provider.models && provider.models.length > 0 && !provider.models.some((m) => m.id === parts.modelId)) {
-    return `invalid model: ${ref} (model "${parts.modelId}" is not listed in models.providers.${parts.provider}.models)`;
-  }
-  return null;
+/** Validate a model reference against config without building a client (spawn's "invalid model" check, PATCH). */
+export function checkModelRef(cfg: Config, env: Env, ref: string, opts: ModelOptions = {}): string | null {
+  const target = resolveModelTarget(cfg, ref, envOf(cfg, env), { agentId: opts.agentId, hasWorkersAi: !!env.AI });
+  return target.ok ? null : target.problem;
 }
 
-export function resolveModel(cfg: Config, env: Env, ref: string): ResolvedModel {
-  const problem = checkModelRef(cfg, env, ref);
-  if (problem) throw new SwitchboardError("invalid_request", problem);
-  const { provider, modelId } = splitModelRef(ref.trim())!;
+export function resolveModel(cfg: Config, env: Env, ref: string, opts: ModelOptions = {}): ResolvedModel {
+  const target = resolveModelTarget(cfg, ref, envOf(cfg, env), { agentId: opts.agentId, hasWorkersAi: !!env.AI });
+  if (!target.ok) throw new SwitchboardError("invalid_request", target.problem);
+  const { provider, modelId, settings } = target.value;
   const noThinking = () => undefined;
   if (provider === "builtin")
-    return { ref, provider, modelId, api: "builtin", model: echoModel(), thinkingOptions: noThinking };
-  if (provider === "workers-ai")
     return {
-      ref,
+      ref: target.value.ref,
+      provider,
+      modelId,
+      api: "builtin",
+      model: echoModel(),
+      thinkingOptions: noThinking,
+    };
+  if (!settings)
+    return {
+      ref: target.value.ref,
       provider,
       modelId,
       api: "workers-ai",
-      // checkModelRef above refused the reference when no AI binding is bound.
+      // resolveModelTarget refused the reference when no AI binding is bound.
       model: createWorkersAI({ binding: env.AI! })(modelId),
       thinkingOptions: noThinking,
     };
-  const p = cfg.models.providers[provider];
+  // A key read from the environment is kept out of every log line (src/log.ts).
+  rememberSecrets([settings.apiKey]);
   return {
-    ref,
+    ref: target.value.ref,
     provider,
     modelId,
-    api: p.api,
-    cost: p.models?.find((m) => m.id === modelId)?.cost,
-    model: providerModel(provider, p, resolveSecret(env, p.apiKey), modelId),
-    thinkingOptions: (level) => thinkingProviderOptions(p.api, provider, level),
+    api: settings.api,
+    cost: settings.models?.find((m) => m.id === modelId)?.cost,
+    model: providerModel(settings, modelId, opts.fetch),
+    thinkingOptions: (level) => thinkingProviderOptions(settings.api, provider, level),
   };
 }
 
-type ProviderConfig = Config["models"]["providers"][string];
-
-function providerModel(name: string, p: ProviderConfig, apiKey: string | undefined, modelId: string): LanguageModelV4 {
+function providerModel(p: ProviderSettings, modelId: string, fetch?: typeof globalThis.fetch): LanguageModelV4 {
+  const common = { baseURL: p.baseUrl, apiKey: p.apiKey, headers: p.headers, ...(fetch ? { fetch } : {}) };
   switch (p.api) {
     case "openai-responses":
-      return createOpenAI({ name, baseURL: p.baseUrl, apiKey }).responses(modelId);
+      return createOpenAI({ name: p.id, ...common }).responses(modelId);
     case "anthropic-messages":
-      return createAnthropic({ baseURL: p.baseUrl, apiKey }).messages(modelId);
+      return createAnthropic(common).messages(modelId);
     case "google-generative-ai":
-      return createGoogle({ baseURL: p.baseUrl, apiKey }).chat(modelId);
+      return createGoogle(common).chat(modelId);
     case "openai-completions":
-      // baseUrl is required for this API (src/config/schema.ts). Every remote run streams
-      // (src/runners/builtin-run.ts), and a streamed chat completion carries usage only when asked (`stream_options.include_usage`).
-      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey, includeUsage: true }).chatModel(modelId);
+      // Every remote run streams (src/runners/builtin-run.ts), and a streamed chat completion carries usage
+      // only when asked (`stream_options.include_usage`).
+      return createOpenAICompatible({ name: p.id, ...common, includeUsage: true }).chatModel(modelId);
   }
-}
-
-/** `env:NAME` (or OpenClaw's `${NAME}`) reads the Worker secret NAME, so keys never sit in CONFIG itself. */
-function resolveSecret(env: Env, value: string | undefined): string | undefined {
-  if (!value) return undefined;
-  const name = value.startsWith("env:") ? value.slice(4) : /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value)?.[1];
-  if (name === undefined) return value;
-  const v = (env as unknown as Record<string, unknown>)[name];
-  rememberSecrets([v]); // read from a binding: keep it out of every log line (src/log.ts)
-  return typeof v === "string" ? v : undefined;
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { signedWebhookHeaders } from "../channels/signed-webhook";
-import { findAgent } from "../config/load";
+import { agentThinking, findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
 import { DEADLINE_TIMER } from "../session/core-timers";
@@ -167,12 +167,15 @@ async function runOnWebhook(
     throw new Error("SIGNING_SECRET is not set: webhook runtimes need it to mint run tokens");
   const meta = host.meta!;
   const cfg = host.cfg;
+  // A run without a deadline (timeoutSeconds 0, a sub-agent without runTimeoutSeconds) still gets a token
+  // that ends: OpenClaw's default run budget, 48 h.
   const deadline =
-    host.timers.get(DEADLINE_TIMER, run.id)?.due_at ?? Date.now() + cfg.agents.defaults.timeoutSeconds * 1000;
+    host.timers.get(DEADLINE_TIMER, run.id)?.due_at ??
+    Date.now() + (cfg.agents.defaults.timeoutSeconds || 172_800) * 1000;
   const isSubagent = parseCanonical(meta.key, cfg).isSubagent;
   const agent = findAgent(cfg, meta.agentId);
   const model = meta.modelOverride ?? agent?.model;
-  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agent?.thinking ?? cfg.agents.defaults.thinking);
+  const thinking = parseThinkingLevel(meta.thinkingLevel ?? agentThinking(cfg, meta.agentId));
   const runToken = await mintRunToken(secret, {
     runId: run.id,
     sessionKey: meta.key,

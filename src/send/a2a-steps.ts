@@ -16,7 +16,7 @@ import {
   saveFlow,
   TURN_EXCERPT_BYTES,
 } from "./a2a-state";
-import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
+import { ANNOUNCE_SKIP, isSilentReply, REPLY_SKIP } from "./control-tokens";
 
 /**
  * The transitions of an agent-to-agent flow (src/send/a2a-flow.ts): each runs synchronously inside
@@ -75,8 +75,9 @@ export function startFlow(host: SessionHost, run: RunSnapshot, input: RunInput, 
     turns: [],
   };
   const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
-  // No round-1 reply (error, timeout, empty): nothing to ping-pong about or announce (OpenClaw's step 0; test/send/a2a-flow.test.ts).
-  if (!roundOne) {
+  // No round-1 reply (error, timeout, empty, or NO_REPLY: the target chose silence): nothing to ping-pong
+  // about or announce (OpenClaw's step 0; test/a2a-flow.test.ts, test/a2a-no-reply.test.ts).
+  if (!roundOne || isSilentReply(roundOne)) {
     finish(host, f, "no_round_one_reply");
     return;
   }
@@ -102,8 +103,9 @@ export function stepEnded(host: SessionHost, flowId: string, stepNo: number, res
       reply: text ? capText(text, TURN_EXCERPT_BYTES) : undefined,
       status: result.status,
     });
-    // An empty or failed turn, or exactly REPLY_SKIP, ends the ping-pong; the announce still runs.
-    if (!text || text === REPLY_SKIP) {
+    // An empty or failed turn, exactly REPLY_SKIP, or NO_REPLY (silence: never forwarded as the next
+    // message) ends the ping-pong; the announce still runs.
+    if (!text || text === REPLY_SKIP || isSilentReply(text)) {
       enterStep(host, f, "announce");
       return true;
     }
@@ -112,12 +114,12 @@ export function stepEnded(host: SessionHost, flowId: string, stepNo: number, res
     else enterStep(host, f, "turn", f.turn! + 1, text);
     return true;
   }
-  // Announce step: exactly ANNOUNCE_SKIP (or nothing) is silence; anything else goes to the target's channel.
+  // Announce step: exactly ANNOUNCE_SKIP, NO_REPLY (or nothing) is silence; anything else goes to the target's channel.
   if (!text) {
     finish(host, f, "announce_no_reply");
     return true;
   }
-  if (text === ANNOUNCE_SKIP) {
+  if (text === ANNOUNCE_SKIP || isSilentReply(text)) {
     finish(host, f, "announce_skipped");
     return true;
   }

@@ -11,8 +11,16 @@ import type { RunKind, TranscriptMessage } from "./types";
 /** Replies that mean "say nothing" (docs/subagents.md); matched exactly after trimming. */
 export const CONTROL_TOKENS: ReadonlySet<string> = new Set(["NO_REPLY", "REPLY_SKIP", "ANNOUNCE_SKIP"]);
 
-/** Runs whose user message is a prompt of ours, not something anyone said. */
-const INTERNAL_PROMPT_RUNS: ReadonlySet<RunKind> = new Set(["subagent_announce", "a2a_announce"]);
+/**
+ * Runs whose user message is a prompt of ours, not something anyone said: the announce steps, and the
+ * requester-mode completion event (internal context: child keys, stats — model context, never the
+ * conversation; OpenClaw hides it from chat history too).
+ */
+const INTERNAL_PROMPT_RUNS: ReadonlySet<RunKind> = new Set([
+  "subagent_announce",
+  "a2a_announce",
+  "subagent_completion",
+]);
 
 export function isControlTokenReply(msg: TranscriptMessage): boolean {
   if (msg.role !== "assistant" || msg.content.length === 0) return false;

@@ -1,3 +1,4 @@
+import { agentUnavailable } from "../config/load";
 import type { Config } from "../config/schema";
 import { SwitchboardError, toRpcError } from "../errors";
 import { parseCanonical } from "../keys";
@@ -64,6 +65,11 @@ export async function enqueueRun(
   if (forwarded) return forwarded;
   // No await from here to the transaction: a delete or archive that began is seen (closing.ts).
   assertOpen(host, host.key);
+  // An agent whose runtime cannot run here (OpenClaw's ACP harnesses) takes no runs: refused by name, and
+  // nothing is stored (GET /healthz warns about it; the rest of the gateway runs).
+  const unavailable =
+    req.input.kind === "command" ? null : agentUnavailable(host.cfg, parseCanonical(host.key, host.cfg).agentId);
+  if (unavailable) throw toRpcError(new SwitchboardError("conflict", unavailable));
   // Checked before the schema is created: a refused step leaves no storage behind.
   if (req.onlyIfExists && (!host.hasStorage || !host.meta))
     throw toRpcError(new SwitchboardError("not_found", `Session not found: ${host.key}`));

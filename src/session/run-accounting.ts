@@ -78,5 +78,6 @@ export function addRunUsage(meta: SessionMeta, cfg: Config, usage: RunUsage, res
 export function runDeadlineSeconds(input: RunInput, cfg: Config): number | null {
   const own = input.timeoutSeconds && input.timeoutSeconds > 0 ? input.timeoutSeconds : null;
   if (input.kind === "subagent_task") return own;
-  return own ?? cfg.agents.defaults.timeoutSeconds;
+  // `agents.defaults.timeoutSeconds: 0` is OpenClaw's "unlimited": no deadline timer (the lease still catches a lost executor).
+  return own ?? (cfg.agents.defaults.timeoutSeconds > 0 ? cfg.agents.defaults.timeoutSeconds : null);
 }

@@ -147,6 +147,27 @@ export const MIGRATIONS: MigrationStep[] = [
   // The event log behind GET /v1/sessions/{key}/events (src/events/event-log.ts): AUTOINCREMENT so a pruned
   // seq is never handed out again and a resume point keeps its meaning.
   `CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, type TEXT NOT NULL, data TEXT NOT NULL);`,
+  // Completion events stored before history hid them (conversation-rows.ts) get their mark once.
+  `
+  UPDATE messages SET is_tool = 1 WHERE is_tool = 0 AND role = 'user'
+    AND run_id IN (SELECT id FROM runs WHERE kind = 'subagent_completion');
+  UPDATE message_heads SET is_tool = 1 WHERE is_tool = 0 AND seq IN (SELECT seq FROM messages WHERE is_tool = 1 AND role != 'toolResult');
+  `,
+  // Compaction (src/compaction/): each summary of older turns, and where the context after it starts. The
+  // planner reads turn boundaries and sizes from a covering index, never the messages themselves.
+  `
+  CREATE TABLE compactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    first_kept_seq INTEGER NOT NULL UNIQUE,
+    summary TEXT NOT NULL,
+    tokens_before INTEGER NOT NULL,
+    tokens_after INTEGER NOT NULL,
+    marker_seq INTEGER NOT NULL,
+    run_id TEXT,
+    created_at INTEGER NOT NULL
+  );
+  CREATE INDEX messages_turns ON messages (seq, role, bytes);
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

@@ -286,6 +286,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
   async history(opts: {
     limit: number;
     before?: number;
+    offset?: number;
     includeTools: boolean;
     maxBytes: number;
     onlyIfSpawnedBy?: string;

@@ -61,13 +61,15 @@ export class Transcript {
   }
 
   /**
-   * The model's context: the newest `limit` messages that fit in `maxBytes` (oldest first, tool results
-   * included), and always at least the newest one.
+   * The model's context: the newest `limit` messages from `sinceSeq` on (the first kept by the latest
+   * compaction, src/compaction/) that fit in `maxBytes` (oldest first, tool results included), and always
+   * at least the newest one.
    */
-  recent(limit: number, maxBytes: number): TranscriptMessage[] {
+  recent(limit: number, maxBytes: number, sinceSeq = 0): TranscriptMessage[] {
     const sizes = this.sql
       .exec<{ seq: number; bytes: number }>(
-        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes ORDER BY seq DESC LIMIT ?",
+        "SELECT seq, bytes FROM messages INDEXED BY messages_sizes WHERE seq >= ? ORDER BY seq DESC LIMIT ?",
+        sinceSeq,
         limit,
       )
       .toArray();
@@ -84,19 +86,50 @@ export class Transcript {
   }
 
   /**
+   * Sizes and roles of the newest `limit` messages from `sinceSeq` on, newest first, from a covering index
+   * (no message is loaded): what a compaction plans with (src/compaction/plan.ts).
+   */
+  turnSizes(sinceSeq: number, limit: number): { seq: number; role: string; bytes: number }[] {
+    return this.sql
+      .exec<{ seq: number; role: string; bytes: number }>(
+        "SELECT seq, role, bytes FROM messages INDEXED BY messages_turns WHERE seq >= ? ORDER BY seq DESC LIMIT ?",
+        sinceSeq,
+        limit,
+      )
+      .toArray();
+  }
+
+  /** The messages with `fromSeq <= seq < toSeq`, oldest first (a compaction's input; its caller bounds the range). */
+  between(fromSeq: number, toSeq: number): TranscriptMessage[] {
+    return this.sql
+      .exec<{ json: string }>("SELECT json FROM messages WHERE seq >= ? AND seq < ? ORDER BY seq", fromSeq, toSeq)
+      .toArray()
+      .map((r) => JSON.parse(r.json) as TranscriptMessage);
+  }
+
+  /**
    * A page of up to `limit` history heads older than `before` (newest page by default), oldest first,
    * whose JSON (with the seq annotation) fits in `maxBytes`. The newest message is always included.
    */
-  page(opts: { limit: number; before?: number; includeTools: boolean; maxBytes: number }): BudgetedPage {
+  page(opts: {
+    limit: number;
+    before?: number;
+    offset?: number;
+    includeTools: boolean;
+    maxBytes: number;
+  }): BudgetedPage {
     const before = opts.before ?? Number.MAX_SAFE_INTEGER;
     // One extra row tells whether an older page exists without counting the transcript.
     // Each reading names the index that covers it: all messages, or only those that are not tool results.
+    // `offset` skips that many of the newest shown messages (OpenClaw's paging): the skip walks the covering
+    // index only (a few bytes per entry), and is capped at the tool's input bound (docs/limits.md).
     const [index, visible] = opts.includeTools ? ["messages_sizes", ""] : ["messages_visible", "is_tool = 0 AND "];
     const sizes = this.sql
       .exec<{ seq: number; head_bytes: number }>(
-        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq < ? ORDER BY seq DESC LIMIT ?`,
+        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq < ? ORDER BY seq DESC LIMIT ? OFFSET ?`,
         before,
         opts.limit + 1,
+        opts.offset ?? 0,
       )
       .toArray();
     if (sizes.length === 0) return { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };

@@ -45,7 +45,13 @@ export type TranscriptMessage =
       isError: boolean;
       timestamp: number;
     }
-  | { role: "system"; content: ContentBlock[]; timestamp: number };
+  | {
+      role: "system";
+      content: ContentBlock[];
+      timestamp: number;
+      /** A compaction marker (src/compaction/store.ts), in OpenClaw's history shape. */
+      __openclaw?: { kind: "compaction"; id: string; tokensBefore: number; tokensAfter: number };
+    };
 
 /** A delivery route: where replies and announces of a session leave the system. */
 export interface DeliveryRoute {

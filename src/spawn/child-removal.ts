@@ -32,7 +32,8 @@ export async function removeChild(host: SessionHost, timer: TimerRow, archive: b
   // Already removed by a concurrent alarm pass: its storage (this timer included) is gone.
   if (!host.meta) return;
   const sub = host.meta.subagent;
-  if (!sub) {
+  // A thread-bound child is never archived; an archive timer armed for one before that rule is dropped unrun.
+  if (!sub || (archive && sub.mode === "session")) {
     host.timers.clear(timer.kind, timer.ref);
     return;
   }

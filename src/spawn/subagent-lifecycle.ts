@@ -132,9 +132,11 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
     writeFlow(host, "handoff", m);
     host.timers.set(HANDOFF_TIMER, taskRunId, now);
   }
-  // Kept children are archived N minutes after their last run (any run: a thread-bound child stays while used).
+  // Kept run-mode children are archived N minutes after their last run. A thread-bound (mode "session")
+  // child is never archived: its spawn note says it stays for follow-ups in its thread, and OpenClaw never
+  // arms its archive either (test/subagent-archive.test.ts).
   const archiveMinutes = host.cfg.agents.defaults.subagents.archiveAfterMinutes;
-  if (sub.cleanup === "keep" && archiveMinutes > 0)
+  if (sub.cleanup === "keep" && sub.mode !== "session" && archiveMinutes > 0)
     host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);
 }
 

@@ -70,8 +70,13 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
   const parsed = tool.schema.safeParse(args);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    // Strict schemas (sessions_spawn): an unknown parameter is named, never dropped in silence.
-    if (issue.code === "unrecognized_keys") throw invalid(`${issue.keys[0]}: unknown parameter for ${tool.name}`);
+    // Every tool's schema is strict: unknown parameters are named (all of them), never dropped in silence.
+    if (issue.code === "unrecognized_keys")
+      throw invalid(
+        issue.keys.length === 1
+          ? `${issue.keys[0]}: unknown parameter for ${tool.name}`
+          : `${issue.keys.join(", ")}: unknown parameters for ${tool.name}`,
+      );
     const field = issueField(issue, "args");
     // zod 4 issues omit `input` unless asked, so "missing" is read from the args themselves.
     const missing =

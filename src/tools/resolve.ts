@@ -44,7 +44,7 @@ export async function resolveSessionReference(
   const spawnedBy = opts.restrictToSpawned ? ctx.caller.sessionKey : undefined;
   const agents = [
     ctx.caller.agentId,
-    ...ctx.cfg.agents.list.map((a) => a.id).filter((id) => id !== ctx.caller.agentId),
+    ...ctx.cfg.agents.roster.map((a) => a.id).filter((id) => id !== ctx.caller.agentId),
   ];
 
   // A custom key (e.g. "sess-group") keeps working when such a session exists.

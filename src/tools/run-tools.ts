@@ -1,6 +1,6 @@
 import { type Schema, type ToolSet, tool, zodSchema } from "ai";
 import type { z } from "zod";
-import { isAgentSandboxed, loadConfig } from "../config/load";
+import { isSessionSandboxed, loadConfig } from "../config/load";
 import type { SessionMeta } from "../session/types";
 import type { Caller } from "./context";
 import { invokeTool, type ToolDefinition, toolsFor } from "./registry";
@@ -16,7 +16,7 @@ export function buildRunTools(env: Env, meta: SessionMeta): ToolSet {
     agentId: meta.agentId,
     sessionKey: meta.key,
     role: "internal",
-    sandboxed: isAgentSandboxed(cfg, meta.agentId),
+    sandboxed: isSessionSandboxed(cfg, meta.agentId, meta.key),
     isSubagent: meta.key.includes(":subagent:"),
     ...(meta.spawnDepth !== undefined ? { spawnDepth: meta.spawnDepth } : {}),
   };

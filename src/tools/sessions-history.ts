@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { invalid } from "../errors";
 import { displayKey } from "../keys";
 import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
 import type { BudgetedPage } from "../session/transcript";
@@ -10,7 +11,11 @@ import { callerVisibility, guardTarget, resolveSessionReference } from "./resolv
 export const HISTORY_DEFAULT_LIMIT = 50;
 export const HISTORY_MAX_LIMIT = 1000;
 
-export const sessionsHistorySchema = z.object({
+/** Largest `offset` (docs/limits.md): the skip walks the transcript's covering index, a few bytes per message. */
+export const HISTORY_MAX_OFFSET = 100_000;
+
+// Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently ignored.
+export const sessionsHistorySchema = z.strictObject({
   sessionKey: z.string().max(1024).describe("Session key, `main`, `current`, or a sessionId from sessions_list."),
   limit: z
     .number()
@@ -24,6 +29,14 @@ export const sessionsHistorySchema = z.object({
     .max(Number.MAX_SAFE_INTEGER)
     .optional()
     .describe("Only messages older than this seq: pass nextBefore of the previous page to page backwards."),
+  offset: z
+    .number()
+    .min(0)
+    .max(HISTORY_MAX_OFFSET)
+    .optional()
+    .describe(
+      `Skip this many of the newest messages (OpenClaw's paging; at most ${HISTORY_MAX_OFFSET}): pass nextOffset of the previous page. Not with \`before\`.`,
+    ),
 });
 export type SessionsHistoryArgs = z.infer<typeof sessionsHistorySchema>;
 
@@ -38,15 +51,20 @@ export interface SessionsHistoryResult {
   contentTruncated: boolean;
   contentRedacted: boolean;
   bytes: number;
-  /** More (older) messages exist: call again with `before: nextBefore`. */
+  /** More (older) messages exist: call again with `before: nextBefore` (or `offset: nextOffset`). */
   hasMore: boolean;
   nextBefore: number | null;
+  /** With `offset`: the offset this page started at, and where the next (older) page starts. */
+  offset?: number;
+  nextOffset?: number;
 }
 
 export async function sessionsHistory(
   ctx: ToolContext,
   args: SessionsHistoryArgs,
 ): Promise<SessionsHistoryResult | Refusal> {
+  if (args.offset !== undefined && args.before !== undefined)
+    throw invalid("offset: not with before (page with one of them)");
   const vis = callerVisibility(ctx);
   const target = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
   if (isRefusal(target)) return target;
@@ -72,13 +90,15 @@ export async function sessionsHistory(
 export async function readHistory(
   env: Env,
   canonicalKey: string,
-  args: { limit?: number; before?: number; includeTools?: boolean },
+  args: { limit?: number; before?: number; offset?: number; includeTools?: boolean },
   onlyIfSpawnedBy?: string,
 ): Promise<SessionsHistoryResult | null> {
   const limit = Math.min(HISTORY_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? HISTORY_DEFAULT_LIMIT)));
+  const offset = args.offset !== undefined ? Math.floor(args.offset) : undefined;
   const opts = {
     limit,
     before: args.before !== undefined ? Math.floor(args.before) : undefined,
+    ...(offset !== undefined ? { offset } : {}),
     includeTools: args.includeTools === true,
   };
   // A plain type, not the RPC stub's return type: that one is Disposable, which a rebuilt archive page is not.
@@ -92,6 +112,8 @@ export async function readHistory(
   if (page.denied || !page.sessionId) {
     const row = await archivedRow(env, canonicalKey);
     if (row && (onlyIfSpawnedBy === undefined || row.spawnedBy === onlyIfSpawnedBy)) {
+      // An archive is read page file by page file from its newest: `before` pages it, an offset would read them all.
+      if (offset) throw invalid("offset: an archived session pages with before (nextBefore), not offset");
       page = {
         ...(await archivedHistory(env, row, opts)),
         sessionId: row.sessionId,
@@ -120,13 +142,14 @@ export async function readHistory(
     bytes: s.bytes,
     hasMore,
     nextBefore: hasMore ? (dropped ? (oldestSeq ?? page.nextBefore) : page.nextBefore) : null,
+    ...(offset !== undefined ? { offset, ...(hasMore ? { nextOffset: offset + kept.length } : {}) } : {}),
   };
 }
 
 export const sessionsHistoryTool = defineTool({
   name: "sessions_history",
   description:
-    "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) to page back through long transcripts. Secrets are redacted and long texts capped.",
+    "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) or an `offset` (nextOffset) to page back through long transcripts. Secrets are redacted and long texts capped.",
   schema: sessionsHistorySchema,
   handler: sessionsHistory,
   subagents: "orchestrators",

@@ -25,7 +25,13 @@ export const KINDS_MAX_ITEMS = 256;
 export const ACTIVE_MINUTES_MAX = 10_000_000;
 export const CURSOR_MAX_CHARS = 2048;
 
-export const sessionsListSchema = z.object({
+/** Longest `search` text (docs/limits.md). */
+export const SEARCH_MAX_CHARS = 256;
+
+// Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently ignored —
+// OpenClaw's newer filters this gateway does not have (activeOnly, relationship, …) would otherwise
+// answer an unfiltered listing.
+export const sessionsListSchema = z.strictObject({
   kinds: z
     .array(z.string().max(64))
     .max(KINDS_MAX_ITEMS)
@@ -50,6 +56,21 @@ export const sessionsListSchema = z.object({
       `Include the last N non-tool messages per row, sanitised like sessions_history (0 = none, max ${MESSAGE_LIMIT_MAX}; at most 16 KiB per row: \`truncated: true\` when cut).`,
     ),
   cursor: z.string().max(CURSOR_MAX_CHARS).optional().describe("nextCursor of a previous page, to read further."),
+  label: z.string().min(1).max(512).optional().describe("Only sessions with exactly this label (case-sensitive)."),
+  agentId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe("Only this agent's sessions (yours, or another agent's when visibility and agentToAgent allow it)."),
+  search: z
+    .string()
+    .min(1)
+    .max(SEARCH_MAX_CHARS)
+    .optional()
+    .describe(
+      "Case-insensitive text in the key, label, sessionId, kind, display name, channel or model. Each page scans at most 2,000 rows per index shard: a page may hold fewer rows than `limit` and still carry nextCursor.",
+    ),
 });
 export type SessionsListArgs = z.infer<typeof sessionsListSchema>;
 
@@ -90,6 +111,7 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
   const vis = callerVisibility(ctx);
   const visibility = vis.restrictToSpawned ? "tree" : vis.visibility;
   const own = ctx.caller.agentId;
+  const onlyAgent = args.agentId?.trim().toLowerCase();
   // Visibility is pushed into each shard's query (scope), so LIMIT applies to visible rows only.
   const scope: ListScope =
     visibility === "self"
@@ -97,15 +119,17 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
       : visibility === "tree"
         ? { type: "tree", key: ctx.caller.sessionKey }
         : { type: "agent" };
-  const agents =
+  const visibleAgents =
     visibility === "all"
       ? [
           own,
-          ...ctx.cfg.agents.list
+          ...ctx.cfg.agents.roster
             .map((a) => a.id)
             .filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id)),
         ]
       : [own];
+  // `agentId` filters: an agent the caller may not see (or that does not exist) lists nothing.
+  const agents = onlyAgent === undefined ? visibleAgents : visibleAgents.filter((id) => id === onlyAgent);
 
   const pages: ListPage[] = await Promise.all(
     agents.map((agentId) =>
@@ -115,6 +139,8 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
         activeSince,
         limit,
         cursor,
+        ...(args.label !== undefined ? { label: args.label } : {}),
+        ...(args.search !== undefined ? { search: args.search.toLowerCase() } : {}),
       }),
     ),
   );
@@ -173,7 +199,7 @@ export function decodeCursor(s: string): { updatedAt: number; key: string } {
 export const sessionsListTool = defineTool({
   name: "sessions_list",
   description:
-    "List visible sessions with optional filters for kind, recent activity, and last messages. Use this to discover a target session before calling sessions_history or sessions_send.",
+    "List visible sessions with optional filters for kind, recent activity, label, agent and search text, and last messages. Use this to discover a target session before calling sessions_history or sessions_send.",
   schema: sessionsListSchema,
   handler: sessionsList,
   subagents: "orchestrators",

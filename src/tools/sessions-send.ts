@@ -18,7 +18,9 @@ export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
 /** Longest accepted `timeoutSeconds` (a 400 beyond); a wait itself is clamped to 15 min (MAX_WAIT_MS) and over MCP to 50 s. */
 export const SEND_TIMEOUT_SECONDS_MAX = 86_400;
 
-export const sessionsSendSchema = z.object({
+// Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently ignored (OpenClaw's
+// `mode` and `watch` would otherwise be dropped and the send behave differently from what was asked).
+export const sessionsSendSchema = z.strictObject({
   sessionKey: z
     .string()
     .max(512)
@@ -79,7 +81,7 @@ async function resolveByLabel(
     if (!isAgentToAgentAllowed(a2a, ctx.caller.agentId, agentId))
       return refuse("forbidden", visibilityError("send", "a2aDenied"));
   }
-  const keys = ctx.cfg.agents.list.some((a) => a.id === agentId)
+  const keys = ctx.cfg.agents.roster.some((a) => a.id === agentId)
     ? await sessionIndex(ctx.env, ctx.cfg, agentId).resolveLabel(
         label,
         restrictToSpawned ? ctx.caller.sessionKey : undefined,
@@ -220,7 +222,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
 
   const route = announceRouteOf(targetMeta, target);
   const delivery: SendDelivery = {
-    status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.webhookUrl ? "pending" : "none",
+    status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.outbound ? "pending" : "none",
     mode: "announce",
   };
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));

@@ -1,5 +1,5 @@
 import { routeOf } from "../channels/outbox";
-import { findAgent, isAgentSandboxed } from "../config/load";
+import { agentUnavailable, areChildrenSandboxed, findAgent } from "../config/load";
 import { AGENT_ID_RE, type Config } from "../config/schema";
 import { fromRpcError, invalid } from "../errors";
 import { parseCanonical } from "../keys";
@@ -47,7 +47,7 @@ function resolveChildModel(cfg: Config, targetAgentId: string, explicit?: string
     agent?.subagents?.model ??
     agent?.model ??
     cfg.agents.defaults.subagents.model ??
-    cfg.agents.defaults.model
+    cfg.agents.defaults.model!
   );
 }
 
@@ -133,8 +133,12 @@ export async function sessionsSpawn(
   // 7. the child's key.
   const childKey = `agent:${targetAgentId}:subagent:${crypto.randomUUID()}`;
 
+  // A target agent whose runtime cannot run here (OpenClaw's ACP harnesses) gets no child and no slot.
+  const unavailable = agentUnavailable(cfg, targetAgentId);
+  if (unavailable) return refusal("error", unavailable);
+
   // 8. sandbox inheritance and sandbox="require".
-  const childSandboxed = isAgentSandboxed(cfg, targetAgentId);
+  const childSandboxed = areChildrenSandboxed(cfg, targetAgentId);
   if (!childSandboxed && caller.sandboxed) {
     return refusal(
       "forbidden",
@@ -155,7 +159,7 @@ export async function sessionsSpawn(
 
   // 10. model: an invalid model is an error and no run starts — never a silently ignored override.
   const model = resolveChildModel(cfg, targetAgentId, args.model);
-  const modelProblem = checkModelRef(cfg, env, model);
+  const modelProblem = checkModelRef(cfg, env, model, { agentId: targetAgentId });
   if (modelProblem) return refusal("error", modelProblem, { childSessionKey: childKey });
 
   // 11. thread binding needs a channel that supports it.

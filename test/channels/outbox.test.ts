@@ -12,7 +12,7 @@ import { crash } from "../helpers/restart";
 import { deliveriesOf, installFakes, until } from "../helpers/scripted";
 
 const HOOK = "https://hooks.test/telegram";
-function config(channels: Record<string, unknown> = { telegram: { webhookUrl: HOOK, webhookSecret: "tg-secret" } }) {
+function config(channels: Record<string, unknown> = { telegram: { outbound: { url: HOOK, secret: "tg-secret" } } }) {
   setConfigOverride({ agents: { list: [{ id: "main", default: true }] }, channels });
 }
 
@@ -99,7 +99,7 @@ describe("outbox", () => {
   });
 
   it("without a webhookSecret the request is not signed", async () => {
-    config({ telegram: { webhookUrl: HOOK } });
+    config({ telegram: { outbound: { url: HOOK } } });
     const fakes = installFakes(() => "unused");
     await inbound(nextKey(), "plain");
     await until(async () => expect(fakes.hooks).toHaveLength(1));
@@ -219,7 +219,7 @@ describe("outbox", () => {
     expect(dead[0]).toMatchObject({
       channel: "telegram",
       attempts: 0,
-      lastError: 'No webhook configured for channel "telegram" (set channels.telegram.webhookUrl)',
+      lastError: 'No webhook configured for channel "telegram" (set channels.telegram.outbound.url)',
     });
     expect(fakes.hooks).toHaveLength(0);
     await until(async () => expect(deadSeen.filter((d) => d.key === key)).toHaveLength(1));

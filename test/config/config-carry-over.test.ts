@@ -5,8 +5,12 @@ import { SwitchboardError } from "../../src/errors";
 import { call, invoke, MAIN_TOKEN } from "../helpers/http";
 import { baseConfig, HOOK_BASE, installFakes } from "../helpers/scripted";
 
-function ok(raw: unknown): { cfg: Config; warnings: string[] } {
-  const c = parseConfig(raw);
+/** Parse with the offline model named, so only carry-over warnings show (the default model's: test/openclaw-dropin.test.ts). */
+function ok(raw: any): { cfg: Config; warnings: string[] } {
+  const model = raw.agents?.defaults?.model ?? raw.agent?.model ?? "builtin/echo";
+  const c = parseConfig(
+    raw.agent?.model ? raw : { ...raw, agents: { ...raw.agents, defaults: { ...raw.agents?.defaults, model } } },
+  );
   if (c instanceof SwitchboardError) throw new Error(`unexpected config error: ${c.message}`);
   return { cfg: c, warnings: configWarnings(c) };
 }
@@ -42,24 +46,30 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     ]);
   });
 
-  it("the object form of channels.<ch>.threadBindings is accepted: spawnSubagentSessions opts the channel in", () => {
+  it("the object form of channels.<ch>.threadBindings is accepted: spawning is on unless turned off (OpenClaw's spawnSessions)", () => {
     const c = ok({
       channels: {
         discord: {
-          webhookUrl: "https://x.test/d",
-          threadBindings: { enabled: true, spawnSubagentSessions: true, idleHours: 24 },
+          outbound: { url: "https://x.test/d" },
+          threadBindings: { enabled: true, spawnSessions: true, idleHours: 24 },
         },
-        slack: { webhookUrl: "https://x.test/s", threadBindings: { enabled: true } },
-        telegram: { webhookUrl: "https://x.test/t", threadBindings: { enabled: false, spawnSubagentSessions: true } },
+        slack: {
+          outbound: { url: "https://x.test/s" },
+          threadBindings: { enabled: true, spawnSubagentSessions: false },
+        },
+        telegram: { outbound: { url: "https://x.test/t" }, threadBindings: { enabled: false, spawnSessions: true } },
+        matrix: { threadBindings: { enabled: true } },
       },
     });
     expect(c.cfg.channels.discord.threadBindings).toBe(true);
     expect(c.cfg.channels.slack.threadBindings).toBe(false);
     expect(c.cfg.channels.telegram.threadBindings).toBe(false);
+    expect(c.cfg.channels.matrix.threadBindings).toBe(true);
     expect(c.warnings).toEqual([
       "channels.discord.threadBindings: object form mapped to true (ignored: idleHours)",
       "channels.slack.threadBindings: object form mapped to false",
       "channels.telegram.threadBindings: object form mapped to false",
+      "channels.matrix.threadBindings: object form mapped to true",
     ]);
     // session.threadBindings.enabled: false turns every channel's bindings off.
     const off = ok({
@@ -68,7 +78,7 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     });
     expect(off.cfg.channels.discord.threadBindings).toBe(false);
     expect(off.warnings).toEqual([
-      "session.threadBindings: enabled: false applied to every channel (idle and age limits are not enforced)",
+      "session.threadBindings: spawning off applied to every channel (idle and age limits are not enforced)",
     ]);
   });
 
@@ -84,10 +94,8 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
       agent: { model: { primary: "builtin/echo" }, timeoutSeconds: 120, workspace: "~/w" },
     });
     expect(c.cfg.tools.agentToAgent).toEqual({ enabled: true, allow: ["*"] });
-    expect(c.cfg.agents.list).toEqual([
-      { id: "ops", name: "Ops" },
-      { id: "dev", model: "builtin/echo", default: true },
-    ]);
+    expect(c.cfg.agents.entries).toEqual({ ops: { name: "Ops" }, dev: { model: "builtin/echo", default: true } });
+    expect(c.cfg.agents.defaultId).toBe("dev");
     expect(c.cfg.session.mainKey).toBe("home");
     expect(c.cfg.agents.defaults.model).toBe("builtin/echo");
     expect(c.cfg.agents.defaults.timeoutSeconds).toBe(120);
@@ -99,6 +107,7 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
       "agent.model: mapped to agents.defaults.model",
       "agent.timeoutSeconds: mapped to agents.defaults.timeoutSeconds",
       "agent.workspace: ignored (not used by Switchboard)",
+      "agents.list: legacy form, read as agents.entries (OpenClaw 2026 keys agents by id: agents.entries.<id>)",
     ]);
     const both = ok({ session: { mainKey: "primary" }, routing: { sessions: { mainKey: "legacy" } } });
     expect(both.cfg.session.mainKey).toBe("primary");
@@ -122,29 +131,32 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
       'models.providers.legacy.api: "openai" mapped to "openai-completions"',
       'models.providers.bed: ignored (api "bedrock-converse-stream" is not supported; use one of openai-completions, openai-responses, anthropic-messages, google-generative-ai)',
     ]);
-    // openai-completions has no default endpoint: baseUrl stays required, named in the 500.
-    expect(bad({ models: { providers: { x: { api: "openai-completions" } } } })).toContain(
-      "models.providers.x.baseUrl",
-    );
+    // A custom provider without a base URL cannot serve a model: the agents using it are named, the gateway runs.
+    expect(
+      ok({ agents: { defaults: { model: "x/m" } }, models: { providers: { x: { api: "openai-completions" } } } })
+        .warnings,
+    ).toEqual([
+      'agents.defaults.model: agent "main" cannot run: invalid model: x/m (models.providers.x.baseUrl is required for a custom provider)',
+    ]);
   });
 
-  it('sandbox mode "non-main" maps to the safe side; send-policy values are read case-insensitively; model {primary} works for sub-agents', () => {
+  it('sandbox mode "non-main" is kept (main stays unsandboxed: test/openclaw-dropin.test.ts); send-policy values are read case-insensitively; model {primary} works for sub-agents', () => {
     const c = ok({
       agents: {
         defaults: {
           sandbox: { mode: "non-main" },
           subagents: { model: { primary: "builtin/echo", fallbacks: ["x/y"] } },
         },
-        list: [{ id: "main", sandbox: { mode: "non-main" }, subagents: { model: { primary: "builtin/echo" } } }],
+        entries: { main: { sandbox: { mode: "non-main" }, subagents: { model: { primary: "builtin/echo" } } } },
       },
       session: {
         sendPolicy: { default: "Allow", rules: [{ action: "DENY", match: { channel: "discord", chatType: "dm" } }] },
       },
     });
-    expect(c.cfg.agents.defaults.sandbox.mode).toBe("all");
-    expect(c.cfg.agents.list[0].sandbox).toEqual({ mode: "all" });
+    expect(c.cfg.agents.defaults.sandbox.mode).toBe("non-main");
+    expect(c.cfg.agents.roster[0].sandbox).toEqual({ mode: "non-main" });
     expect(c.cfg.agents.defaults.subagents.model).toBe("builtin/echo");
-    expect(c.cfg.agents.list[0].subagents?.model).toBe("builtin/echo");
+    expect(c.cfg.agents.roster[0].subagents?.model).toBe("builtin/echo");
     expect(c.cfg.session.sendPolicy).toEqual({
       default: "allow",
       rules: [{ action: "deny", match: { channel: "discord", chatType: "direct" } }],
@@ -153,13 +165,11 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
       'session.sendPolicy.default: "Allow" mapped to "allow"',
       'session.sendPolicy.rules.0.action: "DENY" mapped to "deny"',
       'session.sendPolicy.rules.0.match.chatType: "dm" mapped to "direct"',
-      'agents.defaults.sandbox.mode: "non-main" mapped to "all" (sandboxing is per agent here, so main is sandboxed too)',
-      'agents.list.0.sandbox.mode: "non-main" mapped to "all" (sandboxing is per agent here, so main is sandboxed too)',
       "agents.defaults.subagents.model.fallbacks: ignored (not used by Switchboard)",
     ]);
   });
 
-  it("keys Switchboard does not use are listed (bounded), known keys are not", () => {
+  it("keys Switchboard does not use are listed, grouped by the object holding them, known keys are not", () => {
     const c = ok({
       gateway: { port: 18789 },
       session: { maintenance: { mode: "warn" }, mainKey: "main" },
@@ -167,19 +177,23 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
         defaults: { workspace: "~/w", subagents: { maxSpawnDepth: 2 } },
         list: [{ id: "main", identity: { name: "M" }, runtime: { type: "webhook", url: "https://a.test", extra: 1 } }],
       },
-      channels: { telegram: { webhookUrl: "https://x.test/t", botToken: "secret" } },
+      channels: { telegram: { outbound: { url: "https://x.test/t" }, botToken: "secret", dmPolicy: "pairing" } },
     });
     expect(c.warnings).toEqual([
+      "agents.list: legacy form, read as agents.entries (OpenClaw 2026 keys agents by id: agents.entries.<id>)",
       "gateway: ignored (not used by Switchboard)",
       "session.maintenance: ignored (not used by Switchboard)",
       "agents.defaults.workspace: ignored (not used by Switchboard)",
-      "agents.list.0.identity: ignored (not used by Switchboard)",
-      "agents.list.0.runtime.extra: ignored (not used by Switchboard)",
-      "channels.telegram.botToken: ignored (not used by Switchboard)",
+      "agents.entries.main.identity: ignored (not used by Switchboard)",
+      "agents.entries.main.runtime.extra: ignored (not used by Switchboard)",
+      "channels.telegram.{botToken, dmPolicy}: ignored (not used by Switchboard)",
     ]);
+    // Never cut: 80 unknown top-level keys are one line naming all 80.
     const many = ok(Object.fromEntries(Array.from({ length: 80 }, (_, i) => [`k${i}`, i])));
-    expect(many.warnings).toHaveLength(51);
-    expect(many.warnings[50]).toBe("… and 30 more ignored keys");
+    expect(many.warnings).toHaveLength(1);
+    expect(many.warnings[0]).toBe(
+      `{${Array.from({ length: 80 }, (_, i) => `k${i}`).join(", ")}}: ignored (not used by Switchboard)`,
+    );
   });
 });
 
@@ -188,7 +202,10 @@ describe("legacy send-policy match.provider (a security fix)", () => {
     setConfigOverride(
       baseConfig({
         session: { agentToAgent: { maxPingPongTurns: 0 }, sendPolicy },
-        channels: { telegram: { webhookUrl: `${HOOK_BASE}/tg` }, discord: { webhookUrl: `${HOOK_BASE}/dc` } },
+        channels: {
+          telegram: { outbound: { url: `${HOOK_BASE}/tg` } },
+          discord: { outbound: { url: `${HOOK_BASE}/dc` } },
+        },
       }),
     );
   }
@@ -227,7 +244,7 @@ describe("GET /healthz warnings", () => {
   it("the operator sees what was mapped or ignored; others see liveness only; the log says it once", async () => {
     const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
     setConfigOverride({
-      agents: { list: [{ id: "main", default: true }] },
+      agents: { defaults: { model: "builtin/echo" }, entries: { main: {} } },
       session: { agentToAgent: { maxPingPongTurns: 7 } },
       gateway: { bind: "lan" },
     });

@@ -29,8 +29,9 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
       maxTotalBytes: 5_242_880,
       retainOnSessionKeep: false,
     });
+    // No model and no OpenAI key for OpenClaw's default: the offline model (with a warning, test/openclaw-dropin.test.ts).
     expect(c.agents.defaults.model).toBe("builtin/echo");
-    expect(c.agents.defaults.timeoutSeconds).toBe(600);
+    expect(c.agents.defaults.timeoutSeconds).toBe(172_800);
     expect(c.agents.defaults.sandbox).toEqual({ mode: "off", sessionToolsVisibility: "spawned" });
     expect(c.agents.defaults.subagents).toMatchObject({
       maxSpawnDepth: 1,
@@ -41,7 +42,8 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
       announceTimeoutMs: 120_000,
       requireAgentId: false,
     });
-    expect(c.agents.list).toEqual([{ id: "main", name: "Main", default: true }]);
+    expect(c.agents.roster).toEqual([{ id: "main", default: true, runtime: { type: "model" } }]);
+    expect(c.agents.defaultId).toBe("main");
     expect(c.models.providers).toEqual({});
     expect(c.channels).toEqual({});
   });
@@ -54,7 +56,7 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
     expect(c.session.mainKey).toBe("primary");
     expect(c.session.scope).toBe("global");
     expect(c.agents.defaults.model).toBe("builtin/echo");
-    expect(c.agents.list[0].id).toBe("ops");
+    expect(c.agents.roster[0].id).toBe("ops");
   });
 
   it("accepts the same document as a JSON object or as a JSON string", () => {
@@ -75,10 +77,8 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
     expect(bad({ session: { agentToAgent: { maxPingPongTurns: "9" } } })).toContain(
       "session.agentToAgent.maxPingPongTurns",
     );
-    expect(bad({ agents: { list: [{ id: "main" }, { id: "Bad Id!" }] } })).toContain("agents.list.1.id");
-    expect(bad({ agents: { list: [{ id: "a" }, { id: "A" }] } })).toContain('agents.list.1.id: duplicate agent id "a"');
-    expect(bad({ agents: { list: [] } })).toContain("agents.list");
-    expect(bad({ models: { providers: { x: { baseUrl: "not a url" } } } })).toContain("models.providers.x.baseUrl");
+    expect(bad({ agents: { entries: { main: { model: 42 } } } })).toContain("agents.entries.main.model");
+    expect(bad({ models: { providers: { x: { baseUrl: 5 } } } })).toContain("models.providers.x.baseUrl");
     expect(bad({ session: { scope: "everyone" } })).toContain("session.scope");
     expect(bad("{not json")).toContain("not valid JSON");
     expect(bad("[1,2]")).toContain("expected a JSON object");
@@ -87,7 +87,7 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
 
 describe("an invalid CONFIG at runtime", () => {
   it("answers every request with a 500 envelope naming the bad path, and recovers when fixed", async () => {
-    setConfigOverride({ agents: { list: [{ id: "main", model: 42 }] } });
+    setConfigOverride({ agents: { entries: { main: { model: 42 } } } });
     for (const [method, path, body] of [
       ["GET", "/healthz"],
       ["GET", "/v1/sessions"],
@@ -99,14 +99,14 @@ describe("an invalid CONFIG at runtime", () => {
       expect(r.status, `${method} ${path}`).toBe(500);
       expect(r.json).toEqual({
         ok: false,
-        error: { type: "config_error", message: expect.stringContaining("agents.list.0.model") },
+        error: { type: "config_error", message: expect.stringContaining("agents.entries.main.model") },
       });
     }
     // Unauthenticated requests get the same answer (config is checked first), not a crash.
     const anon = await call("GET", "/v1/agents", undefined, { token: null });
     expect(anon.status).toBe(500);
 
-    setConfigOverride(JSON.stringify({ agents: { list: [{ id: "main", default: true }] } }));
+    setConfigOverride(JSON.stringify({ agents: { defaults: { model: "builtin/echo" }, entries: { main: {} } } }));
     const fixed = await call("GET", "/healthz");
     expect(fixed.status).toBe(200);
     expect(fixed.json).toEqual({ ok: true, agents: ["main"], warnings: [], archive: { bucket: true } });
@@ -131,8 +131,26 @@ describe("an invalid CONFIG at runtime", () => {
     expect(r.json).toEqual({
       defaultAgentId: "main",
       agents: [
-        { id: "main", name: "Main", default: true, model: "builtin/echo", sandboxed: false, runtime: "model" },
-        { id: "research", name: "Research", default: false, model: "builtin/echo", sandboxed: false, runtime: "model" },
+        {
+          id: "main",
+          name: "Main",
+          default: true,
+          model: "builtin/echo",
+          sandboxed: false,
+          sandbox: "off",
+          runtime: "model",
+          available: true,
+        },
+        {
+          id: "research",
+          name: "Research",
+          default: false,
+          model: "builtin/echo",
+          sandboxed: false,
+          sandbox: "off",
+          runtime: "model",
+          available: true,
+        },
       ],
     });
   });

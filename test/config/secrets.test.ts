@@ -84,7 +84,7 @@ describe("refused secrets", () => {
         error: {
           type: "config_error",
           message:
-            'Invalid AGENT_TOKENS: agent "ghost" is not in CONFIG agents.list (main, research); a token for it could never act as it',
+            'Invalid AGENT_TOKENS: agent "ghost" is not in CONFIG agents.entries (main, research); a token for it could never act as it',
         },
       },
     });

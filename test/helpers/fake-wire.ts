@@ -131,20 +131,22 @@ function respond(api: WireApi, a: WireAnswer, n: number, url: string, body: any)
 }
 
 /**
- * Fake `api` at WIRE_BASE[api]; `script` picks the answer from the call's index and body. With `gate`,
- * each call waits until `gate.open` (a plain field polled from here: settling a promise from the test's
- * context would cross I/O contexts, which workerd forbids), so a test can connect a watcher first.
+ * Fake `api` at WIRE_BASE[api] (or at `base`: a provider's real URL, test/openclaw-corpus.test.ts); `script`
+ * picks the answer from the call's index and body. With `gate`, each call waits until `gate.open` (a plain
+ * field polled from here: settling a promise from the test's context would cross I/O contexts, which
+ * workerd forbids), so a test can connect a watcher first.
  */
 export function fakeWire(
   api: WireApi,
   script: (n: number, body: any) => WireAnswer,
   gate?: { open: boolean },
+  base: string = WIRE_BASE[api],
 ): WireCall[] {
   const calls: WireCall[] = [];
   const original = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-    if (!url.startsWith(WIRE_BASE[api])) return original(input, init);
+    if (!url.startsWith(base)) return original(input, init);
     const headers: Record<string, string> = {};
     new Headers(init?.headers).forEach((v, k) => {
       headers[k] = v;

@@ -35,16 +35,19 @@ export interface HookCall {
 
 export function baseConfig(extra: Record<string, any> = {}): Record<string, any> {
   const { session, tools, channels, agents, ...rest } = extra;
+  // Agents as OpenClaw 2026 keys them; a test's `agents.list` is written as entries here (no legacy-form warning).
+  const { list, ...agentsRest } = agents ?? {};
+  const roster: { id: string }[] = list ?? [{ id: "main", default: true }, { id: "research" }];
   return {
     session: { agentToAgent: { maxPingPongTurns: 2 }, ...(session ?? {}) },
     tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true }, ...(tools ?? {}) },
     agents: {
       defaults: { model: "fake/m1" },
-      list: [{ id: "main", default: true }, { id: "research" }],
-      ...(agents ?? {}),
+      entries: Object.fromEntries(roster.map(({ id, ...a }) => [id, a])),
+      ...agentsRest,
     },
     models: { providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k" } } },
-    channels: channels ?? { discord: { webhookUrl: `${HOOK_BASE}/discord`, webhookSecret: "hook-secret" } },
+    channels: channels ?? { discord: { outbound: { url: `${HOOK_BASE}/discord`, secret: "hook-secret" } } },
     ...rest,
   };
 }
@@ -67,13 +70,15 @@ const reply = (text: string, request: any) =>
 
 export interface Fakes {
   model: ModelRequest[];
+  /** Compaction summary calls (src/compaction/), answered with a fixed summary and kept out of `model`. */
+  summaries: string[];
   hooks: HookCall[];
   /** Status the fake receiver answers with (default 200). */
   hookStatus: (call: HookCall) => number;
 }
 
 export function installFakes(script: Script): Fakes {
-  const fakes: Fakes = { model: [], hooks: [], hookStatus: () => 200 };
+  const fakes: Fakes = { model: [], summaries: [], hooks: [], hookStatus: () => 200 };
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: any, init?: any) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.toString() : input.url;
     const rawBody = typeof init?.body === "string" ? init.body : input instanceof Request ? await input.text() : "";
@@ -95,6 +100,10 @@ export function installFakes(script: Script): Fakes {
         /^\[Inter-session message\][^\n]*\n/,
         "",
       );
+      if (system.startsWith("Compaction summary step:")) {
+        fakes.summaries.push(lastUser);
+        return reply(`summary ${fakes.summaries.length}`, body);
+      }
       const session = /Your session: ([^\n]+)\./.exec(system)?.[1] ?? "";
       const req: ModelRequest = { session, ...classify(system), lastUser, system };
       fakes.model.push(req);

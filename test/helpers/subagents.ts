@@ -50,7 +50,7 @@ export function subagentConfig(
     models: {
       providers: { fake: { baseUrl: MODEL_BASE, apiKey: "k", models: [{ id: "m1", cost: { input: 3, output: 15 } }] } },
     },
-    channels: channels ?? { webchat: { webhookUrl: HOOK_URL } },
+    channels: channels ?? { webchat: { outbound: { url: HOOK_URL } } },
     tools: tools ?? {},
     ...rest,
   };

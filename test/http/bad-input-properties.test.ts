@@ -746,7 +746,7 @@ function fuzzWorld(): void {
     },
     session: { agentToAgent: { maxPingPongTurns: 0 } },
     channels: {
-      telegram: { webhookUrl: "https://hooks.fuzz/telegram", threadBindings: true },
+      telegram: { outbound: { url: "https://hooks.fuzz/telegram" }, threadBindings: true },
       webchat: { webhookUrl: "https://hooks.fuzz/webchat" },
     },
   });

@@ -19,7 +19,7 @@ describe("GET /v1/config (the console's agents page)", () => {
           acme: { baseUrl: "https://user:pw@llm.example/v1", apiKey: "sk-live-123", models: [{ id: "m" }] },
         },
       },
-      channels: { telegram: { webhookUrl: "https://hook.example/tg", webhookSecret: "whsec" } },
+      channels: { telegram: { outbound: { url: "https://hook.example/tg", secret: "whsec" } } },
       session: { maintenance: { mode: "enforce" } },
     });
     const res = await call("GET", "/v1/config");
@@ -27,14 +27,14 @@ describe("GET /v1/config (the console's agents page)", () => {
     const text = JSON.stringify(res.json);
     for (const secret of ["abc123", "s3cret", "sk-live-123", "pw@", "whsec"]) expect(text).not.toContain(secret);
     const cfg = res.json.config;
-    expect(cfg.agents.list[1].runtime).toEqual({
+    expect(cfg.agents.entries.hooked.runtime).toEqual({
       type: "webhook",
       url: `https://bot.example/run?token=${encodeURIComponent(REDACTED)}`,
       secret: REDACTED,
     });
     expect(cfg.models.providers.acme.apiKey).toBe(REDACTED);
     expect(cfg.models.providers.acme.baseUrl).toBe("https://redacted@llm.example/v1");
-    expect(cfg.channels.telegram).toEqual({ webhookUrl: "https://hook.example/tg", webhookSecret: REDACTED });
+    expect(cfg.channels.telegram).toEqual({ outbound: { url: "https://hook.example/tg", secret: REDACTED } });
     // Defaults are filled in: it is the configuration the Worker runs with, not the raw CONFIG.
     expect(cfg.session.mainKey).toBe("main");
     expect(res.json.warnings).toEqual(expect.arrayContaining([expect.stringContaining("maintenance")]));

@@ -80,7 +80,8 @@ describe("PATCH /v1/sessions/{key}", () => {
     [{ label: "   " }, "invalid label: empty"],
     [{ label: 7 }, "label: "],
     [{ label: "x".repeat(513) }, "invalid label: too long (max 512)"],
-    [{ model: "nope" }, "invalid model: nope (use <provider>/<model>)"],
+    // A bare id is OpenClaw's default provider's (openai), which has no key here.
+    [{ model: "nope" }, 'invalid model: nope (no API key for provider "openai"'],
     [{ model: "builtin/gpt" }, "invalid model: builtin/gpt (builtin models: builtin/echo)"],
     [{ model: "acme/m1" }, 'invalid model: acme/m1 (unknown provider "acme"; configure models.providers.acme)'],
     [{ sendPolicy: "maybe" }, 'invalid sendPolicy (use "allow"|"deny")'],
@@ -219,8 +220,24 @@ describe("GET /v1/agents, /healthz", () => {
     expect(r.json).toEqual({
       defaultAgentId: "b",
       agents: [
-        { id: "a", default: false, model: "builtin/echo", sandboxed: true, runtime: "model" },
-        { id: "b", default: true, model: "builtin/echo", sandboxed: false, runtime: "model" },
+        {
+          id: "a",
+          default: false,
+          model: "builtin/echo",
+          sandboxed: true,
+          sandbox: "all",
+          runtime: "model",
+          available: true,
+        },
+        {
+          id: "b",
+          default: true,
+          model: "builtin/echo",
+          sandboxed: false,
+          sandbox: "off",
+          runtime: "model",
+          available: true,
+        },
       ],
     });
     const h = await call("GET", "/healthz", undefined, { token: null });

@@ -266,13 +266,13 @@ beforeAll(async () => {
         value: {
           agents: {
             defaults: { model: "builtin/echo" },
-            list: [
-              { id: "main", name: "Main", default: true },
-              { id: "research", name: "Research" },
-              { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
-            ],
+            entries: {
+              main: { name: "Main", default: true },
+              research: { name: "Research" },
+              slow: { name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
+            },
           },
-          channels: { hook: { webhookUrl: hookUrl, webhookSecret: HOOK_SECRET } },
+          channels: { hook: { outbound: { url: hookUrl, secret: HOOK_SECRET } } },
           // A session set to "fake/m1" is answered by `answerChatCompletion` (above).
           models: {
             providers: { fake: { api: "openai-completions", baseUrl: `${hookBase}/openai`, apiKey: "fake-key" } },
@@ -637,7 +637,7 @@ describe.skipIf(!CHROMIUM)("operator console in Chromium", () => {
       .poll(() => page.locator("table.rows tbody tr td:first-child").allTextContents())
       .toEqual(["Main (main) · default", "Research (research)", "Slow (slow)"]);
     const config = await page.getByTestId("effective-config").textContent();
-    expect(config).toContain('"webhookSecret": "[redacted]"');
+    expect(config).toContain('"secret": "[redacted]"');
     expect(config).not.toContain(HOOK_SECRET);
     expect(await page.getByTestId("config-warnings").textContent()).toContain("maintenance");
     await shot("agents");

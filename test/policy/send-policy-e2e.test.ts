@@ -11,7 +11,10 @@ function policyConfig(sendPolicy?: unknown, extra: Record<string, any> = {}) {
   setConfigOverride(
     baseConfig({
       session: { agentToAgent: { maxPingPongTurns: 0 }, ...(sendPolicy ? { sendPolicy } : {}) },
-      channels: { telegram: { webhookUrl: `${HOOK_BASE}/tg` }, discord: { webhookUrl: `${HOOK_BASE}/dc` } },
+      channels: {
+        telegram: { outbound: { url: `${HOOK_BASE}/tg` } },
+        discord: { outbound: { url: `${HOOK_BASE}/dc` } },
+      },
       ...extra,
     }),
   );

@@ -199,7 +199,7 @@ describe("per-agent shard counts (agents.list[].indexShards)", () => {
     expect(refused.status).toBe(500);
     expect(refused.body.error.type).toBe("config_error");
     expect(refused.body.error.message).toBe(
-      'Agent "moved": its session index holds 12 rows over 4 shards, but the config says 8 (agents.list[].indexShards, else session.indexShards). ' +
+      'Agent "moved": its session index holds 12 rows over 4 shards, but the config says 8 (agents.entries.<id>.indexShards, else session.indexShards). ' +
         "Rows are placed by their key's hash modulo the count, so changing it would strand them: set it back to 4 (docs/scale.md).",
     );
     // A write under the new count is refused too: nothing lands in a shard where no reader looks for it.

@@ -94,7 +94,7 @@ describe("thinking levels", () => {
     expect(r.status).toBe(400);
     expect(r.json.error.message).toContain("thinkingLevel");
     expect(r.json.error.message).toContain(
-      'Invalid thinking level "extreme". Use one of: off, minimal, low, medium, high, xhigh.',
+      'Invalid thinking level "extreme". Use one of: off, minimal, low, medium, high, xhigh, adaptive, max, ultra.',
     );
   });
 });

@@ -73,9 +73,10 @@ describe("thinking and model reach the child", () => {
     expect(
       (await call("GET", `/v1/sessions/${encodeURIComponent(a.details.childSessionKey)}`)).json.thinkingLevel,
     ).toBe("xhigh");
-    expect((await invoke("sessions_spawn", { task: "t", thinking: "max" })).details).toEqual({
+    expect((await invoke("sessions_spawn", { task: "t", thinking: "maximum" })).details).toEqual({
       status: "error",
-      error: 'Invalid thinking level "max". Use one of: off, minimal, low, medium, high, xhigh.',
+      error:
+        'Invalid thinking level "maximum". Use one of: off, minimal, low, medium, high, xhigh, adaptive, max, ultra.',
     });
   });
 

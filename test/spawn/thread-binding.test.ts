@@ -87,7 +87,7 @@ describe("sessions_spawn thread=true", () => {
     expect(fakes.hooks.filter((h) => h.body.kind === "reply").map((h) => h.body.threadId)).toEqual([uuid, uuid]);
   });
 
-  it("the binding survives eviction and ends with the child: afterwards the thread key is an ordinary session", async () => {
+  it("the binding survives eviction and archiveAfterMinutes: a thread-bound child is never archived", async () => {
     const { req, child, result } = await spawnThreadBound();
     await settle(child);
     await evict(sessionStub(req), sessionStub(child), sessionStub(result.threadKey));
@@ -95,13 +95,13 @@ describe("sessions_spawn thread=true", () => {
     expect(during.json.sessionKey).toBe(child);
     await call("GET", `/v1/runs/${during.json.runId}/wait?timeoutMs=10000`);
 
-    // Kept session-mode children are archived after their last run; the archive removes the binding.
+    // Session-mode children stay for follow-ups (test/subagent-loose-ends.test.ts): an hour on, the thread still reaches it.
     await advance(child, 60 * MIN);
-    expect((await childState(child)).exists).toBe(false);
-    expect(await threadBindingOf(env, result.threadKey)).toBeNull();
+    expect((await childState(child)).exists).toBe(true);
     const after = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, { message: "hello?" });
     expect(after.status).toBe(202);
-    expect(after.json.sessionKey).toBe(result.threadKey);
+    expect(after.json.sessionKey).toBe(child);
+    await call("GET", `/v1/runs/${after.json.runId}/wait?timeoutMs=10000`);
   });
 
   it("deleting the child unbinds the thread; a binding left behind by a lost unbind never resurrects the child", async () => {

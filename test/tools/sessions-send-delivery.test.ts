@@ -71,7 +71,10 @@ describe("sessions_send: announce routing", () => {
     setConfigOverride(
       baseConfig({
         session: { agentToAgent: { maxPingPongTurns: 0 } },
-        channels: { telegram: { webhookUrl: `${HOOK_BASE}/tg` }, discord: { webhookUrl: `${HOOK_BASE}/dc` } },
+        channels: {
+          telegram: { outbound: { url: `${HOOK_BASE}/tg` } },
+          discord: { outbound: { url: `${HOOK_BASE}/dc` } },
+        },
       }),
     );
     const fakes = installFakes((r) => (r.kind === "announce" ? "news" : "ok"));

@@ -310,9 +310,10 @@ describe("sessions_spawn: checks in OpenClaw's order", () => {
   it("thinking level is validated; a valid level is stored on the child", async () => {
     setConfigOverride(subagentConfig());
     installFakes(() => "ok");
-    expect((await invoke("sessions_spawn", { task: "t", thinking: "ultra" })).details).toEqual({
+    expect((await invoke("sessions_spawn", { task: "t", thinking: "ultimate" })).details).toEqual({
       status: "error",
-      error: 'Invalid thinking level "ultra". Use one of: off, minimal, low, medium, high, xhigh.',
+      error:
+        'Invalid thinking level "ultimate". Use one of: off, minimal, low, medium, high, xhigh, adaptive, max, ultra.',
     });
     const r = await invoke("sessions_spawn", { task: "t", thinking: "HIGH" });
     expect((await childState(r.details.childSessionKey)).meta.thinkingLevel).toBe("high");
@@ -325,7 +326,9 @@ describe("sessions_spawn: checks in OpenClaw's order", () => {
     const r = await invoke("sessions_spawn", { task: "t", model: "bad-model" }, { sessionKey: req });
     expect(r.details).toEqual({
       status: "error",
-      error: "invalid model: bad-model (use <provider>/<model>)",
+      // A bare id is OpenClaw's default provider's (openai), which has no key here.
+      error:
+        'invalid model: bad-model (no API key for provider "openai" (set the Worker secret CODEX_API_KEY or OPENAI_API_KEY, or models.providers.openai.apiKey))',
       childSessionKey: r.details.childSessionKey,
     });
     expect((await childState(r.details.childSessionKey)).exists).toBe(false);

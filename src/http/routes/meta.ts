@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { z } from "zod";
-import { configWarnings, defaultAgentId, isAgentSandboxed } from "../../config/load";
+import { agentModel, agentSandboxMode, agentUnavailable, configWarnings, defaultAgentId } from "../../config/load";
 import { redactSecrets } from "../../config/redact";
 import { archiveStatus } from "../../spawn/archive-read";
 import { agentsSchema, effectiveConfigSchema, healthSchema } from "../api-schemas";
@@ -38,7 +38,7 @@ export function metaApp(root: Hono<AppEnv>) {
           const operator = c.req.header("Authorization") ? (await authenticate(c, cfg)).role === "operator" : false;
           return c.json({
             ok: true as const,
-            agents: cfg.agents.list.map((a) => a.id),
+            agents: cfg.agents.roster.map((a) => a.id),
             ...(operator ? { warnings: configWarnings(cfg), archive: archiveStatus(c.env) } : {}),
           } satisfies z.infer<typeof healthSchema>);
         },
@@ -51,14 +51,21 @@ export function metaApp(root: Hono<AppEnv>) {
           const def = defaultAgentId(cfg);
           return c.json({
             defaultAgentId: def,
-            agents: cfg.agents.list.map((a) => ({
-              id: a.id,
-              ...(a.name ? { name: a.name } : {}),
-              default: a.id === def,
-              model: a.model ?? cfg.agents.defaults.model,
-              sandboxed: isAgentSandboxed(cfg, a.id),
-              runtime: a.runtime?.type ?? "model",
-            })),
+            agents: cfg.agents.roster.map((a) => {
+              const unavailable = agentUnavailable(cfg, a.id);
+              const sandbox = agentSandboxMode(cfg, a.id);
+              return {
+                id: a.id,
+                ...(a.name ? { name: a.name } : {}),
+                default: a.id === def,
+                model: agentModel(cfg, a.id),
+                sandboxed: sandbox !== "off",
+                sandbox,
+                runtime: a.runtime.type === "unavailable" ? a.runtime.requested : a.runtime.type,
+                available: !unavailable,
+                ...(unavailable ? { unavailableReason: unavailable } : {}),
+              };
+            }),
           } satisfies z.infer<typeof agentsSchema>);
         },
       )
@@ -74,8 +81,10 @@ export function metaApp(root: Hono<AppEnv>) {
         (c) => {
           assertOperator(c.get("principal"), "Reading the configuration");
           const cfg = c.get("cfg");
+          // The roster and default are derived from `agents.entries`: shown once, as configured.
+          const { roster: _roster, defaultId: _defaultId, ...agents } = cfg.agents;
           return c.json({
-            config: redactSecrets(cfg) as Record<string, unknown>,
+            config: redactSecrets({ ...cfg, agents }) as Record<string, unknown>,
             warnings: configWarnings(cfg),
           } satisfies z.infer<typeof effectiveConfigSchema>);
         },

@@ -105,7 +105,7 @@ export const sessionsApp = new Hono<AppEnv>()
       }
       // Only configured agents have shards; an arbitrary id must not address (and create) a registry object.
       if (!findAgent(cfg, agentId))
-        throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.list.map((a) => a.id).join(", ")})`);
+        throw notFound(`Unknown agent "${agentId}" (configured: ${cfg.agents.roster.map((a) => a.id).join(", ")})`);
       const { limit, activeMinutes } = query;
       const kinds = normalizeKinds((query.kinds ?? "").split(","));
       const cursor = query.cursor ? decodeCursor(query.cursor) : undefined;
