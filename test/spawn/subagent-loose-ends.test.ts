@@ -1,12 +1,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { migrate } from "../src/session/schema";
-import type { SessionObject } from "../src/session/session-object";
-import { ARCHIVE_TIMER } from "../src/spawn/child-removal";
-import { advance, call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { quiesce } from "./helpers/quiesce";
-import { drive, setup, spawnChildren } from "./helpers/requester-turns";
+import { afterEach, describe, expect, it } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import { migrate } from "../../src/session/schema";
+import type { SessionObject } from "../../src/session/session-object";
+import { ARCHIVE_TIMER } from "../../src/spawn/child-removal";
+import { advance, call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
+import { quiesce } from "../helpers/quiesce";
+import { drive, setup, spawnChildren } from "../helpers/requester-turns";
 import {
   childState,
   HOOK_URL,
@@ -15,7 +15,7 @@ import {
   requesterKey,
   settle,
   subagentConfig,
-} from "./helpers/subagents";
+} from "../helpers/subagents";
 
 /**
  * Sub-agent behaviour as documented (docs/subagents.md): a thread-bound child stays (it is never archived),
@@ -25,8 +25,6 @@ import {
 afterEach(async () => {
   releaseHangingRequests();
   await quiesce();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const MIN = 60_000;

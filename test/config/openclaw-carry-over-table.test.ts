@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import DOC from "../docs/openclaw-carry-over.md?raw";
-import { LEGACY_KEYS } from "../src/config/carry-over";
-import { ConfigSchema } from "../src/config/schema";
-import { schemaKeyPaths } from "../src/config/schema-walk";
+import DOC from "../../docs/openclaw-carry-over.md?raw";
+import { LEGACY_KEYS } from "../../src/config/carry-over";
+import { ConfigSchema } from "../../src/config/schema";
+import { schemaKeyPaths } from "../../src/config/schema-walk";
 
 /**
  * docs/openclaw-carry-over.md has a row for every config key the code reads: the keys of the CONFIG zod

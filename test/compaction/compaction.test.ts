@@ -1,13 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { ROW_TRIGGER } from "../src/compaction/plan";
-import { SUMMARY_TRUNCATED } from "../src/compaction/summarize";
-import { setConfigOverride } from "../src/config/load";
-import { COMPACTION_STEP_HEADER } from "../src/send/control-tokens";
-import { LEASE_MS } from "../src/session/run-types";
-import { fakeWire, type WireCall } from "./helpers/fake-wire";
-import { advance, call, enc, sendAndWait, sessionStub } from "./helpers/http";
-import { until } from "./helpers/scripted";
+import { describe, expect, it } from "vitest";
+import { ROW_TRIGGER } from "../../src/compaction/plan";
+import { SUMMARY_TRUNCATED } from "../../src/compaction/summarize";
+import { setConfigOverride } from "../../src/config/load";
+import { COMPACTION_STEP_HEADER } from "../../src/send/control-tokens";
+import { LEASE_MS } from "../../src/session/run-types";
+import { fakeWire, type WireCall } from "../helpers/fake-wire";
+import { advance, call, enc, sendAndWait, sessionStub } from "../helpers/http";
+import { until } from "../helpers/scripted";
 
 /**
  * Long chats do not forget (docs/compaction.md): when the context no longer fits, older turns are
@@ -15,11 +15,6 @@ import { until } from "./helpers/scripted";
  * "Compaction" marker row (OpenClaw's shape) and keeps every message; a compaction cut short by an
  * eviction writes nothing and the retried run compacts once.
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const uid = () => crypto.randomUUID().slice(0, 8);
 const BASE = "https://compact.test/v1";

@@ -1,19 +1,14 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { isSilentReply } from "../src/send/control-tokens";
-import { invoke } from "./helpers/http";
-import { baseConfig, deliveriesOf, flowsOf, installFakes, until } from "./helpers/scripted";
+import { describe, expect, it } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import { isSilentReply } from "../../src/send/control-tokens";
+import { invoke } from "../helpers/http";
+import { baseConfig, deliveriesOf, flowsOf, installFakes, until } from "../helpers/scripted";
 
 /**
  * NO_REPLY is silence in the agent-to-agent flow (docs/contract.md, "Flows"): never posted to the target's
  * channel by the announce step, never forwarded as the next ping-pong message, and a primary reply of
  * NO_REPLY starts neither (OpenClaw's non-deliverable replies; test/a2a-flow.test.ts has the rest).
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const uid = () => crypto.randomUUID().slice(0, 8);
 function keys() {

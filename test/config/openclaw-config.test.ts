@@ -1,12 +1,12 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: OpenClaw configs write ${VAR} references literally; these strings are configs.
 import { runInDurableObject } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import type { SessionObject } from "../src/session/session-object";
-import { fakeWire } from "./helpers/fake-wire";
-import { call, enc, invoke, sendAndWait, sessionStub } from "./helpers/http";
-import { HOOK_BASE, installFakes, MODEL_BASE, until } from "./helpers/scripted";
+import { describe, expect, it } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import type { SessionObject } from "../../src/session/session-object";
+import { fakeWire } from "../helpers/fake-wire";
+import { call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
+import { HOOK_BASE, installFakes, MODEL_BASE, until } from "../helpers/scripted";
 
 /**
  * An OpenClaw 2026 config as its users write it (docs/openclaw-carry-over.md): agents keyed under
@@ -14,11 +14,6 @@ import { HOOK_BASE, installFakes, MODEL_BASE, until } from "./helpers/scripted";
  * run, and keys that mean what they mean in OpenClaw (Telegram's inbound webhook, thinkingDefault,
  * sandbox "non-main", the run timeout).
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const uid = () => crypto.randomUUID().slice(0, 8);
 const FAKE = { fake: { baseUrl: MODEL_BASE, apiKey: "k" } };

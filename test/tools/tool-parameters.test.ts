@@ -1,21 +1,16 @@
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { loadConfig, setConfigOverride } from "../src/config/load";
-import { SEARCH_SCAN_ROWS } from "../src/registry/registry-object";
-import { sessionIndex } from "../src/registry/session-index";
-import { call, invoke, sendAndWait } from "./helpers/http";
-import { syntheticIndexEntries } from "./helpers/index-rows";
+import { describe, expect, it } from "vitest";
+import { loadConfig, setConfigOverride } from "../../src/config/load";
+import { SEARCH_SCAN_ROWS } from "../../src/registry/registry-object";
+import { sessionIndex } from "../../src/registry/session-index";
+import { call, invoke, sendAndWait } from "../helpers/http";
+import { syntheticIndexEntries } from "../helpers/index-rows";
 
 /**
  * No silent drops (docs/contract.md, "Tools"): every classic tool's zod schema is strict, so a parameter it
  * does not know — OpenClaw's newer ones included — is a 400 naming it; the newer parameters that map to
  * what the gateway has work: `label`, `agentId` and `search` on sessions_list, `offset` on sessions_history.
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const uid = () => crypto.randomUUID().slice(0, 8);
 

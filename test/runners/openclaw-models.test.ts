@@ -1,19 +1,14 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: OpenClaw configs write ${VAR} references literally; these strings are configs.
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { fakeWire, type WireApi } from "./helpers/fake-wire";
-import { call, enc, sendAndWait } from "./helpers/http";
+import { describe, expect, it } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import { fakeWire, type WireApi } from "../helpers/fake-wire";
+import { call, enc, sendAndWait } from "../helpers/http";
 
 /**
  * Model references as OpenClaw writes them (docs/models.md): the built-in provider catalogue with keys
  * from the environment, partial provider blocks, every apiKey form, aliases and bare ids — and an agent
  * whose model cannot resolve is named on /healthz when the config loads, not found out at its first run.
  */
-
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const uid = () => crypto.randomUUID().slice(0, 8);
 

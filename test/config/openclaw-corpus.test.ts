@@ -1,9 +1,9 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: OpenClaw configs write ${VAR} references literally.
 /// <reference types="vite/client" />
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { fakeWire, type WireApi } from "./helpers/fake-wire";
-import { call } from "./helpers/http";
+import { describe, expect, it } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import { fakeWire, type WireApi } from "../helpers/fake-wire";
+import { call } from "../helpers/http";
 
 /**
  * Real OpenClaw configurations from its documentation (test/fixtures/openclaw/, README there names each
@@ -12,16 +12,11 @@ import { call } from "./helpers/http";
  * wire format at the provider's own URL (keys come from the test's environment, as Worker secrets would).
  */
 
-afterEach(() => {
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
-
-const FIXTURES = import.meta.glob("./fixtures/openclaw/*.json", { eager: true, import: "default" }) as Record<
+const FIXTURES = import.meta.glob("../fixtures/openclaw/*.json", { eager: true, import: "default" }) as Record<
   string,
   Record<string, unknown>
 >;
-const fixture = (name: string) => structuredClone(FIXTURES[`./fixtures/openclaw/${name}.json`]);
+const fixture = (name: string) => structuredClone(FIXTURES[`../fixtures/openclaw/${name}.json`]);
 
 const OPENAI = { OPENAI_API_KEY: "sk-openai-from-env" };
 const ANTHROPIC = { ANTHROPIC_API_KEY: "sk-ant-from-env" };
@@ -305,7 +300,7 @@ describe("OpenClaw's documented configurations start, run, and say what they ign
   it("the corpus is every fixture", () => {
     expect(CASES.map((c) => c.file).sort()).toEqual(
       Object.keys(FIXTURES)
-        .map((k) => k.replace("./fixtures/openclaw/", "").replace(".json", ""))
+        .map((k) => k.replace("../fixtures/openclaw/", "").replace(".json", ""))
         .sort(),
     );
   });
