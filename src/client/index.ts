@@ -9,6 +9,7 @@
  *   const tools = await sb.toolDefinitions("openai");   // hand these to any LLM framework
  */
 import type { z } from "zod";
+import type { agentsSchema } from "../http/api-schemas";
 import type { inboundMessage, sessionPatch } from "../http/routes/session-schemas";
 import type { SessionRow } from "../registry/row";
 import type { SessionTree } from "../registry/subagent-tree";
@@ -48,6 +49,8 @@ export interface ToolResults {
 
 export type ToolName = keyof ToolArgs;
 export type InboundMessage = z.input<typeof inboundMessage>;
+/** `GET /v1/agents`: the configured agents, with whether each can run here (`available`) and why not. */
+export type AgentsInfo = z.infer<typeof agentsSchema>;
 export type SessionPatch = z.input<typeof sessionPatch>;
 export type { RunCompletion };
 
@@ -182,10 +185,7 @@ export class SwitchboardClient {
   completeRun(runId: string, completion: RunCompletion): Promise<RunSnapshot> {
     return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/complete`, completion);
   }
-  agents(): Promise<{
-    defaultAgentId: string;
-    agents: { id: string; name?: string; default: boolean; model: string; sandboxed: boolean; runtime: string }[];
-  }> {
+  agents(): Promise<AgentsInfo> {
     return this.request("GET", "/v1/agents");
   }
 

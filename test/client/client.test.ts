@@ -29,7 +29,13 @@ describe("typed client against the Worker", () => {
     const history = await sb.history(key, { limit: 10 });
     expect(history.messages).toHaveLength(2);
     expect((await sb.patchSession(key, { label: "from the client" })).label).toBe("from the client");
-    expect((await sb.agents()).agents.map((a) => a.id)).toEqual(["main", "research"]);
+    const { agents } = await sb.agents();
+    expect(agents.map((a) => a.id)).toEqual(["main", "research"]);
+    // Typed as GET /v1/agents answers (src/http/api-schemas.ts): whether each agent can run here.
+    expect(agents.map((a) => [a.available, a.sandbox])).toEqual([
+      [true, "off"],
+      [true, "off"],
+    ]);
   });
 
   it("every tool has a typed method that returns the tool's payload", async () => {
