@@ -66,4 +66,4 @@ export interface Agent {
   runtime: string;
 }
 
-export const RUN_ENDED = new Set(["ok", "error", "timeout", "aborted"]);
+export const RUN_ENDED = new Set(["ok", "error", "timeout", "aborted", "lost"]);

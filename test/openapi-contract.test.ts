@@ -290,6 +290,20 @@ describe("responses match /openapi.json", () => {
     ]);
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     expect((await complete(id, { reply: "again" }, tokens[0])).status).toBe(401);
+
+    // The heartbeat of a held run: its fresh token; the operator's 403; a run that ends between the token check and the renewal, 409.
+    const beat = (runId: string, token?: string) =>
+      check("POST /v1/runs/{id}/heartbeat", request("POST", `/v1/runs/${runId}/heartbeat`, undefined, { token }));
+    const held = (await request("POST", `/v1/sessions/${enc(key)}/messages`, { message: "again" })).json.runId;
+    await vi.waitUntil(() => tokens.length > 1);
+    expect((await beat(held, tokens[1])).status).toBe(200);
+    expect((await beat(held)).status).toBe(403);
+    expect((await beat("x".repeat(1025), tokens[1])).status).toBe(400);
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(async function (this: SessionObject) {
+      await this.abortRun(held);
+      return { run: await this.getRun(held), deadline: null, leaseExpiresAt: null };
+    });
+    expect((await beat(held, tokens[1])).status).toBe(409);
   });
 
   it("400, 403, 404 and 413 of the session and run routes", async () => {
@@ -305,7 +319,7 @@ describe("responses match /openapi.json", () => {
       .operations()
       .filter((o) => o.startsWith("GET /v1/runs") || o.startsWith("POST /v1/runs"))) {
       const [method, path] = op.split(" ");
-      if (path.endsWith("/complete")) continue;
+      if (path.endsWith("/complete") || path.endsWith("/heartbeat")) continue;
       expect((await check(op, request(method, path.replace("{id}", "x".repeat(1025))))).status, op).toBe(400);
       expect((await check(op, request(method, path.replace("{id}", "not-a-run")))).status, op).toBe(404);
       expect(

@@ -8,6 +8,7 @@ import { mintRunToken } from "../src/runners/run-token";
 import type { WebhookRunRequest } from "../src/runners/webhook-runner";
 import { capText, MESSAGE_MAX_BYTES, truncationMarker } from "../src/session/byte-budget";
 import { LEASE_MS } from "../src/session/run-types";
+import { timeouts } from "../src/timeout-signal";
 import { advance, call, enc } from "./helpers/http";
 import { until } from "./helpers/scripted";
 
@@ -451,11 +452,11 @@ describe("webhook agent runtimes", () => {
     expect(received.filter((r) => r.req.runId === redirected)).toHaveLength(1);
 
     // Never answering: the request is cut at the run's deadline (at most 15 min), here shortened to 20 ms.
-    const realTimeout = AbortSignal.timeout.bind(AbortSignal);
+    const realTimeout = timeouts.signal.bind(timeouts);
     const asked: number[] = [];
-    vi.spyOn(AbortSignal, "timeout").mockImplementation((ms: number) => {
+    vi.spyOn(timeouts, "signal").mockImplementation((ms: number, parent?: AbortSignal) => {
       asked.push(ms);
-      return realTimeout(20);
+      return realTimeout(20, parent);
     });
     respond = (_req, i) =>
       new Promise((_, reject) => i?.signal?.addEventListener("abort", () => reject(i.signal!.reason)));
@@ -467,7 +468,7 @@ describe("webhook agent runtimes", () => {
     );
     expect(asked.length).toBeGreaterThan(0);
     expect(Math.max(...asked)).toBeLessThanOrEqual(120_000); // the run's deadline (timeoutSeconds 120)
-    vi.mocked(AbortSignal.timeout).mockRestore();
+    vi.mocked(timeouts.signal).mockRestore();
 
     // An endless 200 body: reading stops at the cap.
     let pulled = 0;

@@ -22,6 +22,9 @@ export const RUN_WAIT_TEXT =
 export const RUN_COMPLETE_TEXT =
   "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.";
 
+export const RUN_HEARTBEAT_TEXT =
+  'A webhook runtime holding a run (it answered 202) renews the run\'s lease here with its run token and receives a fresh token, signed with the current SIGNING_SECRET: use it from now on. A run without a deadline ends `lost` when neither a completion nor a heartbeat arrives within `leaseMs` (10 min) of the 202 or of the last heartbeat (docs/contract.md, "Runs").';
+
 export const SESSION_EVENTS_TEXT =
   "Each event has an opaque `id`. `Last-Event-ID` (or `lastEventId`) resumes after it with nothing missed or repeated; an id of an earlier incarnation of the session (deleted and created again) starts over with a `reset` event; `0` replays everything retained; without it the stream starts live. The stream of a session that is deleted or archived ends with an `end` event. Heartbeat `: ping` every 15 s.";
 

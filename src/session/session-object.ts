@@ -9,12 +9,14 @@ import { type IndexEntry, indexEntryOf, type SessionRow } from "../registry/row"
 import { sessionIndex } from "../registry/session-index";
 import { type SpawnChildRequest, spawnChildInObject } from "../spawn/child-spawn";
 import { runAlarm } from "./alarm";
+import type { SessionAudit } from "./audit-types";
 import { TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
 import { assertOpen, beginClosing } from "./closing";
 import { enqueueRun, newSessionMeta } from "./enqueue";
 import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import { type IndexDirty, IndexSync } from "./index-sync";
+import { auditSession } from "./run-audit";
 import { RunQueue } from "./run-queue";
 import type { RunOutcome, RunRow } from "./run-types";
 import { migrate } from "./schema";
@@ -236,6 +238,17 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     if (!this.schemaReady) return null;
     await this.queue.abort(runId);
     return this.getRun(runId);
+  }
+
+  /**
+   * What moves each open run and flow of this session on (src/session/run-audit.ts), without acting on it
+   * (a flow whose timer went missing gets it back). The sweep timer acts on the same audit.
+   */
+  async audit(): Promise<SessionAudit> {
+    if (!this.schemaReady) return { runs: [], flows: [] };
+    const audit = this.ctx.storage.transactionSync(() => auditSession(this, this.extensions, this.queue.executing));
+    await this.timers.arm();
+    return audit;
   }
 
   private snapshotOf(runId: string): RunSnapshot | null {

@@ -1,8 +1,10 @@
 import { queueDelivery } from "../channels/outbox";
 import { utf8ByteLength } from "../policy/history-sanitize";
+import type { FlowFinding } from "../session/audit-types";
 import type { SessionExtension } from "../session/extensions";
 import { getFlowRow, moveFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
+import { timerGuard } from "../session/run-audit";
 import type { RunEndedEvent } from "../session/run-types";
 import type { DeliveryRoute } from "../session/types";
 import { type ChildOutcome, isSilentToken } from "./announce-format";
@@ -194,10 +196,19 @@ function settleEvent(
   releaseSlotSync(host, e.childKey, e.outcome);
 }
 
+/** The sweeper's audit (src/session/run-audit.ts): completions waiting for a turn are moved on by the turn timer. */
+function auditPendingTurns(host: SessionHost): FlowFinding[] {
+  const waiting = host.sql
+    .exec("SELECT 1 FROM flows WHERE kind = ? AND state = 'turn_pending' LIMIT 1", ANNOUNCE_IN_FLOW)
+    .toArray().length;
+  return waiting > 0 ? [timerGuard(host, "completion inbox", "turn_pending", COMPLETION_TURN_TIMER, TURN_REF)] : [];
+}
+
 /** The requester's completion turns: its sub-agents' results reach its model in one run. */
 export const requesterTurnExtension: SessionExtension = {
   name: "subagent-requester-turn",
   onRunEnded,
+  audit: auditPendingTurns,
   timers: {
     // A turn that can never be queued gives up like every timer (docs/timers.md): its waiting completions are told directly.
     [COMPLETION_TURN_TIMER]: {

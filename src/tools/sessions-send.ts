@@ -109,6 +109,13 @@ function waitedResult(
       return { runId: run.runId, status: "ok", ...(run.reply ? { reply: run.reply } : {}), sessionKey, delivery };
     case "error":
       return { runId: run.runId, status: "error", error: run.error || "agent error", sessionKey };
+    case "lost":
+      return {
+        runId: run.runId,
+        status: "error",
+        error: `Run lost: ${run.error || "its executor is gone"}`,
+        sessionKey,
+      };
     case "timeout":
     case "aborted":
       return { runId: run.runId, status: "timeout", error: run.error || "Run aborted", sessionKey };

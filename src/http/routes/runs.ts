@@ -2,15 +2,17 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { forbidden, fromRpcError, notFound, SwitchboardError } from "../../errors";
 import { keyContextOf, type ParsedKey, parseSessionKey } from "../../keys";
+import { mintRunToken } from "../../runners/run-token";
 import { completeRun, runCompletionSchema } from "../../runners/webhook-runner";
 import { capText } from "../../session/byte-budget";
+import { callExtension } from "../../session/extensions";
 import { sessionKeyOfRun } from "../../session/run-id";
-import { type RunSnapshot, runSnapshotSchema } from "../../session/run-schema";
+import { type RunSnapshot, runHeartbeatSchema, runSnapshotSchema } from "../../session/run-schema";
 import { MAX_WAIT_MS } from "../../session/run-types";
 import type { AppEnv } from "../app-env";
 import { authorizeKey } from "../auth";
 import { routeDoc } from "../route-doc";
-import { RUN_COMPLETE_TEXT, RUN_WAIT_TEXT } from "../route-texts";
+import { RUN_COMPLETE_TEXT, RUN_HEARTBEAT_TEXT, RUN_WAIT_TEXT } from "../route-texts";
 import { intQuery, valid } from "../validate";
 
 export const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
@@ -130,5 +132,41 @@ export const runsApp = new Hono<AppEnv>()
       if (run.status !== wanted || (wanted === "ok" && (run.reply ?? "") !== stored))
         throw new SwitchboardError("conflict", `Run ${runId} already ended (${run.status})`);
       return c.json(run);
+    },
+  )
+  // The lease of a run held by its runtime, and the token's re-issue (key rotation: a token signed with
+  // SIGNING_SECRET_PREVIOUS is exchanged for one signed with SIGNING_SECRET; src/runners/run-token.ts).
+  .post(
+    "/:id/heartbeat",
+    routeDoc({
+      tag: "runs",
+      summary: "Renew a webhook run's lease and get a fresh run token (run token only)",
+      description: RUN_HEARTBEAT_TEXT,
+      ok: { description: "The renewed lease", schema: runHeartbeatSchema },
+      errors: [400, 403, 409],
+    }),
+    valid("param", runParam),
+    async (c) => {
+      const runId = c.req.valid("param").id;
+      const principal = c.get("principal");
+      if (principal.role !== "run" || principal.runId !== runId)
+        throw forbidden(`Only the run token of run ${runId} may renew it`);
+      const beat = await callExtension(
+        c.env.SESSIONS.getByName(principal.sessionKey),
+        "webhook-runtime",
+        "heartbeat",
+        runId,
+      );
+      // The token was checked against the run a moment ago: a run that ended since has no lease to renew.
+      if (beat.run?.status !== "running")
+        throw new SwitchboardError("conflict", `Run ${runId} already ended (${beat.run?.status ?? "gone"})`);
+      const runToken = await mintRunToken(c.env.SIGNING_SECRET, {
+        runId,
+        sessionKey: principal.sessionKey,
+        agentId: principal.agentId,
+        isSubagent: principal.isSubagent,
+        expiresAt: beat.deadline,
+      });
+      return c.json({ run: beat.run, runToken, deadline: beat.deadline, leaseExpiresAt: beat.leaseExpiresAt });
     },
   );
