@@ -17,7 +17,11 @@ import { intQuery, valid } from "../validate";
 
 export const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
 
-/** The session key a run id names, checked against the caller's scope; an id we could not hold is a 404. */
+/**
+ * The canonical session key a run id names, checked against the caller's scope; an id we could not hold is a
+ * 404. Canonical, not as decoded: `main`, `current` or a key in other letter case would address an object
+ * under a name no session has (docs/contract.md, "Session keys").
+ */
 export function runTarget(c: Context<AppEnv>): string {
   const id = c.req.param("id") ?? "";
   const key = sessionKeyOfRun(id);
@@ -31,7 +35,7 @@ export function runTarget(c: Context<AppEnv>): string {
     throw notFound(`Run not found: ${id}`);
   }
   authorizeKey(c.get("principal"), parsed);
-  return key;
+  return parsed.canonicalKey;
 }
 
 /** A run's answer: found, or the 404 every run route gives. */
