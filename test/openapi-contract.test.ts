@@ -217,8 +217,13 @@ describe("responses match /openapi.json", () => {
       "POST /v1/sessions/{key}/messages",
       request("POST", `/v1/sessions/${enc(closing)}/messages`, { message: "x" }),
     );
+    const patched = await check(
+      "PATCH /v1/sessions/{key}",
+      request("PATCH", `/v1/sessions/${enc(closing)}`, { label: "x" }),
+    );
     release();
     expect(refused.status).toBe(409);
+    expect(patched.status).toBe(409);
     expect((await invoke({ tool: 5 })).status).toBe(400);
     expect((await invoke({ tool: "sessions_list", sessionKey: KEY }, { token: RESEARCH_TOKEN })).status).toBe(403);
 

@@ -1,5 +1,6 @@
 import { log } from "../log";
 import type { FlowFinding } from "../session/audit-types";
+import { assertOpen } from "../session/closing";
 import { callExtension, type SessionExtension } from "../session/extensions";
 import { getFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
@@ -61,6 +62,8 @@ async function reserveSlot(
   arg: { childKey: string; maxChildren: number; label?: string },
 ): Promise<{ ok: boolean; activeChildren: number }> {
   await host.ensureSession();
+  // No await from here to the transaction: a delete that began during ensureSession is seen (closing.ts).
+  assertOpen(host, host.key);
   const res = host.storage.transactionSync(() => {
     const n = countActiveChildren(host);
     if (n >= arg.maxChildren) return { ok: false, activeChildren: n };
@@ -93,6 +96,9 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
   const turn =
     h.delivery === "requester" && h.message && h.event && host.meta ? { message: h.message, event: h.event } : null;
   await host.ensureSession();
+  // An announce answered "recorded" must not be wiped by a delete that began meanwhile: refused (409), the
+  // child's hand-off timer tries again and finds the key gone or open again (closing.ts).
+  assertOpen(host, host.key);
   const result = host.storage.transactionSync((): AnnounceHandoffResult => {
     if (hasFlowRow(host.sql, h.idempotencyKey)) return { duplicate: true, recorded: false };
     if (turn) {
