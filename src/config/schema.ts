@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
 import { INDEX_SHARDS_DEFAULT, INDEX_SHARDS_MAX } from "../registry/shard-hash";
+import { isAllowedRuntimeUrl, RUNTIME_URL_RULE } from "../runners/runtime-url";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
 import { PROVIDER_APIS } from "./carry-over";
 
@@ -80,7 +81,11 @@ const agentEntry = z.object({
   runtime: z
     .discriminatedUnion("type", [
       z.object({ type: z.literal("model") }),
-      z.object({ type: z.literal("webhook"), url: z.string().url(), secret: z.string().optional() }),
+      z.object({
+        type: z.literal("webhook"),
+        url: z.string().url().refine(isAllowedRuntimeUrl, RUNTIME_URL_RULE),
+        secret: z.string().optional(),
+      }),
     ])
     .optional(),
 });

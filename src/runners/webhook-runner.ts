@@ -20,6 +20,7 @@ import { issueText } from "../zod-issue-text";
 import { readBoundedText } from "./bounded-response";
 import type { RunnerResult } from "./model-runner";
 import { mintRunToken } from "./run-token";
+import { isAllowedRuntimeUrl, RUNTIME_URL_RULE } from "./runtime-url";
 import { toUsage } from "./step-messages";
 import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
 
@@ -143,6 +144,8 @@ async function runOnWebhook(
   signal: AbortSignal,
   runtime: WebhookRuntime,
 ): Promise<RunnerAnswer> {
+  // Checked again here (the config refuses it too): a run token never goes over plain http to another host.
+  if (!isAllowedRuntimeUrl(runtime.url)) throw new Error(`webhook runtime URL refused: ${RUNTIME_URL_RULE}`);
   const secret = host.bindings.SIGNING_SECRET;
   if (typeof secret !== "string" || !secret)
     throw new Error("SIGNING_SECRET is not set: webhook runtimes need it to mint run tokens");
