@@ -8,6 +8,7 @@ import type { Config } from "../config/schema";
 import { SwitchboardError } from "../errors";
 import { rememberSecrets } from "../log";
 import { echoModel } from "./builtin-models";
+import { providerFetch } from "./provider-fetch";
 import { type ThinkingLevel, thinkingProviderOptions } from "./thinking";
 
 /**
@@ -83,16 +84,23 @@ type ProviderConfig = Config["models"]["providers"][string];
 
 function providerModel(name: string, p: ProviderConfig, apiKey: string | undefined, modelId: string): LanguageModelV4 {
   switch (p.api) {
+    // Every provider calls out through providerFetch: no redirects, a time and a size bound (provider-fetch.ts).
     case "openai-responses":
-      return createOpenAI({ name, baseURL: p.baseUrl, apiKey }).responses(modelId);
+      return createOpenAI({ name, baseURL: p.baseUrl, apiKey, fetch: providerFetch }).responses(modelId);
     case "anthropic-messages":
-      return createAnthropic({ baseURL: p.baseUrl, apiKey }).messages(modelId);
+      return createAnthropic({ baseURL: p.baseUrl, apiKey, fetch: providerFetch }).messages(modelId);
     case "google-generative-ai":
-      return createGoogle({ baseURL: p.baseUrl, apiKey }).chat(modelId);
+      return createGoogle({ baseURL: p.baseUrl, apiKey, fetch: providerFetch }).chat(modelId);
     case "openai-completions":
       // baseUrl is required for this API (src/config/schema.ts). Every remote run streams
       // (src/runners/builtin-run.ts), and a streamed chat completion carries usage only when asked (`stream_options.include_usage`).
-      return createOpenAICompatible({ name, baseURL: p.baseUrl!, apiKey, includeUsage: true }).chatModel(modelId);
+      return createOpenAICompatible({
+        name,
+        baseURL: p.baseUrl!,
+        apiKey,
+        includeUsage: true,
+        fetch: providerFetch,
+      }).chatModel(modelId);
   }
 }
 

@@ -21,6 +21,16 @@ import type { TimerRow } from "./timers";
 import { runEndedWithoutReply, userMessageOf } from "./transcript";
 import { FINAL_STATUSES, type RunInput, type RunSnapshot, type RunStatus, type TranscriptMessage } from "./types";
 
+/**
+ * A failed run's error: the error's message, and its cause's when the message alone says nothing of it (the AI
+ * SDK reports a provider body that failed as "Failed to process successful response"; src/runners/provider-fetch.ts).
+ */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause.message : "";
+  return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
+}
+
 /** The error of a run whose executor was lost twice (docs/contract.md, "Runs"). */
 export const LOST_TWICE = "Run was interrupted by a restart and could not be resumed";
 /** The error of a run whose outside runtime stopped renewing its lease. */
@@ -134,8 +144,7 @@ export class RunQueue {
       await this.finishRun(run.id, { status: "ok", reply: result.reply, result });
     } catch (err) {
       // A deadline or an abort has already ended the run; finishRun ignores ended runs.
-      const message = err instanceof Error ? err.message : String(err);
-      await this.finishRun(run.id, { status: "error", error: message || "agent error" });
+      await this.finishRun(run.id, { status: "error", error: errorText(err) || "agent error" });
     } finally {
       if (this.active?.runId === run.id) this.active = null;
     }
