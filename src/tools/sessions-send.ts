@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { fromRpcError } from "../errors";
+import { idempotencyScope } from "../http/principal";
 import { deriveChannel, displayKey, type ParsedKey, parseCanonical } from "../keys";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
@@ -209,8 +210,10 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
             flowId: crypto.randomUUID(),
             data: { a2a },
           },
-          // Scoped to the requester, so two callers choosing the same key never collide.
-          idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
+          // Scoped to the requester and to the principal acting as it, so two callers choosing the same key never collide.
+          idempotencyKey: args.idempotencyKey
+            ? `send:${idempotencyScope(ctx.caller)}:${requesterKey}:${args.idempotencyKey}`
+            : undefined,
         },
         ...(asNonChild ? { requireChildOf: requesterKey } : {}),
       }),

@@ -22,6 +22,7 @@ import {
   sessionsPageSchema,
 } from "../api-schemas";
 import type { AppEnv } from "../app-env";
+import { idempotencyScope } from "../principal";
 import { routeDoc } from "../route-doc";
 import { keyParam, rpc, targetOf } from "../route-helpers";
 import { INBOUND_MESSAGE_TEXT, SESSION_PATCH_TEXT, TRANSCRIPT_EXPORT_TEXT } from "../route-texts";
@@ -74,7 +75,10 @@ export const sessionsApp = new Hono<AppEnv>()
             route,
             deliver: body.deliver === true,
           },
-          idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
+          // Per principal: another token's identical key is another message (src/http/principal.ts).
+          idempotencyKey: body.idempotencyKey
+            ? `inbound:${idempotencyScope(c.get("principal"))}:${body.idempotencyKey}`
+            : undefined,
           senderIsOwner: body.senderIsOwner === true,
         }),
       );
