@@ -30,7 +30,9 @@ export function archivedConflict(key: string): SwitchboardError {
  * new key and skips it too (its caller passes `spawning`).
  */
 export async function refuseIfArchived(host: SessionHost, spawning = false): Promise<void> {
-  if (host.meta || spawning || !parseCanonical(host.key, host.cfg).isSubagent) return;
+  // The cheap test first: this runs before every enqueue into a session that does not exist yet.
+  if (host.meta || spawning || !host.key.includes(":subagent:")) return;
+  if (!parseCanonical(host.key, host.cfg).isSubagent) return;
   if (await archivedRow(host.bindings, host.key)) throw toRpcError(archivedConflict(host.key));
 }
 
