@@ -11,6 +11,7 @@ import { type RunSnapshot, runHeartbeatSchema, runSnapshotSchema } from "../../s
 import { MAX_WAIT_MS } from "../../session/run-types";
 import type { AppEnv } from "../app-env";
 import { authorizeKey } from "../auth";
+import type { Principal } from "../principal";
 import { routeDoc } from "../route-doc";
 import { RUN_COMPLETE_TEXT, RUN_HEARTBEAT_TEXT, RUN_WAIT_TEXT } from "../route-texts";
 import { intQuery, valid } from "../validate";
@@ -36,6 +37,14 @@ export function runTarget(c: Context<AppEnv>): string {
   }
   authorizeKey(c.get("principal"), parsed);
   return parsed.canonicalKey;
+}
+
+/** The run token of exactly this run (its completion, its heartbeat): any other token is a 403. */
+function ownRunToken(c: Context<AppEnv>, runId: string, what: string): Extract<Principal, { role: "run" }> {
+  const principal = c.get("principal");
+  if (principal.role !== "run" || principal.runId !== runId)
+    throw forbidden(`Only the run token of run ${runId} may ${what}`);
+  return principal;
 }
 
 /** A run's answer: found, or the 404 every run route gives. */
@@ -124,9 +133,7 @@ export const runsApp = new Hono<AppEnv>()
     valid("json", runCompletionSchema),
     async (c) => {
       const runId = c.req.valid("param").id;
-      const principal = c.get("principal");
-      if (principal.role !== "run" || principal.runId !== runId)
-        throw forbidden(`Only the run token of run ${runId} may complete it`);
+      const principal = ownRunToken(c, runId, "complete it");
       const completion = c.req.valid("json");
       const run = found(runId, await completeRun(c.env, principal.sessionKey, runId, completion, principal.agentId));
       // The run may have ended another way (deadline, abort) between the token check and now.
@@ -152,9 +159,7 @@ export const runsApp = new Hono<AppEnv>()
     valid("param", runParam),
     async (c) => {
       const runId = c.req.valid("param").id;
-      const principal = c.get("principal");
-      if (principal.role !== "run" || principal.runId !== runId)
-        throw forbidden(`Only the run token of run ${runId} may renew it`);
+      const principal = ownRunToken(c, runId, "renew it");
       const beat = await callExtension(
         c.env.SESSIONS.getByName(principal.sessionKey),
         "webhook-runtime",
