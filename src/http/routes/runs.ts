@@ -9,6 +9,7 @@ import { callExtension } from "../../session/extensions";
 import { sessionKeyOfRun } from "../../session/run-id";
 import { type RunSnapshot, runHeartbeatSchema, runSnapshotSchema } from "../../session/run-schema";
 import { MAX_WAIT_MS } from "../../session/run-types";
+import { FINAL_STATUSES } from "../../session/types";
 import type { AppEnv } from "../app-env";
 import { authorizeKey } from "../auth";
 import type { Principal } from "../principal";
@@ -166,8 +167,9 @@ export const runsApp = new Hono<AppEnv>()
         "heartbeat",
         runId,
       );
-      // The token was checked against the run a moment ago: a run that ended since has no lease to renew.
-      if (beat.run?.status !== "running")
+      // The token was checked against the run a moment ago: a run that ended since has no lease to renew. (A run
+      // re-queued after a lost executor is still its runtime's: it answers with no lease until it runs again.)
+      if (!beat.run || FINAL_STATUSES.has(beat.run.status))
         throw new SwitchboardError("conflict", `Run ${runId} already ended (${beat.run?.status ?? "gone"})`);
       const runToken = await mintRunToken(c.env.SIGNING_SECRET, {
         runId,
