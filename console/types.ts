@@ -66,7 +66,7 @@ export interface Agent {
   runtime: string;
 }
 
-export const RUN_ENDED = new Set(["ok", "error", "timeout", "aborted"]);
+export const RUN_ENDED = new Set(["ok", "error", "timeout", "aborted", "lost"]);
 
 /** A node of GET /v1/sessions/{key}/tree. */
 export interface TreeNode {

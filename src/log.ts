@@ -7,6 +7,8 @@
  * and errors are reduced to their name and message. Every line is bounded (docs/limits.md).
  */
 
+import { redactUrlsIn } from "./url-credentials";
+
 export type LogLevel = "info" | "warn" | "error";
 
 export interface LogFields {
@@ -30,26 +32,38 @@ const MIN_SECRET_CHARS = 6;
 /** Known secret values kept per isolate (bindings and CONFIG change rarely; the set is bounded). */
 const MAX_SECRETS = 256;
 const MAX_STRING_CHARS = 2_000;
+/** Longest secret value kept for scrubbing by value; longer ones are scrubbed up to this (src/http/request-log.ts). */
+const MAX_SECRET_CHARS = 8_192;
 const MAX_LINE_CHARS = 16_384;
 const MAX_DEPTH = 4;
 const MAX_KEYS = 50;
 
 const secrets = new Set<string>();
+/** The longest remembered secret: a string is scrubbed this far past its cut, so a secret across the cut goes whole. */
+let longestSecret = 0;
 
 /** Remember secret values so no log line ever prints them (bindings, CONFIG secrets, resolved API keys). */
 export function rememberSecrets(values: Iterable<unknown>): void {
   for (const v of values) {
     if (typeof v !== "string" || v.length < MIN_SECRET_CHARS || secrets.has(v)) continue;
     if (secrets.size >= MAX_SECRETS) secrets.delete(secrets.values().next().value!);
-    secrets.add(v);
+    const secret = v.slice(0, MAX_SECRET_CHARS);
+    secrets.add(secret);
+    longestSecret = Math.max(longestSecret, secret.length);
   }
 }
 
+/**
+ * Scrubbed first, cut after: a secret that starts before the cut is removed whole (the window reaches the
+ * longest secret past the cut) instead of leaving its first characters in the line.
+ */
 function scrubString(s: string): string {
-  let out = s.length > MAX_STRING_CHARS ? `${s.slice(0, MAX_STRING_CHARS)}…` : s;
+  const window = MAX_STRING_CHARS + Math.max(longestSecret, 512);
+  let out = s.length > window ? s.slice(0, window) : s;
   for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   for (const [re, replacement] of SECRET_PATTERNS) out = out.replace(re, replacement);
-  return out;
+  out = redactUrlsIn(out);
+  return s.length > MAX_STRING_CHARS || out.length > MAX_STRING_CHARS ? `${out.slice(0, MAX_STRING_CHARS)}…` : out;
 }
 
 function scrub(value: unknown, depth: number): unknown {

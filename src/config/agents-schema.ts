@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
 import { INDEX_SHARDS_MAX } from "../registry/shard-hash";
+import { isAllowedRuntimeUrl, RUNTIME_URL_RULE } from "../runners/runtime-url";
 import { THINKING_LEVELS } from "../runners/thinking";
 
 /**
@@ -77,6 +78,9 @@ const runtime = z
   .superRefine((r, ctx) => {
     if (r.type === "webhook" && !r.url)
       ctx.addIssue({ code: "custom", path: ["url"], message: "required for a webhook runtime" });
+    // Every run POST carries a run token: https only, plain http for a loopback host (src/runners/runtime-url.ts).
+    if (r.type === "webhook" && r.url && !isAllowedRuntimeUrl(r.url))
+      ctx.addIssue({ code: "custom", path: ["url"], message: RUNTIME_URL_RULE });
   });
 
 const agentEntry = z.object({

@@ -17,9 +17,17 @@ export function mapValues(doc: Doc, warnings: string[]): void {
   mapProviderApis(doc, warnings);
 }
 
+/** The longest run timeout a config may set: 30 days, as sessions_spawn's runTimeoutSeconds (src/tools/sessions-spawn-schema.ts). */
+const MAX_TIMEOUT_SECONDS = 30 * 24 * 3600;
+
 /** Ranges OpenClaw clamps at run time instead of refusing the config (docs/openclaw-carry-over.md). */
 const CLAMPED: { path: string[]; min: number; max: number; integer: boolean }[] = [
   { path: ["session", "agentToAgent", "maxPingPongTurns"], min: 0, max: 5, integer: true },
+  // Timeouts have a maximum like every input (docs/limits.md): 30 days, as sessions_spawn's runTimeoutSeconds,
+  // so every deadline is a real time; OpenClaw accepts larger values, so they are clamped, not refused.
+  // timeoutSeconds 0 stays OpenClaw's "no deadline": such a run is ended by its lease and the sweeper instead.
+  { path: ["agents", "defaults", "timeoutSeconds"], min: 0, max: MAX_TIMEOUT_SECONDS, integer: true },
+  { path: ["agents", "defaults", "subagents", "runTimeoutSeconds"], min: 0, max: MAX_TIMEOUT_SECONDS, integer: false },
   { path: ["agents", "defaults", "subagents", "announceTimeoutMs"], min: 1, max: 2_147_000_000, integer: true },
 ];
 

@@ -127,7 +127,7 @@ export const ConfigSchema = z.object({
   env: z.object({ vars: z.record(z.string(), z.string()).optional() }).optional(),
   limits: z
     .object({
-      /** Failed auth attempts per client per minute before 429, when the AUTH_FAILURES binding is absent (src/http/rate-limit.ts). */
+      /** Failed auth attempts per credential and per address per minute before 429, when the AUTH_FAILURES binding is absent (src/http/rate-limit.ts). */
       authFailuresPerMinute: z.number().int().min(1).default(10),
       /** Largest inbound message / spawn task, and largest generated text kept (docs/limits.md). Only lower than 512 KiB. */
       maxMessageBytes: z.number().int().min(1024).max(MESSAGE_MAX_BYTES).default(MESSAGE_MAX_BYTES),

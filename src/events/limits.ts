@@ -19,6 +19,11 @@ export const EVENT_LIMITS = {
   runRecords: 8,
   /** `: ping` comment interval, so proxies keep an idle stream open. */
   heartbeatMs: 15_000,
+  /**
+   * Longest life of one stream: it ends with `end {reason: "lifetime"}` and the client resumes with
+   * `Last-Event-ID`, re-authorized — so a token revoked or rotated meanwhile stops being served within this.
+   */
+  streamLifetimeMs: 15 * 60_000,
 };
 
 /** Session-object → Worker control message: a replay page was sent and more pages remain. */

@@ -4,7 +4,17 @@ import { sseBlock } from "./event-log";
 import { EVENT_LIMITS } from "./limits";
 import { send } from "./socket-send";
 
-export const runTag = (runId: string) => `run:${runId}`;
+/**
+ * A run's part of a socket tag: the run id's UUID, unique within its session (src/session/run-id.ts). Not the
+ * whole id, which carries the session key and can exceed the 256 characters a tag may have.
+ */
+function tagRef(runId: string): string {
+  const dot = runId.indexOf(".");
+  return (dot === -1 ? runId : runId.slice(0, dot)).slice(0, 64);
+}
+export const runTag = (runId: string) => `run:${tagRef(runId)}`;
+/** The sockets whose stream was opened with this run's token: they end when the run does (docs/events.md). */
+export const authTag = (runId: string) => `auth:${tagRef(runId)}`;
 
 /** Events of a run that has ended, replayed to a late watcher; their own fixed incarnation. */
 const ENDED = "ended";

@@ -3,14 +3,17 @@ import { CommitGate } from "./commit-gate";
 import { eventId, resumeAfter } from "./event-ids";
 import { EventLog, type SessionEventType, sseBlock } from "./event-log";
 import { EVENT_LIMITS, MORE, NEXT } from "./limits";
-import { RunStreams, resetBlock, runTag } from "./run-stream";
+import { authTag, RunStreams, resetBlock, runTag } from "./run-stream";
 import { send } from "./socket-send";
 
 /** What a watcher's socket remembers across hibernation (its serialized attachment). */
 type Watcher = { kind: "session"; cursor: number; live: boolean } | { kind: "run"; runId: string };
 
-/** Why a stream ended before its natural end: the data of its last event, `end` (docs/events.md). */
-export type StreamEndReason = "deleted" | "archived";
+/**
+ * Why a stream ended before its natural end: the data of its last event, `end` (docs/events.md). The
+ * object sends these; the Worker's bridge sends `lifetime` (src/events/sse-bridge.ts).
+ */
+export type StreamEndReason = "deleted" | "archived" | "token_expired";
 
 const SESSION_TAG = "session";
 
@@ -111,7 +114,24 @@ export class SessionEvents {
         if (text) send(ws, text);
       }
     }
-    for (const i of items) if ("runEnded" in i) this.runs.ended(i.runEnded);
+    for (const i of items)
+      if ("runEnded" in i) {
+        this.runs.ended(i.runEnded);
+        this.endAuthorizedBy(i.runEnded.runId);
+      }
+  }
+
+  /** The run whose token opened these streams ended, and its token with it: their authority is gone (docs/events.md). */
+  private endAuthorizedBy(runId: string): void {
+    const block = sseBlock(null, "end", JSON.stringify({ reason: "token_expired" satisfies StreamEndReason }));
+    for (const ws of this.ctx.getWebSockets(authTag(runId))) {
+      send(ws, block);
+      try {
+        ws.close(1000, "token expired");
+      } catch {
+        /* already closed */
+      }
+    }
   }
 
   // ------------------------------------------------------------ watchers
@@ -148,6 +168,15 @@ export class SessionEvents {
       run = this.host.runSnapshot(req.runId);
       if (!run) return errorResponse(404, "not_found", `Run not found: ${req.runId}`);
     }
+    // Opened with a run token: it was checked a moment ago, but its run may have ended since; the stream
+    // is tagged so that it ends when the run does.
+    const tags: string[] = [];
+    if (req.authRun !== null) {
+      const auth = this.host.runSnapshot(req.authRun);
+      if (!auth || (auth.status !== "queued" && auth.status !== "running"))
+        return errorResponse(401, "unauthorized", `Run token no longer valid: run ${req.authRun} has ended`);
+      tags.push(authTag(req.authRun));
+    }
     if (this.ctx.getWebSockets().length >= EVENT_LIMITS.maxWatchersPerSession)
       return errorResponse(
         429,
@@ -156,11 +185,11 @@ export class SessionEvents {
       );
     const { 0: client, 1: server } = new WebSocketPair();
     if (run) {
-      this.ctx.acceptWebSocket(server, [runTag(run.runId)]);
+      this.ctx.acceptWebSocket(server, [runTag(run.runId), ...tags]);
       server.serializeAttachment({ kind: "run", runId: run.runId } satisfies Watcher);
       this.runs.start(server, run, req.after);
     } else {
-      this.ctx.acceptWebSocket(server, [SESSION_TAG]);
+      this.ctx.acceptWebSocket(server, [SESSION_TAG, ...tags]);
       this.startSession(server, incarnation, req.after);
     }
     return new Response(null, { status: 101, webSocket: client });
@@ -211,15 +240,16 @@ export class SessionEvents {
   }
 }
 
-/** What the Worker asked for (src/http/routes/events.ts builds these URLs). */
+/** What the Worker asked for (src/http/routes/events.ts builds these URLs); `authRun`: the run whose token opened it. */
 function watchRequestOf(
   request: Request,
-): { stream: "session"; after: string | null } | { stream: "run"; runId: string; after: string | null } {
+): ({ stream: "session" } | { stream: "run"; runId: string }) & { after: string | null; authRun: string | null } {
   const url = new URL(request.url);
   const runId = url.searchParams.get("runId");
   const after = url.searchParams.get("after");
-  if (url.searchParams.get("stream") === "run" && runId) return { stream: "run", runId, after };
-  return { stream: "session", after };
+  const authRun = url.searchParams.get("authRun");
+  if (url.searchParams.get("stream") === "run" && runId) return { stream: "run", runId, after, authRun };
+  return { stream: "session", after, authRun };
 }
 
 function errorResponse(status: number, type: string, message: string): Response {

@@ -1,4 +1,5 @@
 import { SwitchboardError } from "../errors";
+import { sseBlock } from "./event-log";
 import { heartbeatTimer } from "./heartbeat-timer";
 import { EVENT_LIMITS, MORE, NEXT } from "./limits";
 
@@ -22,11 +23,13 @@ export async function eventStreamResponse(upgrade: Promise<Response>): Promise<R
   let ended = false;
   let pageOwed = false;
   const stopHeartbeat = heartbeatTimer.every(EVENT_LIMITS.heartbeatMs, () => push(": ping\n\n"));
+  let stopLifetime = () => {};
 
   const end = (reason: string) => {
     if (ended) return;
     ended = true;
     stopHeartbeat();
+    stopLifetime();
     try {
       ws.close(1000, reason);
     } catch {
@@ -62,6 +65,13 @@ export async function eventStreamResponse(upgrade: Promise<Response>): Promise<R
     },
     { highWaterMark: EVENT_LIMITS.watcherBufferBytes, size: (chunk) => chunk.byteLength },
   );
+
+  // Authorized once, at connect: a stream may not outlive its authority for long. At its maximum lifetime it
+  // says so and ends; the client reconnects (and is authorized again) with Last-Event-ID (docs/events.md).
+  stopLifetime = heartbeatTimer.after(EVENT_LIMITS.streamLifetimeMs, () => {
+    push(sseBlock(null, "end", JSON.stringify({ reason: "lifetime" })));
+    end("lifetime");
+  });
 
   ws.addEventListener("message", (e) => {
     const text = typeof e.data === "string" ? e.data : new TextDecoder().decode(e.data);

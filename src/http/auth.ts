@@ -7,23 +7,32 @@ import { verifyRunToken } from "../runners/run-token";
 import type { Caller } from "../tools/context";
 import { agentTokensOf } from "./agent-tokens";
 import type { AppEnv } from "./app-env";
+import { addressKey, credentialKey } from "./auth-failure-keys";
 import type { Principal } from "./principal";
 import { authLimiter } from "./rate-limit";
 
-export function clientId(c: Context): string {
-  return c.req.header("CF-Connecting-IP") ?? c.req.header("X-Forwarded-For")?.split(",")[0].trim() ?? "local";
+/** The client's address as the edge saw it (`CF-Connecting-IP`; the first `X-Forwarded-For` hop only in local development). */
+function clientAddress(c: Context): string | undefined {
+  return c.req.header("CF-Connecting-IP") ?? c.req.header("X-Forwarded-For")?.split(",")[0];
 }
 
+/**
+ * The principal of the request's bearer token. A valid token is accepted whatever failed before it, from
+ * wherever (docs/limits.md): the failure limits only turn a *failing* request into a 429 — by its
+ * credential's count or its address's (src/http/auth-failure-keys.ts, src/http/rate-limit.ts).
+ */
 export async function authenticate(c: Context<AppEnv>, cfg: Config): Promise<Principal> {
-  const client = clientId(c);
-  authLimiter.assertAllowed(client);
+  const address = addressKey(clientAddress(c));
   // Validated before any token is looked at: a malformed AGENT_TOKENS fails every request closed (agent-tokens.ts).
   const agentTokens = agentTokensOf(c.env);
   const header = c.req.header("Authorization") ?? "";
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  const fail = async (msg: string) => {
-    // Over the limit this throws the 429 instead (src/http/rate-limit.ts).
-    await authLimiter.recordFailure(client, c.env.AUTH_FAILURES, cfg.limits.authFailuresPerMinute);
+  const fail = async (msg: string, credential?: string) => {
+    const keys = credential ? [credential, address] : [address];
+    // A key already over its limit: refused without counting further. Otherwise counted, and the failure
+    // that goes over the limit is the 429 itself (src/http/rate-limit.ts).
+    for (const key of keys) authLimiter.assertAllowed(key);
+    await authLimiter.recordFailures(keys, c.env.AUTH_FAILURES, cfg.limits.authFailuresPerMinute);
     return new SwitchboardError("unauthorized", msg, { headers: { "WWW-Authenticate": 'Bearer realm="switchboard"' } });
   };
   if (!m) throw await fail("Missing bearer token: send Authorization: Bearer <token>");
@@ -39,7 +48,7 @@ export async function authenticate(c: Context<AppEnv>, cfg: Config): Promise<Pri
   if (agentMatch) return { role: "agent", agentId: agentMatch };
   const run = await verifyRunToken(token, env);
   if (run) return run;
-  throw await fail("Invalid bearer token");
+  throw await fail("Invalid bearer token", await credentialKey(token));
 }
 
 /** Constant-time comparison: compare fixed-length digests so neither length nor prefix leaks. */

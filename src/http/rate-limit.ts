@@ -1,15 +1,16 @@
 import { SwitchboardError } from "../errors";
 
 /**
- * Failed-authentication limiting (docs/limits.md). Failures are counted by the Workers Rate Limiting
- * binding `AUTH_FAILURES` (wrangler.jsonc `ratelimits`: 10 per client per 60 s), which counts across
- * isolates of a location; without that binding they are counted in this isolate against
- * `limits.authFailuresPerMinute`.
+ * Failed-authentication limiting (docs/limits.md). Failures are counted per key — the presented credential's
+ * digest and the client's address (src/http/auth-failure-keys.ts) — by the Workers Rate Limiting binding
+ * `AUTH_FAILURES` (wrangler.jsonc `ratelimits`: 10 per key per 60 s), which counts across isolates of a
+ * location; without that binding they are counted in this isolate against `limits.authFailuresPerMinute`.
  *
- * The binding can only count-and-check, never peek, so the failure that goes over the limit is
- * answered 429 and the client is remembered here as blocked for one period: until then every request
- * from it is 429 before its token is looked at, a valid one included — otherwise a guesser could tell
- * a right guess (200) from a wrong one (429). A success never resets the count.
+ * The binding can only count-and-check, never peek, so the failure that goes over the limit is answered
+ * 429 and its key is remembered here as blocked for one period: until then a *failing* request with that
+ * credential or from that address is 429 instead of 401. Only failing requests: a valid token is never
+ * refused (src/http/auth.ts), because Worker-hosted bridges and runtimes share a few egress addresses and
+ * anyone's failures would otherwise lock them all out. A success never resets a count.
  */
 const WINDOW_MS = 60_000;
 /** Clients remembered per isolate (blocked or, without the binding, counted); the oldest are dropped first. */
@@ -36,7 +37,7 @@ export class AuthFailureLimiter {
   /** Only without the binding: failures in this isolate's current window per client. */
   private failures = new Map<string, { count: number; since: number }>();
 
-  /** Throws 429 while `client` is blocked. */
+  /** Throws 429 while `client` (a counter key) is blocked. */
   assertAllowed(client: string, now = Date.now()): void {
     const until = this.blockedUntil.get(client);
     if (until === undefined) return;
@@ -45,6 +46,18 @@ export class AuthFailureLimiter {
       return;
     }
     throw rateLimited(Math.max(1, Math.ceil((until - now) / 1000)));
+  }
+
+  /** Count one failure under each key (all of them are counted); 429 when any goes over, else return for the 401. */
+  async recordFailures(
+    keys: readonly string[],
+    limiter: RateLimit | undefined,
+    fallbackLimit: number,
+    now = Date.now(),
+  ): Promise<void> {
+    const results = await Promise.allSettled(keys.map((k) => this.recordFailure(k, limiter, fallbackLimit, now)));
+    const refused = results.find((r) => r.status === "rejected");
+    if (refused) throw (refused as PromiseRejectedResult).reason;
   }
 
   /**

@@ -15,7 +15,7 @@ function bindingSecrets(env: Env): unknown[] {
   } catch {
     // A malformed AGENT_TOKENS is refused by authentication; its raw text is scrubbed below.
   }
-  return [env.GATEWAY_TOKEN, env.SIGNING_SECRET, env.AGENT_TOKENS, ...agentTokens];
+  return [env.GATEWAY_TOKEN, env.SIGNING_SECRET, env.SIGNING_SECRET_PREVIOUS, env.AGENT_TOKENS, ...agentTokens];
 }
 
 /**

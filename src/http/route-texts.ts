@@ -22,11 +22,14 @@ export const RUN_WAIT_TEXT =
 export const RUN_COMPLETE_TEXT =
   "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.";
 
+export const RUN_HEARTBEAT_TEXT =
+  'A webhook runtime holding a run (it answered 202) renews the run\'s lease here with its run token and receives a fresh token, signed with the current SIGNING_SECRET: use it from now on. A run without a deadline ends `lost` when neither a completion nor a heartbeat arrives within `leaseMs` (10 min) of the 202 or of the last heartbeat (docs/contract.md, "Runs").';
+
 export const SESSION_EVENTS_TEXT =
-  "Each event has an opaque `id`. `Last-Event-ID` (or `lastEventId`) resumes after it with nothing missed or repeated; an id of an earlier incarnation of the session (deleted and created again) starts over with a `reset` event; `0` replays everything retained; without it the stream starts live. The stream of a session that is deleted or archived ends with an `end` event. Heartbeat `: ping` every 15 s.";
+  "Each event has an opaque `id`. `Last-Event-ID` (or `lastEventId`) resumes after it with nothing missed or repeated; an id of an earlier incarnation of the session (deleted and created again) starts over with a `reset` event; `0` replays everything retained; without it the stream starts live. The stream of a session that is deleted or archived ends with an `end` event, as does every stream after 15 min (`lifetime`: resume with `Last-Event-ID`) and one opened with a run token when its run ends (`token_expired`). Heartbeat `: ping` every 15 s.";
 
 export const RUN_EVENTS_TEXT =
-  "Each event has an opaque `id`; `Last-Event-ID` (or `lastEventId`) resumes a running run after it without repeats, or starts over with a `reset` event and the current step's text so far when that point is no longer kept (docs/events.md). A run that already ended replays its reply as one `delta`, then `status`, and the stream closes.";
+  "Each event has an opaque `id`; `Last-Event-ID` (or `lastEventId`) resumes a running run after it without repeats, or starts over with a `reset` event and the current step's text so far when that point is no longer kept (docs/events.md). A run that already ended replays its reply as one `delta`, then `status`, and the stream closes. Streams end with an `end` event after 15 min (`lifetime`) or when the run token that opened them expires (`token_expired`).";
 
 export const TOOLS_INVOKE_TEXT =
   'Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. `sessionKey` (or the `X-Session-Key` header) is the requester session; `dryRun` validates and echoes the arguments without running the tool.';

@@ -10,6 +10,7 @@ import { SwitchboardError } from "../errors";
 import { rememberSecrets } from "../log";
 import { echoModel } from "./builtin-models";
 import { type ProviderSettings, resolveModelTarget, splitModelRef } from "./model-resolution";
+import { providerFetch } from "./provider-fetch";
 import { type ThinkingLevel, thinkingProviderOptions } from "./thinking";
 
 /**
@@ -36,7 +37,10 @@ export { splitModelRef };
 export interface ModelOptions {
   /** The agent whose aliases apply (its `models` map wins over `agents.defaults.models`). */
   agentId?: string;
-  /** The `fetch` every provider request goes through (one place to bound provider calls). */
+  /**
+   * The `fetch` every provider request goes through: by default providerFetch, which follows no redirect and
+   * bounds each call's time and size (src/runners/provider-fetch.ts, docs/limits.md "Outbound calls").
+   */
   fetch?: typeof fetch;
 }
 
@@ -78,13 +82,14 @@ export function resolveModel(cfg: Config, env: Env, ref: string, opts: ModelOpti
     modelId,
     api: settings.api,
     cost: settings.models?.find((m) => m.id === modelId)?.cost,
-    model: providerModel(settings, modelId, opts.fetch),
+    model: providerModel(settings, modelId, opts.fetch ?? providerFetch),
     thinkingOptions: (level) => thinkingProviderOptions(settings.api, provider, level),
   };
 }
 
-function providerModel(p: ProviderSettings, modelId: string, fetch?: typeof globalThis.fetch): LanguageModelV4 {
-  const common = { baseURL: p.baseUrl, apiKey: p.apiKey, headers: p.headers, ...(fetch ? { fetch } : {}) };
+function providerModel(p: ProviderSettings, modelId: string, fetch: typeof globalThis.fetch): LanguageModelV4 {
+  // Every provider calls out through this one fetch (providerFetch unless a caller passes another).
+  const common = { baseURL: p.baseUrl, apiKey: p.apiKey, headers: p.headers, fetch };
   switch (p.api) {
     case "openai-responses":
       return createOpenAI({ name: p.id, ...common }).responses(modelId);

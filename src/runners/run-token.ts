@@ -4,20 +4,25 @@ import { FINAL_STATUSES } from "../session/types";
 
 /**
  * Run tokens (docs/contract.md, "Authentication and scopes"): minted for each webhook run, they let the external runtime act as that
- * run's session — and nothing else — until the run ends.
+ * run's session — and nothing else — for as long as the run runs.
  *
  * Format: `sbrun.<base64url(JSON claims)>.<base64url(HMAC-SHA256(SIGNING_SECRET, "sbrun." + claims))>`.
  * Every claim (run, session, agent, sub-agent flag, expiry) is inside the MAC, so none can be swapped.
- * A valid MAC is not enough: the token is refused after its expiry (the run's deadline) and as soon as
- * the run has ended, which is read from the run itself — no revocation list to keep.
+ * A valid MAC is not enough: the token is refused after its expiry (the run's deadline, when it has one) and
+ * as soon as the run has ended, which is read from the run itself — no revocation list to keep. A run
+ * without a deadline has a token without expiry: it dies with the run, which its lease ends if the runtime
+ * goes quiet (src/session/run-queue.ts). `POST /v1/runs/{id}/heartbeat` re-issues the token.
+ *
+ * Key rotation: a token verifies with `SIGNING_SECRET` or, while a rotation is under way,
+ * `SIGNING_SECRET_PREVIOUS`; new tokens are always signed with `SIGNING_SECRET` (docs/contract.md).
  */
-interface RunTokenClaims {
+export interface RunTokenClaims {
   runId: string;
   sessionKey: string;
   agentId: string;
   isSubagent: boolean;
-  /** ms since epoch; the run's deadline. */
-  expiresAt: number;
+  /** ms since epoch: the run's deadline; null for a run without one (the token lives as long as the run). */
+  expiresAt: number | null;
 }
 
 const PREFIX = "sbrun";
@@ -66,7 +71,7 @@ async function readRunToken(secret: string, token: string): Promise<RunTokenClai
       typeof c.sessionKey !== "string" ||
       typeof c.agentId !== "string" ||
       typeof c.isSubagent !== "boolean" ||
-      typeof c.expiresAt !== "number"
+      (typeof c.expiresAt !== "number" && c.expiresAt !== null)
     )
       return null;
     return {
@@ -87,15 +92,27 @@ function expired(message: string): SwitchboardError {
   });
 }
 
+/** The secrets a run token may be signed with: the current one, then the previous one during a rotation. */
+export function verificationSecrets(env: Env): string[] {
+  return [env.SIGNING_SECRET, env.SIGNING_SECRET_PREVIOUS].filter(
+    (s): s is string => typeof s === "string" && s.length > 0,
+  );
+}
+
 /**
  * The auth hook: a forged or malformed token is "not a run token" (null → the usual 401 and failure
  * count); a genuine token past its time gets a 401 that says why, so the runtime stops retrying.
  */
 export async function verifyRunToken(token: string, env: Env, now = Date.now()): Promise<Principal | null> {
-  if (!token.startsWith(`${PREFIX}.`) || typeof env.SIGNING_SECRET !== "string") return null;
-  const claims = await readRunToken(env.SIGNING_SECRET, token);
+  if (!token.startsWith(`${PREFIX}.`)) return null;
+  let claims: RunTokenClaims | null = null;
+  for (const secret of verificationSecrets(env)) {
+    claims = await readRunToken(secret, token);
+    if (claims) break;
+  }
   if (!claims) return null;
-  if (now >= claims.expiresAt) throw expired(`Run token expired: run ${claims.runId} passed its deadline`);
+  if (claims.expiresAt !== null && now >= claims.expiresAt)
+    throw expired(`Run token expired: run ${claims.runId} passed its deadline`);
   const run = await env.SESSIONS.getByName(claims.sessionKey).getRun(claims.runId);
   if (!run || FINAL_STATUSES.has(run.status))
     throw expired(`Run token no longer valid: run ${claims.runId} has ended${run ? ` (${run.status})` : ""}`);

@@ -3,16 +3,24 @@ import { signedWebhookHeaders } from "../channels/signed-webhook";
 import { agentThinking, findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
-import { DEADLINE_TIMER } from "../session/core-timers";
+import { DEADLINE_TIMER, LEASE_TIMER } from "../session/core-timers";
 import type { SessionExtension } from "../session/extensions";
 import { deleteFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
-import type { RunOutcome, RunRow } from "../session/run-types";
+import {
+  HELD_ELSEWHERE,
+  RUNTIME_LEASE_MS,
+  type RunnerAnswer,
+  type RunOutcome,
+  type RunRow,
+} from "../session/run-types";
 import type { RunInput, RunSnapshot } from "../session/types";
+import { timeouts } from "../timeout-signal";
 import { issueText } from "../zod-issue-text";
 import { readBoundedText } from "./bounded-response";
 import type { RunnerResult } from "./model-runner";
 import { mintRunToken } from "./run-token";
+import { isAllowedRuntimeUrl, RUNTIME_URL_RULE } from "./runtime-url";
 import { toUsage } from "./step-messages";
 import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
 
@@ -22,8 +30,9 @@ import { parseThinkingLevel, type ThinkingLevel } from "./thinking";
  *
  *  - 200 `{reply}` (or `{error}`): the run completes synchronously with that body.
  *  - 202: the runtime accepted the run and completes it later with `POST /v1/runs/{id}/complete`
- *    (same body), authenticated by the run token. Until then the run stays `running` and its deadline
- *    timer still ends it `timeout`.
+ *    (same body), authenticated by the run token. Until then the run stays `running`: its deadline timer
+ *    still ends it `timeout`; a run without a deadline is held on a lease the runtime renews with
+ *    `POST /v1/runs/{id}/heartbeat` (which also re-issues its token), else it ends `lost` (docs/webhooks.md).
  *
  * Everything else about a run (queue, deadline, waits, ping-pong, announces) is the session object's
  * and therefore identical for built-in and webhook agents.
@@ -80,10 +89,17 @@ export interface WebhookRunRequest {
   extraSystemPrompt?: string;
   /** Bearer token acting as this run's session until the run ends or `deadline` passes. */
   runToken: string;
-  /** ms since epoch: the run ends `timeout` if not completed by then. */
-  deadline: number;
+  /** ms since epoch: the run ends `timeout` if not completed by then; null: the run has no deadline. */
+  deadline: number | null;
+  /**
+   * After a 202, a run without a deadline ends `lost` unless the runtime completes it or heartbeats within
+   * this many ms of the 202 and of each heartbeat (renew at half of it).
+   */
+  leaseMs: number;
   /** Where to send an async completion, relative to the gateway's base URL. */
   completePath: string;
+  /** Where to renew the lease and get a fresh run token (`POST`, with the run token). */
+  heartbeatPath: string;
 }
 
 export function parseRunCompletion(raw: unknown): RunCompletion & ({ reply: string } | { error: string }) {
@@ -121,57 +137,23 @@ export function outcomeOf(c: RunCompletion, agentId: string): RunOutcome {
   return { status: "ok", reply, result };
 }
 
-/**
- * In-memory release of a `produceReply` that waits for an async completion. Memory only on purpose:
- * if this instance is evicted the completion ends the run through `finishRun` on the next instance,
- * and nothing waits in memory any more.
- */
-const runEnded = new WeakMap<SessionHost, Map<string, (run: RunSnapshot) => void>>();
-
-/** Keyed by object instance: an evicted instance's waiter must never be woken by its successor. */
-function waitersOf(host: SessionHost): Map<string, (run: RunSnapshot) => void> {
-  let m = runEnded.get(host);
-  if (!m) {
-    m = new Map();
-    runEnded.set(host, m);
-  }
-  return m;
-}
-
-function waitForRunEnd(host: SessionHost, runId: string, signal: AbortSignal): Promise<RunSnapshot> {
-  const waiters = waitersOf(host);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      waiters.delete(runId);
-      reject(signal.reason instanceof Error ? signal.reason : new Error("aborted"));
-    };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    waiters.set(runId, (run) => {
-      signal.removeEventListener("abort", onAbort);
-      waiters.delete(runId);
-      resolve(run);
-    });
-  });
-}
-
 async function runOnWebhook(
   host: SessionHost,
   run: RunRow,
   input: RunInput,
   signal: AbortSignal,
   runtime: WebhookRuntime,
-): Promise<RunnerResult> {
+): Promise<RunnerAnswer> {
+  // Checked again here (the config refuses it too): a run token never goes over plain http to another host.
+  if (!isAllowedRuntimeUrl(runtime.url)) throw new Error(`webhook runtime URL refused: ${RUNTIME_URL_RULE}`);
   const secret = host.bindings.SIGNING_SECRET;
   if (typeof secret !== "string" || !secret)
     throw new Error("SIGNING_SECRET is not set: webhook runtimes need it to mint run tokens");
   const meta = host.meta!;
   const cfg = host.cfg;
-  // A run without a deadline (timeoutSeconds 0, a sub-agent without runTimeoutSeconds) still gets a token
-  // that ends: OpenClaw's default run budget, 48 h.
-  const deadline =
-    host.timers.get(DEADLINE_TIMER, run.id)?.due_at ??
-    Date.now() + (cfg.agents.defaults.timeoutSeconds || 172_800) * 1000;
+  // The run's own deadline, or none: the token must live as long as the run (a sub-agent task with
+  // runTimeoutSeconds 0 runs for as long as it takes), so it never borrows a deadline the run does not have.
+  const deadline = host.timers.get(DEADLINE_TIMER, run.id)?.due_at ?? null;
   const isSubagent = parseCanonical(meta.key, cfg).isSubagent;
   const agent = findAgent(cfg, meta.agentId);
   const model = meta.modelOverride ?? agent?.model;
@@ -199,27 +181,26 @@ async function runOnWebhook(
     ...(input.extraSystemPrompt ? { extraSystemPrompt: input.extraSystemPrompt } : {}),
     runToken,
     deadline,
+    leaseMs: RUNTIME_LEASE_MS,
     completePath: `/v1/runs/${run.id}/complete`,
+    heartbeatPath: `/v1/runs/${run.id}/heartbeat`,
   };
   const body = JSON.stringify(request);
   // The run id is stable across a retried attempt, so a runtime can recognise a repeat (webhook-id).
   const headers = await signedWebhookHeaders({ id: run.id, rawBody: body, secret: runtime.secret, nowMs: Date.now() });
 
-  // Registered before the POST: a runtime may call /complete before its 202 reaches us.
-  const ended = waitForRunEnd(host, run.id, signal);
-  ended.catch(() => {}); // observed below only on the async path
-  let accepted = false;
+  // Bounded even for a run without a deadline: a synchronous answer that takes longer should be a 202.
+  const waitMs = Math.max(1, Math.min((deadline ?? Number.POSITIVE_INFINITY) - Date.now(), MAX_SYNC_REPLY_MS));
+  const timeout = timeouts.signal(waitMs, signal);
   try {
     let res: Response;
-    // Bounded even for a run without a deadline: a synchronous answer that takes longer should be a 202.
-    const waitMs = Math.max(1, Math.min(deadline - Date.now(), MAX_SYNC_REPLY_MS));
     try {
       // A 3xx is a failure, never followed: the signed run (and its run token) must not go where a redirect points.
       res = await fetch(runtime.url, {
         method: "POST",
         headers,
         body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(waitMs)]),
+        signal: timeout.signal,
         redirect: "manual",
       });
     } catch (err) {
@@ -231,12 +212,11 @@ async function runOnWebhook(
       throw new Error(`webhook runtime unreachable: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (res.status === 202) {
-      accepted = true;
       void res.body?.cancel();
+      // Nothing waits for it in memory: its completion (it may already have arrived, before this 202),
+      // its deadline or its lease ends it through finishRun.
       markAwaiting(host, run.id);
-      await ended;
-      // The run was ended by its completion (or deadline/abort) through finishRun; this result is ignored.
-      return outcomeOf({ reply: "" }, meta.agentId).result!;
+      return HELD_ELSEWHERE;
     }
     if (!res.ok) {
       void res.body?.cancel();
@@ -264,16 +244,60 @@ async function runOnWebhook(
     if (outcome.status === "error") throw new Error(outcome.error);
     return outcome.result!;
   } finally {
-    if (!accepted) waitersOf(host).delete(run.id);
+    timeout.clear();
   }
 }
 
-/** Durably mark the run as held by its runtime (only while it is still running: a fast /complete may have ended it). */
+/**
+ * Durably mark the run as held by its runtime (only while it is still running: a fast /complete may have
+ * ended it). Without a deadline, the run's lease becomes the runtime's to renew (src/session/run-queue.ts).
+ */
 function markAwaiting(host: SessionHost, runId: string): void {
   host.storage.transactionSync(() => {
     if (host.runRow(runId)?.status !== "running") return;
     putFlowRow(host.sql, { id: awaitingId(runId), kind: AWAITING_KIND, state: "awaiting", data: {} }, "ignore");
+    if (!host.timers.get(DEADLINE_TIMER, runId)) host.timers.set(LEASE_TIMER, runId, Date.now() + RUNTIME_LEASE_MS);
   });
+}
+
+/** What a heartbeat answers: the run, its deadline (null: none) and until when its lease now runs (null: no lease to renew). */
+export interface RuntimeHeartbeat {
+  run: RunSnapshot | null;
+  deadline: number | null;
+  leaseExpiresAt: number | null;
+}
+
+/**
+ * The runtime holding a run renews its lease (`POST /v1/runs/{id}/heartbeat`). Only a run the runtime holds
+ * (it answered 202) and that has no deadline has a lease to renew; any running run may heartbeat, to get a
+ * fresh token. The caller has verified the run token.
+ */
+function heartbeat(host: SessionHost, runId: string): RuntimeHeartbeat {
+  if (!host.hasStorage) return { run: null, deadline: null, leaseExpiresAt: null };
+  return host.storage.transactionSync(() => {
+    const row = host.runRow(runId);
+    const deadline = host.timers.get(DEADLINE_TIMER, runId)?.due_at ?? null;
+    let leaseExpiresAt: number | null = null;
+    if (row?.status === "running" && deadline === null && hasFlowRow(host.sql, awaitingId(runId))) {
+      leaseExpiresAt = Date.now() + RUNTIME_LEASE_MS;
+      host.timers.set(LEASE_TIMER, runId, leaseExpiresAt);
+    }
+    return { run: row ? host.snapshot(row) : null, deadline, leaseExpiresAt };
+  });
+}
+
+const webhookRpc = {
+  heartbeat: async (host: SessionHost, runId: string) => {
+    const beat = heartbeat(host, String(runId));
+    await host.timers.arm();
+    return beat;
+  },
+};
+
+declare module "../session/extensions" {
+  interface ExtensionRpc {
+    "webhook-runtime": typeof webhookRpc;
+  }
 }
 
 /** Complete a run from its runtime (`POST /v1/runs/{id}/complete`); the caller has verified the run token. */
@@ -292,6 +316,7 @@ export async function completeRun(
 /** Agents whose runtime is a webhook: the run is POSTed there and completed through the API (docs/webhooks.md). */
 export const webhookRunnerExtension: SessionExtension = {
   name: "webhook-runtime",
+  rpc: webhookRpc,
   produceReply(host, run, input, signal) {
     // Owner commands (`/send on|off`) are the gateway's own runs, answered by their extension, not by the agent.
     if (input.kind === "command") return undefined;
@@ -304,8 +329,5 @@ export const webhookRunnerExtension: SessionExtension = {
   },
   onRunEnded(host, event) {
     deleteFlowRow(host.sql, awaitingId(event.run.runId));
-  },
-  afterRunEnded(host, event) {
-    runEnded.get(host)?.get(event.run.runId)?.(event.run);
   },
 };

@@ -1,9 +1,10 @@
 import { log } from "../log";
-import { DEADLINE_TIMER, INDEX_TIMER, LEASE_TIMER, PUMP_TIMER } from "./core-timers";
+import { DEADLINE_TIMER, INDEX_TIMER, LEASE_TIMER, PUMP_TIMER, SWEEP_TIMER } from "./core-timers";
 import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import type { IndexSync } from "./index-sync";
 import { nextPruneDue, PRUNE_REF, PRUNE_TIMER, pruneFinished } from "./retention";
+import { sweep } from "./run-audit";
 import type { RunQueue } from "./run-queue";
 import { runDueTimers } from "./timer-policy";
 import type { TimerRow } from "./timers";
@@ -49,6 +50,9 @@ async function onTimer(host: SessionHost, { queue, indexSync, extensions }: Alar
       else host.timers.set(PRUNE_TIMER, PRUNE_REF, next);
       return;
     }
+    case SWEEP_TIMER:
+      await sweep(host, extensions, queue);
+      return;
     case INDEX_TIMER:
       // sync clears the row only after the write succeeded; a failure is retried by the alarm.
       await indexSync.sync();

@@ -13,5 +13,14 @@ export const LEASE_TIMER = "lease";
 export const DEADLINE_TIMER = "deadline";
 /** Write the session's registry row (ref `sync`; src/session/index-sync.ts). */
 export const INDEX_TIMER = "index";
+/** Audit the session's open runs and flows while it has any (ref `runs`; src/session/run-audit.ts). */
+export const SWEEP_TIMER = "sweep";
 
-export const CORE_TIMER_KINDS = [PUMP_TIMER, LEASE_TIMER, DEADLINE_TIMER, INDEX_TIMER, PRUNE_TIMER] as const;
+export const CORE_TIMER_KINDS = [
+  PUMP_TIMER,
+  LEASE_TIMER,
+  DEADLINE_TIMER,
+  INDEX_TIMER,
+  PRUNE_TIMER,
+  SWEEP_TIMER,
+] as const;

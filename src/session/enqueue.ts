@@ -12,6 +12,7 @@ import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import { recordInboundRoute } from "./inbound-route";
 import type { IndexSync } from "./index-sync";
+import { armSweep } from "./run-audit";
 import { newRunId } from "./run-id";
 import { LEASE_MS, type RunRow } from "./run-types";
 import type { EnqueueRequest, RunSnapshot, SessionMeta } from "./types";
@@ -111,6 +112,8 @@ export async function enqueueRun(
     // (its lease covers a lost executor), so then the timer is only a late safety net and fires no alarm now.
     const idle = host.sql.exec("SELECT 1 FROM runs WHERE status = 'running' LIMIT 1").toArray().length === 0;
     host.timers.set(PUMP_TIMER, "queue", idle ? now : now + LEASE_MS, undefined, { keepEarlier: true });
+    // A queued run is open work: the sweeper audits it until it ends, even if the pump timer dies (run-audit.ts).
+    armSweep(host);
     // The registry row is stale from here: its write is owed durably, with the change that causes it.
     steps.indexSync.schedule(now);
     // State that must exist exactly when this run does (a spawned child's attachments), local callers only.

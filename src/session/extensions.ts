@@ -1,8 +1,9 @@
 import { SwitchboardError, toRpcError } from "../errors";
 import { log } from "../log";
+import type { FlowFinding } from "./audit-types";
 import type { SessionHost } from "./host";
 import type { FinishedFlowStates } from "./retention";
-import type { RunEndedEvent, RunnerResult, RunRow } from "./run-types";
+import type { RunEndedEvent, RunnerAnswer, RunRow } from "./run-types";
 import { type TimerKind, TimerKinds } from "./timer-policy";
 import type { TimerRow } from "./timers";
 import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot } from "./types";
@@ -30,14 +31,15 @@ export interface SessionExtension {
   onTimer?(host: SessionHost, timer: TimerRow): Promise<void> | void;
   /**
    * Produce the reply of a run (the model runner, webhook agents, owner commands); undefined = not mine.
-   * Runners claim disjoint runs, so their registration order does not matter.
+   * Runners claim disjoint runs, so their registration order does not matter. HELD_ELSEWHERE: the run goes
+   * on outside this object and is ended later through `finishRun` (src/session/run-types.ts).
    */
   produceReply?(
     host: SessionHost,
     run: RunRow,
     input: RunInput,
     signal: AbortSignal,
-  ): Promise<RunnerResult> | undefined;
+  ): Promise<RunnerAnswer> | undefined;
   /**
    * An inbound message this object may not run itself (a thread bound to a sub-agent): a promise of the
    * run it became elsewhere (null: run it here), or null synchronously when the hook has nothing to check.
@@ -55,6 +57,12 @@ export interface SessionExtension {
    * The run's deadline timer still ends it if nobody answers.
    */
   holdsRun?(host: SessionHost, runId: string): boolean;
+  /**
+   * The sweeper's audit of this extension's open flows (src/session/run-audit.ts), inside its transaction:
+   * one finding per open flow (bounded), and a flow whose state waits on a timer that went missing gets it
+   * back, due now (`repaired`). Must be synchronous.
+   */
+  audit?(host: SessionHost): FlowFinding[];
   /** The flow kinds this extension writes and their finished states: pruned after the retention period (retention.ts). */
   finishedFlows?: FinishedFlowStates;
   /** Methods other objects and routes call through `callExtension` (flow callbacks, delivery listing). */
@@ -155,7 +163,7 @@ export class SessionExtensions {
   }
 
   /** The reply of a run from the runner that claims it; a run nobody claims is an error, never a silent success. */
-  produceReply(host: SessionHost, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerResult> {
+  produceReply(host: SessionHost, run: RunRow, input: RunInput, signal: AbortSignal): Promise<RunnerAnswer> {
     for (const ext of this.list) {
       const r = ext.produceReply?.(host, run, input, signal);
       if (r) return r;
@@ -198,6 +206,11 @@ export class SessionExtensions {
 
   async beforeDelete(host: SessionHost): Promise<void> {
     for (const ext of this.list) await ext.beforeDelete?.(host);
+  }
+
+  /** Every extension's open flows, for the sweeper (src/session/run-audit.ts). */
+  audit(host: SessionHost): FlowFinding[] {
+    return this.list.flatMap((e) => e.audit?.(host) ?? []);
   }
 
   finishedFlowStates(): FinishedFlowStates {

@@ -47,7 +47,11 @@ export function historyHeadOf(msg: TranscriptMessage): HistoryHead {
  * second time) with its write-time flags, in HEAD_FLAGS_FIELD.
  */
 export function parseHead(json: string, flags: number): Record<string, unknown> {
-  const m = JSON.parse(json) as Record<string, unknown>;
+  return markHead(JSON.parse(json) as Record<string, unknown>, flags);
+}
+
+/** A head already parsed (an archived page's row, src/spawn/archive-pages.ts), marked the same way. */
+export function markHead(m: Record<string, unknown>, flags: number): Record<string, unknown> {
   m[HEAD_FLAGS_FIELD] = {
     head: true,
     ...(flags & 1 ? { truncated: true } : {}),

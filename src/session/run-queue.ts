@@ -6,11 +6,35 @@ import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import type { IndexSync } from "./index-sync";
 import { addRunUsage, endedRunUsage, runDeadlineSeconds } from "./run-accounting";
-import { LEASE_MS, MAX_WAIT_MS, type RunEndedEvent, type RunOutcome, type RunRow } from "./run-types";
+import { armSweep } from "./run-audit";
+import {
+  HELD_ELSEWHERE,
+  LEASE_MS,
+  MAX_WAIT_MS,
+  RUNTIME_LEASE_MS,
+  type RunEndedEvent,
+  type RunOutcome,
+  type RunRow,
+} from "./run-types";
 import { RunWaiters } from "./run-waiters";
 import type { TimerRow } from "./timers";
 import { runEndedWithoutReply, userMessageOf } from "./transcript";
 import { FINAL_STATUSES, type RunInput, type RunSnapshot, type RunStatus, type TranscriptMessage } from "./types";
+
+/**
+ * A failed run's error: the error's message, and its cause's when the message alone says nothing of it (the AI
+ * SDK reports a provider body that failed as "Failed to process successful response"; src/runners/provider-fetch.ts).
+ */
+function errorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause.message : "";
+  return cause && !err.message.includes(cause) ? `${err.message}: ${cause}` : err.message;
+}
+
+/** The error of a run whose executor was lost twice (docs/contract.md, "Runs"). */
+export const LOST_TWICE = "Run was interrupted by a restart and could not be resumed";
+/** The error of a run whose outside runtime stopped renewing its lease. */
+export const RUNTIME_SILENT = `The runtime that accepted this run sent neither a completion nor a heartbeat for ${RUNTIME_LEASE_MS / 1000}s (POST /v1/runs/{id}/heartbeat renews it); presumed lost`;
 
 /**
  * A session's run queue: FIFO, one run at a time. Claims the oldest queued run, has a runner produce
@@ -30,6 +54,11 @@ export class RunQueue {
     /** Who produces each run's reply and what follows its end (src/extensions.ts). */
     private readonly extensions: SessionExtensions,
   ) {}
+
+  /** The run this instance is executing now, if any (the sweeper's audit, src/session/run-audit.ts). */
+  get executing(): string | null {
+    return this.active?.runId ?? null;
+  }
 
   /** Start the queue if this instance is not already working through it. */
   kick(): void {
@@ -88,6 +117,8 @@ export class RunQueue {
         next.id,
       );
       host.timers.set(LEASE_TIMER, next.id, now + LEASE_MS);
+      // The sweeper audits while the run is open: a guard timer that dies must not leave it running forever.
+      armSweep(host);
       // The start the pump timer stood for happened: it goes back to a late safety net for the runs queued
       // behind this one, so an enqueue's "start now" fires no alarm once the run is claimed (src/session/enqueue.ts).
       host.timers.set(PUMP_TIMER, "queue", now + LEASE_MS);
@@ -108,11 +139,12 @@ export class RunQueue {
     try {
       this.writeUserMessage(run, input);
       const result = await this.extensions.produceReply(this.host, run, input, abort.signal);
+      // Going on outside (a webhook runtime answered 202): its completion, deadline or lease ends it.
+      if (result === HELD_ELSEWHERE) return;
       await this.finishRun(run.id, { status: "ok", reply: result.reply, result });
     } catch (err) {
       // A deadline or an abort has already ended the run; finishRun ignores ended runs.
-      const message = err instanceof Error ? err.message : String(err);
-      await this.finishRun(run.id, { status: "error", error: message || "agent error" });
+      await this.finishRun(run.id, { status: "error", error: errorText(err) || "agent error" });
     } finally {
       if (this.active?.runId === run.id) this.active = null;
     }
@@ -171,7 +203,7 @@ export class RunQueue {
       }
       const spent = endedRunUsage(host.sql, runId, res, ok);
       if (spent) addRunUsage(m, host.cfg, spent.usage, ok ? res : undefined);
-      m.abortedLastRun = outcome.status === "aborted" || outcome.status === "timeout";
+      m.abortedLastRun = outcome.status === "aborted" || outcome.status === "timeout" || outcome.status === "lost";
       m.updatedAt = now;
       host.saveMeta();
       host.sql.exec(
@@ -259,8 +291,10 @@ export class RunQueue {
   }
 
   /**
-   * A lease expired. If this instance is still executing the run, renew it. Otherwise the executor was
-   * lost (eviction, restart): retry once, then end the run with an error — never "running" forever.
+   * A lease expired (docs/contract.md, "Runs"). A run held by an outside runtime (a webhook that answered
+   * 202): its deadline ends it when it has one; without one, this lease was the runtime's to renew, and it
+   * did not — the run is lost. Otherwise, if this instance still executes the run, renew the lease; if not,
+   * its executor was lost (eviction, restart): retry once, then end it `lost` — never "running" forever.
    */
   async onLeaseExpired(runId: string): Promise<void> {
     const { host } = this;
@@ -269,13 +303,16 @@ export class RunQueue {
       host.timers.clear(LEASE_TIMER, runId);
       return;
     }
-    if (this.active?.runId === runId) {
-      host.timers.set(LEASE_TIMER, runId, Date.now() + LEASE_MS);
+    if (this.extensions.runIsHeldElsewhere(host, runId)) {
+      if (host.timers.get(DEADLINE_TIMER, runId)) {
+        host.timers.clear(LEASE_TIMER, runId);
+        return;
+      }
+      await this.finishRun(runId, { status: "lost", error: RUNTIME_SILENT });
       return;
     }
-    // Held by an external runtime (see SessionExtension.holdsRun): nothing was lost, retrying would run it twice.
-    if (this.extensions.runIsHeldElsewhere(host, runId)) {
-      host.timers.clear(LEASE_TIMER, runId);
+    if (this.active?.runId === runId) {
+      host.timers.set(LEASE_TIMER, runId, Date.now() + LEASE_MS);
       return;
     }
     if (row.attempts < 2) {
@@ -287,9 +324,6 @@ export class RunQueue {
       this.kick();
       return;
     }
-    await this.finishRun(runId, {
-      status: "error",
-      error: "Run was interrupted by a restart and could not be resumed",
-    });
+    await this.finishRun(runId, { status: "lost", error: LOST_TWICE });
   }
 }

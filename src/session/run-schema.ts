@@ -1,6 +1,11 @@
 import { z } from "zod";
 
-export const RUN_STATUSES = ["queued", "running", "ok", "error", "timeout", "aborted"] as const;
+/**
+ * A run's states (docs/contract.md, "Runs"): `queued → running → ok | error | timeout | aborted | lost`.
+ * The last five are final. `lost`: nothing executes the run any more and nothing would end it otherwise —
+ * its executor was lost twice, or its runtime stopped renewing its lease (src/session/run-audit.ts).
+ */
+export const RUN_STATUSES = ["queued", "running", "ok", "error", "timeout", "aborted", "lost"] as const;
 
 /** Why a run exists; follow-up steps (agent-to-agent flow, announces) dispatch on it. */
 export const RUN_KINDS = [
@@ -26,7 +31,7 @@ export const runSnapshotSchema = z
     status: z.enum(RUN_STATUSES),
     kind: z.enum(RUN_KINDS),
     reply: z.string().optional().describe("The assistant's final text (status ok)"),
-    error: z.string().optional().describe("Why the run failed (status error, timeout, aborted)"),
+    error: z.string().optional().describe("Why the run failed (status error, timeout, aborted, lost)"),
     createdAt: z.number().int().describe("Epoch milliseconds"),
     startedAt: z.number().int().optional(),
     endedAt: z.number().int().optional(),
@@ -38,3 +43,19 @@ export const runSnapshotSchema = z
   .meta({ id: "Run", description: "A run's status and outcome." });
 
 export type RunSnapshot = z.infer<typeof runSnapshotSchema>;
+
+/** `POST /v1/runs/{id}/heartbeat` (a webhook runtime holding the run): the run, its renewed lease, a fresh token. */
+export const runHeartbeatSchema = z
+  .strictObject({
+    run: runSnapshotSchema,
+    runToken: z.string().describe("A fresh run token, signed with the current SIGNING_SECRET: use it from now on."),
+    deadline: z.number().int().nullable().describe("Epoch ms when the run ends `timeout`; null: no deadline."),
+    leaseExpiresAt: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "Epoch ms until which the run is held without another heartbeat; null: no lease to renew (the run has a deadline, or its runtime has not answered 202 yet).",
+      ),
+  })
+  .meta({ id: "RunHeartbeat", description: "A renewed run lease." });

@@ -2,6 +2,13 @@ import type { RunInput, RunSnapshot, RunStatus, TranscriptMessage, Usage } from 
 
 /** A run whose executor is not seen alive for this long is considered lost to an eviction (docs/architecture.md, "Inside a session object"). */
 export const LEASE_MS = 60_000;
+/**
+ * A run held by an outside runtime (a webhook runtime answered 202) and without a deadline is lost when the
+ * runtime neither completes nor renews it (`POST /v1/runs/{id}/heartbeat`) for this long (docs/contract.md, "Runs").
+ */
+export const RUNTIME_LEASE_MS = 10 * 60_000;
+/** A session with open runs or flows is audited this often (src/session/run-audit.ts). */
+export const SWEEP_MS = 10 * 60_000;
 /** Longest server-side wait one call may hold. Clients re-call `wait` to wait longer. */
 export const MAX_WAIT_MS = 15 * 60_000;
 
@@ -33,6 +40,15 @@ export interface RunnerResult {
   model: string;
   provider: string;
 }
+
+/**
+ * A runner's answer for a run that goes on outside this object (a webhook runtime answered 202): the run
+ * stays `running`, no executor waits for it in memory, and it is ended later by `finishRun` — its
+ * completion, its deadline or its lease (docs/contract.md, "Runs"). Nothing in memory to lose, so an
+ * eviction changes nothing for it.
+ */
+export const HELD_ELSEWHERE: unique symbol = Symbol("held elsewhere");
+export type RunnerAnswer = RunnerResult | typeof HELD_ELSEWHERE;
 
 export interface RunOutcome {
   status: Exclude<RunStatus, "queued" | "running">;

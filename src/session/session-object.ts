@@ -7,14 +7,17 @@ import { sessionExtensions } from "../extensions";
 import { displayKey, parseCanonical } from "../keys";
 import { type IndexEntry, indexEntryOf, type SessionRow } from "../registry/row";
 import { sessionIndex } from "../registry/session-index";
+import { refuseIfArchived } from "../spawn/archive-delete";
 import { type SpawnChildRequest, spawnChildInObject } from "../spawn/child-spawn";
 import { runAlarm } from "./alarm";
+import type { SessionAudit } from "./audit-types";
 import { TRANSCRIPT_CHUNK_BYTES } from "./byte-budget";
 import { assertOpen, beginClosing } from "./closing";
 import { enqueueRun, newSessionMeta } from "./enqueue";
 import type { SessionExtensions } from "./extensions";
 import type { SessionHost } from "./host";
 import { type IndexDirty, IndexSync } from "./index-sync";
+import { auditSession } from "./run-audit";
 import { RunQueue } from "./run-queue";
 import type { RunOutcome, RunRow } from "./run-types";
 import { migrate } from "./schema";
@@ -137,8 +140,16 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     return spawnChildInObject(this, req);
   }
 
-  /** Create the session without a run (spawn and PATCH of a new key use this). Idempotent. */
+  /**
+   * Create the session without a run (spawn and PATCH of a new key use this). Idempotent. Refuses (409) while
+   * the session is being deleted or archived, like every writer (closing.ts): a caller that writes after it
+   * must check again after its own awaits (`assertOpen`), since the close may begin during them.
+   */
   async ensureSession(init?: EnqueueRequest["init"]): Promise<SessionMeta> {
+    assertOpen(this, this.key);
+    if (this.meta) return this.meta;
+    await refuseIfArchived(this);
+    assertOpen(this, this.key);
     this.ensureSchema();
     if (this.meta) return this.meta;
     this.ctx.storage.transactionSync(() => {
@@ -211,6 +222,8 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
 
   /** Queue a run (enqueue.ts): one transaction, idempotent by `idempotencyKey`. */
   async enqueue(req: EnqueueRequest, alsoInTransaction?: (host: SessionHost) => void): Promise<RunSnapshot> {
+    // An archived sub-agent's key is read-only until deleted (src/spawn/archive-delete.ts); a spawn makes a new key.
+    await refuseIfArchived(this, Boolean(req.init?.subagent));
     const steps = {
       ensureSchema: () => this.ensureSchema(),
       createMeta: (init: EnqueueRequest["init"], now: number) => this.createMeta(init, now),
@@ -236,6 +249,17 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     if (!this.schemaReady) return null;
     await this.queue.abort(runId);
     return this.getRun(runId);
+  }
+
+  /**
+   * What moves each open run and flow of this session on (src/session/run-audit.ts), without acting on it
+   * (a flow whose timer went missing gets it back). The sweep timer acts on the same audit.
+   */
+  async audit(): Promise<SessionAudit> {
+    if (!this.schemaReady) return { runs: [], flows: [] };
+    const audit = this.ctx.storage.transactionSync(() => auditSession(this, this.extensions, this.queue.executing));
+    await this.timers.arm();
+    return audit;
   }
 
   private snapshotOf(runId: string): RunSnapshot | null {

@@ -121,7 +121,7 @@ export interface SubagentInfo {
   runTimeoutSeconds?: number;
   /** How the requester hears back (fixed at spawn from the requester agent's config); absent = "direct". */
   announceDelivery?: "direct" | "requester";
-  status?: "running" | "done" | "failed" | "timeout" | "killed";
+  status?: "running" | "done" | "failed" | "timeout" | "lost" | "killed";
   outcome?: string;
   startedAt?: number;
   endedAt?: number;
@@ -132,7 +132,7 @@ export interface SubagentInfo {
 }
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted"]);
+export const FINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["ok", "error", "timeout", "aborted", "lost"]);
 
 export type RunKind = (typeof RUN_KINDS)[number];
 

@@ -3,6 +3,7 @@ import { type IndexEntry, indexEntryOf } from "../registry/row";
 import { TRANSCRIPT_CHUNK_BYTES } from "../session/byte-budget";
 import type { SessionHost } from "../session/host";
 import { writeHistoryPages } from "./archive-pages";
+import { servedMediaType } from "./attachments";
 
 /**
  * Cold storage for archived sub-agents (test/spawn/subagent-archive.test.ts): before a child's storage is cleared,
@@ -73,7 +74,7 @@ export async function exportToArchive(host: SessionHost, opts: { retainAttachmen
         )
         .one();
       await bucket.put(`${prefix}/attachments/${encodeURIComponent(name)}`, r.data, {
-        httpMetadata: r.mime_type ? { contentType: r.mime_type } : undefined,
+        httpMetadata: r.mime_type ? { contentType: servedMediaType(r.mime_type) } : undefined,
         customMetadata,
       });
     }

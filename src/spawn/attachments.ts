@@ -39,6 +39,22 @@ export const ATTACHMENTS_DISABLED_ERROR =
   "attachments are disabled for sessions_spawn (enable tools.sessions_spawn.attachments.enabled)";
 export const REDACTED_CONTENT = "__OPENCLAW_REDACTED__";
 
+/**
+ * A media type as HTTP carries it (RFC 9110 §8.3.1): `type/subtype` of token characters, optionally with
+ * `; name=value` parameters (a value may be quoted: printable ASCII without quotes or backslashes). Anything else —
+ * CR/LF above all — is refused at the input (src/tools/sessions-spawn-schema.ts), because the type becomes
+ * the Content-Type of the file's GET and of its archived copy.
+ */
+export const MEDIA_TYPE =
+  /^[\w!#$%&'*+.^`|~-]+\/[\w!#$%&'*+.^`|~-]+(?:[ \t]*;[ \t]*[\w!#$%&'*+.^`|~-]+=(?:[\w!#$%&'*+.^`|~-]+|"[ !#-[\]-~]*"))*$/;
+/** What a file is served as when its stored type is not a media type (stored before types were checked). */
+export const FALLBACK_MEDIA_TYPE = "application/octet-stream";
+
+/** The stored type when it is a media type, else the fallback: never a header value that could break a response. */
+export function servedMediaType(stored: string | null | undefined): string {
+  return stored && stored.length <= 255 && MEDIA_TYPE.test(stored) ? stored : FALLBACK_MEDIA_TYPE;
+}
+
 /** Names that would collide with our own bookkeeping or mean "this/parent directory". */
 const RESERVED_NAMES = new Set([".", "..", ".manifest.json"]);
 // C0 controls (covers NUL, TAB, LF, CR) and DEL. Path separators are checked separately.

@@ -1,6 +1,10 @@
+import { log } from "../log";
+import type { FlowFinding } from "../session/audit-types";
+import { assertOpen } from "../session/closing";
 import { callExtension, type SessionExtension } from "../session/extensions";
 import { getFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
+import { timerGuard } from "../session/run-audit";
 import type { TimerRow } from "../session/timers";
 import type { DeadDelivery, SessionMeta } from "../session/types";
 import { CHILD_FLOW, childFlowId, countActiveChildren, releaseSlotSync, SLOT_TIMER } from "./child-slots";
@@ -58,6 +62,8 @@ async function reserveSlot(
   arg: { childKey: string; maxChildren: number; label?: string },
 ): Promise<{ ok: boolean; activeChildren: number }> {
   await host.ensureSession();
+  // No await from here to the transaction: a delete that began during ensureSession is seen (closing.ts).
+  assertOpen(host, host.key);
   const res = host.storage.transactionSync(() => {
     const n = countActiveChildren(host);
     if (n >= arg.maxChildren) return { ok: false, activeChildren: n };
@@ -90,6 +96,9 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
   const turn =
     h.delivery === "requester" && h.message && h.event && host.meta ? { message: h.message, event: h.event } : null;
   await host.ensureSession();
+  // An announce answered "recorded" must not be wiped by a delete that began meanwhile: refused (409), the
+  // child's hand-off timer tries again and finds the key gone or open again (closing.ts).
+  assertOpen(host, host.key);
   const result = host.storage.transactionSync((): AnnounceHandoffResult => {
     if (hasFlowRow(host.sql, h.idempotencyKey)) return { duplicate: true, recorded: false };
     if (turn) {
@@ -117,7 +126,11 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
   return result;
 }
 
-/** Safety net for a slot: release it when its child does not exist (spawn never completed, or the child was deleted). */
+/**
+ * Safety net for a slot: release it when its child does not exist (spawn never completed, or the child was
+ * deleted), or exists but will never announce (its announce flow gave up: docs/timers.md) — a slot held for
+ * an announce that cannot come would count against maxChildrenPerAgent for good.
+ */
 async function checkSlot(host: SessionHost, timer: TimerRow): Promise<void> {
   const childKey = timer.ref;
   const row = getFlowRow(host.sql, childFlowId(childKey));
@@ -125,10 +138,50 @@ async function checkSlot(host: SessionHost, timer: TimerRow): Promise<void> {
     host.timers.clear(SLOT_TIMER, childKey);
     return;
   }
-  const child = await host.bindings.SESSIONS.getByName(childKey).getMeta();
+  const stub = host.bindings.SESSIONS.getByName(childKey);
+  const child = await stub.getMeta();
+  const pending = child ? (await callExtension(stub, "subagent-lifecycle", "announcePending")).pending : false;
   host.storage.transactionSync(() => {
-    if (!child) releaseSlotSync(host, childKey);
-    else host.timers.set(SLOT_TIMER, childKey, Date.now() + SLOT_RECHECK_MS);
+    if (pending) {
+      host.timers.set(SLOT_TIMER, childKey, Date.now() + SLOT_RECHECK_MS);
+      return;
+    }
+    if (child && getFlowRow(host.sql, childFlowId(childKey))?.state === "running")
+      log.warn("subagent_slot_released", { sessionKey: host.key, childKey, reason: "its announce can no longer come" });
+    releaseSlotSync(host, childKey);
+  });
+}
+
+/** Child slots audited per sweep (src/session/run-audit.ts). */
+const AUDITED_SLOTS = 20;
+
+/**
+ * The sweeper's audit of this requester's running child slots: each is moved on by its slot check, or by
+ * the completion turn its child's announce waits for ("requester" delivery, requester-turn.ts).
+ */
+function auditSlots(host: SessionHost): FlowFinding[] {
+  const rows = host.sql
+    .exec<{ id: string; json: string }>(
+      "SELECT id, json FROM flows WHERE kind = ? AND state = 'running' LIMIT ?",
+      CHILD_FLOW,
+      AUDITED_SLOTS,
+    )
+    .toArray();
+  return rows.map(({ id, json }) => {
+    const { childKey } = JSON.parse(json) as { childKey: string };
+    const prefix = `announce:v1:${childKey}:`;
+    const awaitingTurn =
+      host.sql
+        .exec(
+          "SELECT 1 FROM flows WHERE kind = ? AND state IN ('turn_pending', 'turn_queued') AND substr(id, 1, ?) = ? LIMIT 1",
+          ANNOUNCE_IN_FLOW,
+          prefix.length,
+          prefix,
+        )
+        .toArray().length > 0;
+    return awaitingTurn
+      ? { flow: id, state: "running", guard: "completion turn" }
+      : timerGuard(host, id, "running", SLOT_TIMER, childKey);
   });
 }
 
@@ -183,6 +236,7 @@ export const requesterExtension: SessionExtension = {
     [DEAD_NOTICE_FLOW]: ["recorded"],
   },
   rpc: requesterRpc,
+  audit: auditSlots,
   timers: { [SLOT_TIMER]: {} },
   onTimer: (host, timer) => checkSlot(host, timer),
   onDeliveryDead: announceUndelivered,

@@ -1,8 +1,11 @@
 import { queueDelivery } from "../channels/outbox";
+import { log } from "../log";
 import { utf8ByteLength } from "../policy/history-sanitize";
+import type { FlowFinding } from "../session/audit-types";
 import type { SessionExtension } from "../session/extensions";
 import { getFlowRow, moveFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
+import { timerGuard } from "../session/run-audit";
 import type { RunEndedEvent } from "../session/run-types";
 import type { DeliveryRoute } from "../session/types";
 import { type ChildOutcome, isSilentToken } from "./announce-format";
@@ -31,6 +34,12 @@ const TURN_REF = "inbox";
 export const MAX_EVENTS_PER_TURN = 5;
 export const MAX_TURN_INPUT_BYTES = 256 * 1024;
 const BUSY_RECHECK_MS = 60_000;
+/**
+ * A requester that is never idle (one run after another) would never take its completion turn, and the
+ * child's slot would stay held: a completion waits for the requester at most this long, then its direct
+ * announce goes instead (docs/subagents.md).
+ */
+export const REQUESTER_IDLE_WAIT_MS = 10 * 60_000;
 
 /** What an event row keeps: enough for the turn, and for the direct announce if the turn fails. */
 interface PendingEvent {
@@ -69,15 +78,15 @@ export function acceptForTurn(
   host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now, undefined, { keepEarlier: true });
 }
 
-function pendingEvents(host: SessionHost): { id: string; e: PendingEvent }[] {
+function pendingEvents(host: SessionHost): { id: string; e: PendingEvent; since: number }[] {
   return host.sql
-    .exec<{ id: string; json: string }>(
-      "SELECT id, json FROM flows WHERE kind = ? AND state = 'turn_pending' ORDER BY created_at, rowid LIMIT ?",
+    .exec<{ id: string; json: string; created_at: number }>(
+      "SELECT id, json, created_at FROM flows WHERE kind = ? AND state = 'turn_pending' ORDER BY created_at, rowid LIMIT ?",
       ANNOUNCE_IN_FLOW,
       MAX_EVENTS_PER_TURN * 4,
     )
     .toArray()
-    .map((r) => ({ id: r.id, e: JSON.parse(r.json) as PendingEvent }));
+    .map((r) => ({ id: r.id, e: JSON.parse(r.json) as PendingEvent, since: r.created_at }));
 }
 
 /** The next turn's events: the oldest pending one and those after it for the same thread, within the bounds. */
@@ -113,8 +122,25 @@ async function startCompletionTurn(host: SessionHost): Promise<void> {
     return;
   }
   if (busy(host)) {
-    // Safety net only: a run's end re-arms the timer at once.
-    host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Date.now() + BUSY_RECHECK_MS);
+    const now = Date.now();
+    const pending = pendingEvents(host);
+    const waitedTooLong = pending.filter((p) => now - p.since >= REQUESTER_IDLE_WAIT_MS);
+    if (waitedTooLong.length > 0) {
+      // Bounded wait: these completions are told directly now (and their slots freed); newer ones wait on.
+      host.storage.transactionSync(() => {
+        for (const { id, e } of waitedTooLong) settleEvent(host, id, e, "fallback", now);
+        host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, now + BUSY_RECHECK_MS);
+      });
+      log.warn("subagent_completion_not_waited", {
+        sessionKey: host.key,
+        events: waitedTooLong.length,
+        reason: `the requester stayed busy for ${REQUESTER_IDLE_WAIT_MS / 1000}s; the direct announce was delivered`,
+      });
+      return;
+    }
+    // Safety net only: a run's end re-arms the timer at once; the oldest completion's wait ends at its bound.
+    const oldest = pending[0]?.since ?? now;
+    host.timers.set(COMPLETION_TURN_TIMER, TURN_REF, Math.min(now + BUSY_RECHECK_MS, oldest + REQUESTER_IDLE_WAIT_MS));
     return;
   }
   const internal = isSubagentRequester(host);
@@ -194,10 +220,19 @@ function settleEvent(
   releaseSlotSync(host, e.childKey, e.outcome);
 }
 
+/** The sweeper's audit (src/session/run-audit.ts): completions waiting for a turn are moved on by the turn timer. */
+function auditPendingTurns(host: SessionHost): FlowFinding[] {
+  const waiting = host.sql
+    .exec("SELECT 1 FROM flows WHERE kind = ? AND state = 'turn_pending' LIMIT 1", ANNOUNCE_IN_FLOW)
+    .toArray().length;
+  return waiting > 0 ? [timerGuard(host, "completion inbox", "turn_pending", COMPLETION_TURN_TIMER, TURN_REF)] : [];
+}
+
 /** The requester's completion turns: its sub-agents' results reach its model in one run. */
 export const requesterTurnExtension: SessionExtension = {
   name: "subagent-requester-turn",
   onRunEnded,
+  audit: auditPendingTurns,
   timers: {
     // A turn that can never be queued gives up like every timer (docs/timers.md): its waiting completions are told directly.
     [COMPLETION_TURN_TIMER]: {

@@ -1,8 +1,10 @@
 import { log } from "../log";
 import { transcriptPathOf } from "../registry/row";
+import type { FlowFinding } from "../session/audit-types";
 import { capText } from "../session/byte-budget";
 import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
+import { timerGuard } from "../session/run-audit";
 import type { RunEndedEvent } from "../session/run-types";
 import type { SubagentInfo } from "../session/types";
 import {
@@ -11,6 +13,7 @@ import {
   ANNOUNCE_TIMER_KINDS,
   announcedOutcome,
   DESCENDANTS_TIMER,
+  type FlowState,
   flowAt,
   HANDOFF_TIMER,
   readFlow,
@@ -59,6 +62,10 @@ export const LIFECYCLE_EXTENSION = "subagent-lifecycle" as const;
  * only guarantees that nothing waits forever on a child that never reports.
  */
 export const DESCENDANT_WAIT_MAX_MS = 6 * 60 * 60_000;
+/** Open announce flows audited per sweep (src/session/run-audit.ts). */
+const AUDITED_FLOWS = 20;
+const announceStepKey = (taskRunId: string) => `subagent:announce:${taskRunId}`;
+
 /** What all direct children's results together may take in the announce material. */
 const CHILD_RESULTS_MAX_BYTES = 100 * 1024;
 
@@ -69,7 +76,7 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const now = Date.now();
   if (input.kind === "subagent_task") {
     const outcome = outcomeOf(run.status);
-    sub.status = outcome === "ok" ? "done" : outcome === "timeout" ? "timeout" : "failed";
+    sub.status = outcome === "ok" ? "done" : outcome === "timeout" || outcome === "lost" ? outcome : "failed";
     sub.outcome = run.status;
     sub.runId = run.runId;
     sub.startedAt = sub.startedAt ?? run.startedAt;
@@ -186,7 +193,7 @@ async function startAnnounceStep(host: SessionHost, taskRunId: string): Promise<
       deliver: false,
       data: { taskRunId },
     },
-    idempotencyKey: `subagent:announce:${taskRunId}`,
+    idempotencyKey: announceStepKey(taskRunId),
   });
   host.timers.clear(ANNOUNCE_TIMER, taskRunId);
 }
@@ -223,10 +230,55 @@ async function handOff(host: SessionHost, taskRunId: string): Promise<void> {
     if (sub.cleanup === "delete") host.timers.set(DELETE_TIMER, "child", Date.now());
   });
 }
-/** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]). */
+/**
+ * The sweeper's audit of this child's open announce flows: "waiting" is moved on by its cap timer, "step" by
+ * its announce run once queued (before that, by its timer), "handoff" by the hand-off timer.
+ */
+function auditAnnounces(host: SessionHost): FlowFinding[] {
+  const rows = host.sql
+    .exec<{ id: string; state: FlowState }>(
+      "SELECT id, state FROM flows WHERE kind = ? AND state IN ('waiting', 'step', 'handoff') LIMIT ?",
+      ANNOUNCE_FLOW,
+      AUDITED_FLOWS,
+    )
+    .toArray();
+  return rows.map(({ id, state }) => {
+    const taskRunId = id.slice("announce:".length);
+    if (state === "step") {
+      const step = host.sql
+        .exec<{ status: string }>("SELECT status FROM runs WHERE idempotency_key = ?", announceStepKey(taskRunId))
+        .toArray()[0];
+      if (step && (step.status === "queued" || step.status === "running"))
+        return { flow: id, state, guard: "announce run" };
+    }
+    const kind = state === "waiting" ? DESCENDANTS_TIMER : state === "step" ? ANNOUNCE_TIMER : HANDOFF_TIMER;
+    return timerGuard(host, id, state, kind, taskRunId);
+  });
+}
+
+/**
+ * Whether this child may still announce to its requester: its task or announce run is open, or its announce
+ * flow has a step to go. False once the announce was handed off — or can no longer be (its flow failed): the
+ * requester's slot check then frees the slot (src/spawn/requester-side.ts).
+ */
+function announcePending(host: SessionHost): { pending: boolean } {
+  if (!host.hasStorage || !host.meta?.subagent) return { pending: false };
+  const run = host.sql
+    .exec(
+      "SELECT 1 FROM runs WHERE kind IN ('subagent_task', 'subagent_announce') AND status IN ('queued', 'running') LIMIT 1",
+    )
+    .toArray();
+  const flow = host.sql
+    .exec("SELECT 1 FROM flows WHERE kind = ? AND state IN ('waiting', 'step', 'handoff') LIMIT 1", ANNOUNCE_FLOW)
+    .toArray();
+  return { pending: run.length > 0 || flow.length > 0 };
+}
+
+/** The child's spawn attachments, for its runs (GET /v1/sessions/{key}/attachments[/{name}]); whether its announce may still come. */
 const lifecycleRpc = {
   attachments: (host: SessionHost) => listAttachments(host),
   attachment: (host: SessionHost, name: string) => readAttachment(host, String(name)),
+  announcePending: (host: SessionHost) => announcePending(host),
 };
 
 declare module "../session/extensions" {
@@ -240,6 +292,7 @@ export const subagentLifecycleExtension: SessionExtension = {
   name: LIFECYCLE_EXTENSION,
   finishedFlows: { [ANNOUNCE_FLOW]: ["done", "failed"] },
   onRunEnded,
+  audit: auditAnnounces,
   rpc: lifecycleRpc,
   timers: { ...ANNOUNCE_TIMER_KINDS, [ARCHIVE_TIMER]: {}, [DELETE_TIMER]: {}, [DESCENDANTS_TIMER]: {} },
   async onTimer(host, timer) {

@@ -50,5 +50,5 @@ export function costOf(
 }
 
 export function outcomeOf(status: string): RunOutcome {
-  return status === "ok" || status === "timeout" || status === "aborted" ? status : "error";
+  return status === "ok" || status === "timeout" || status === "aborted" || status === "lost" ? status : "error";
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { BLOCKED_BY_POLICY } from "../channels/outbox";
 import { fromRpcError } from "../errors";
+import { idempotencyScope } from "../http/principal";
 import { deriveChannel, displayKey, type ParsedKey, parseCanonical } from "../keys";
 import { isAgentToAgentAllowed, visibilityError } from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
@@ -111,6 +112,13 @@ function waitedResult(
       return { runId: run.runId, status: "ok", ...(run.reply ? { reply: run.reply } : {}), sessionKey, delivery };
     case "error":
       return { runId: run.runId, status: "error", error: run.error || "agent error", sessionKey };
+    case "lost":
+      return {
+        runId: run.runId,
+        status: "error",
+        error: `Run lost: ${run.error || "its executor is gone"}`,
+        sessionKey,
+      };
     case "timeout":
     case "aborted":
       return { runId: run.runId, status: "timeout", error: run.error || "Run aborted", sessionKey };
@@ -204,8 +212,10 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
             flowId: crypto.randomUUID(),
             data: { a2a },
           },
-          // Scoped to the requester, so two callers choosing the same key never collide.
-          idempotencyKey: args.idempotencyKey ? `send:${requesterKey}:${args.idempotencyKey}` : undefined,
+          // Scoped to the requester and to the principal acting as it, so two callers choosing the same key never collide.
+          idempotencyKey: args.idempotencyKey
+            ? `send:${idempotencyScope(ctx.caller)}:${requesterKey}:${args.idempotencyKey}`
+            : undefined,
         },
         ...(asNonChild ? { requireChildOf: requesterKey } : {}),
       }),

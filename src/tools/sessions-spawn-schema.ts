@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { THINKING_LEVELS } from "../runners/thinking";
-import type { attachmentsReceipt } from "../spawn/attachments";
+import { type attachmentsReceipt, MEDIA_TYPE } from "../spawn/attachments";
 
 /**
  * The `sessions_spawn` parameters and its accepted result: the one schema the tool registry validates
@@ -14,7 +14,13 @@ const attachmentSchema = z.object({
   name: z.string().max(255),
   content: z.string(),
   encoding: z.enum(["utf8", "base64"]).optional(),
-  mimeType: z.string().max(255).optional(),
+  mimeType: z
+    .string()
+    .max(255)
+    .trim()
+    .regex(MEDIA_TYPE, "expected a media type such as text/plain or image/png")
+    .optional()
+    .describe("The file's media type (`type/subtype`, optional `; name=value` parameters); served back as a download."),
 });
 
 // Strict: an unknown parameter is a 400 naming it (src/tools/registry.ts), never silently dropped.

@@ -29,7 +29,7 @@ describe("GET /v1/config (the console's agents page)", () => {
     const cfg = res.json.config;
     expect(cfg.agents.entries.hooked.runtime).toEqual({
       type: "webhook",
-      url: `https://bot.example/run?token=${encodeURIComponent(REDACTED)}`,
+      url: `https://bot.example/run?token=${REDACTED}`,
       secret: REDACTED,
     });
     expect(cfg.models.providers.acme.apiKey).toBe(REDACTED);

@@ -238,8 +238,13 @@ describe("responses match /openapi.json", () => {
       "POST /v1/sessions/{key}/messages",
       request("POST", `/v1/sessions/${enc(closing)}/messages`, { message: "x" }),
     );
+    const patched = await check(
+      "PATCH /v1/sessions/{key}",
+      request("PATCH", `/v1/sessions/${enc(closing)}`, { label: "x" }),
+    );
     release();
     expect(refused.status).toBe(409);
+    expect(patched.status).toBe(409);
     expect((await invoke({ tool: 5 })).status).toBe(400);
     expect((await invoke({ tool: "sessions_list", sessionKey: KEY }, { token: RESEARCH_TOKEN })).status).toBe(403);
 
@@ -311,6 +316,20 @@ describe("responses match /openapi.json", () => {
     ]);
     expect([a.status, b.status].sort()).toEqual([200, 409]);
     expect((await complete(id, { reply: "again" }, tokens[0])).status).toBe(401);
+
+    // The heartbeat of a held run: its fresh token; the operator's 403; a run that ends between the token check and the renewal, 409.
+    const beat = (runId: string, token?: string) =>
+      check("POST /v1/runs/{id}/heartbeat", request("POST", `/v1/runs/${runId}/heartbeat`, undefined, { token }));
+    const held = (await request("POST", `/v1/sessions/${enc(key)}/messages`, { message: "again" })).json.runId;
+    await vi.waitUntil(() => tokens.length > 1);
+    expect((await beat(held, tokens[1])).status).toBe(200);
+    expect((await beat(held)).status).toBe(403);
+    expect((await beat("x".repeat(1025), tokens[1])).status).toBe(400);
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(async function (this: SessionObject) {
+      await this.abortRun(held);
+      return { run: await this.getRun(held), deadline: null, leaseExpiresAt: null };
+    });
+    expect((await beat(held, tokens[1])).status).toBe(409);
   });
 
   it("400, 403, 404 and 413 of the session and run routes", async () => {
@@ -326,7 +345,7 @@ describe("responses match /openapi.json", () => {
       .operations()
       .filter((o) => o.startsWith("GET /v1/runs") || o.startsWith("POST /v1/runs"))) {
       const [method, path] = op.split(" ");
-      if (path.endsWith("/complete")) continue;
+      if (path.endsWith("/complete") || path.endsWith("/heartbeat")) continue;
       expect((await check(op, request(method, path.replace("{id}", "x".repeat(1025))))).status, op).toBe(400);
       expect((await check(op, request(method, path.replace("{id}", "not-a-run")))).status, op).toBe(404);
       expect(
@@ -357,12 +376,12 @@ describe("responses match /openapi.json", () => {
   });
 
   it("401, 429 and 500 of every route that documents them", async () => {
-    // Failed authentications are counted per client by the AUTH_FAILURES binding: each 401 comes from a
-    // client of its own, and one client is driven over the limit for the 429s.
+    // Failed authentications are counted per credential and per address by the AUTH_FAILURES binding: each 401
+    // comes from a client and a wrong token of its own, and one address is driven over the limit for the 429s.
     let n = 0;
     const limitedClient = { "CF-Connecting-IP": "203.0.113.7" };
     for (let i = 0; i < 12; i++)
-      await request("GET", "/v1/agents", undefined, { token: "wrong", headers: limitedClient });
+      await request("GET", "/v1/agents", undefined, { token: `wrong-${i}`, headers: limitedClient });
     for (const op of contract.operations()) {
       const [method, path] = op.split(" ");
       const statuses = contract
@@ -373,16 +392,18 @@ describe("responses match /openapi.json", () => {
         const client = { "CF-Connecting-IP": `198.51.100.${++n}` };
         const refused = await check(
           op,
-          request(method, fill(path), bodyOf(method), { token: "wrong", headers: client }),
+          request(method, fill(path), bodyOf(method), { token: `wrong-${n}`, headers: client }),
         );
         expect(refused.status, op).toBe(401);
       }
       if (statuses.includes("429")) {
         const client = { "CF-Connecting-IP": "203.0.113.7" };
-        for (let i = 0; i < 12; i++) await request("GET", "/v1/agents", undefined, { token: "wrong", headers: client });
+        for (let i = 0; i < 12; i++)
+          await request("GET", "/v1/agents", undefined, { token: `wrong-${i}`, headers: client });
+        // A failing request from an address over its limit (a valid token is never refused: docs/limits.md).
         const limited = await check(
           op,
-          request(method, fill(path), bodyOf(method), { token: MAIN_TOKEN, headers: client }),
+          request(method, fill(path), bodyOf(method), { token: "another-wrong-token", headers: client }),
         );
         expect(limited.status, op).toBe(429);
         authLimiter.reset();

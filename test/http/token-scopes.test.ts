@@ -100,7 +100,7 @@ describe("run tokens: the tools as their session, and their own /complete — no
       expect(r.status, `${method} ${path}`).toBe(403);
       expect(r.json).toEqual(FORBIDDEN);
       expect(r.json.error.message).toBe(
-        `A run token may call the tools and POST /v1/runs/${runId}/complete; ${method} ${path.replace(/\/$/, "")} needs an agent or operator token`,
+        `A run token may call the tools and POST /v1/runs/${runId}/complete or /heartbeat; ${method} ${path.replace(/\/$/, "")} needs an agent or operator token`,
       );
     }
     const after = (await call("GET", `/v1/sessions/${enc(key)}`)).json;

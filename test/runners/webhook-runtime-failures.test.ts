@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { mintRunToken } from "../../src/runners/run-token";
+import { timeouts } from "../../src/timeout-signal";
 import { getRun, installFakeRuntime, newKey, posted, runtime, send } from "../helpers/fake-runtime";
 import { advance, call } from "../helpers/http";
 
@@ -108,11 +109,11 @@ describe("webhook agent runtimes: failures and limits", () => {
     expect(runtime.received.filter((r) => r.req.runId === redirected)).toHaveLength(1);
 
     // Never answering: the request is cut at the run's deadline (at most 15 min), here shortened to 20 ms.
-    const realTimeout = AbortSignal.timeout.bind(AbortSignal);
+    const realTimeout = timeouts.signal.bind(timeouts);
     const asked: number[] = [];
-    vi.spyOn(AbortSignal, "timeout").mockImplementation((ms: number) => {
+    vi.spyOn(timeouts, "signal").mockImplementation((ms: number, parent?: AbortSignal) => {
       asked.push(ms);
-      return realTimeout(20);
+      return realTimeout(20, parent);
     });
     runtime.respond = (_req, i) =>
       new Promise((_, reject) => i?.signal?.addEventListener("abort", () => reject(i.signal!.reason)));
@@ -124,7 +125,7 @@ describe("webhook agent runtimes: failures and limits", () => {
     );
     expect(asked.length).toBeGreaterThan(0);
     expect(Math.max(...asked)).toBeLessThanOrEqual(120_000); // the run's deadline (timeoutSeconds 120)
-    vi.mocked(AbortSignal.timeout).mockRestore();
+    vi.mocked(timeouts.signal).mockRestore();
 
     // An endless 200 body: reading stops at the cap.
     let pulled = 0;

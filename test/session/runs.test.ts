@@ -264,7 +264,7 @@ describe("runs", () => {
 });
 
 describe("restart safety (eviction mid-run)", () => {
-  it("the lease timer re-queues a run whose executor was lost, once; a second loss ends it `error`", async () => {
+  it("the lease timer re-queues a run whose executor was lost, once; a second loss ends it `lost`", async () => {
     const fake = useFakeProvider();
     const key = "agent:main:runs-evict";
     const id = await post(key, "fragile");
@@ -282,7 +282,7 @@ describe("restart safety (eviction mid-run)", () => {
     await crash(sessionStub(key));
     await advance(key, 60_000);
     const r = await getRun(id);
-    expect(r).toMatchObject({ status: "error", error: "Run was interrupted by a restart and could not be resumed" });
+    expect(r).toMatchObject({ status: "lost", error: "Run was interrupted by a restart and could not be resumed" });
     expect(fake.calls).toHaveLength(2);
     // The inbound message was recorded once despite two attempts.
     expect(await texts(key)).toEqual(["user:fragile", "assistant:"]);

@@ -4,6 +4,7 @@ import { invalid } from "../../errors";
 import { EVENT_ID_MAX_CHARS, EVENT_ID_PATTERN } from "../../events/event-ids";
 import { eventStreamResponse } from "../../events/sse-bridge";
 import type { AppEnv } from "../app-env";
+import type { Principal } from "../principal";
 import { routeDoc } from "../route-doc";
 import { keyParam, targetOf } from "../route-helpers";
 import { RUN_EVENTS_TEXT, SESSION_EVENTS_TEXT } from "../route-texts";
@@ -37,12 +38,16 @@ const resumeQuery = z.object({
     .describe("Resume after this event id (when the header cannot be set)"),
 });
 
-/** The object's URL for a watcher: which stream, and where it resumes (src/events/session-events.ts reads it). */
-function watchUrl(stream: "session" | "run", after: string | null, runId?: string): URL {
+/**
+ * The object's URL for a watcher: which stream, where it resumes, and — opened with a run token — whose run's
+ * token it was, so the stream ends when that run does (src/events/session-events.ts reads it).
+ */
+function watchUrl(principal: Principal, stream: "session" | "run", after: string | null, runId?: string): URL {
   const url = new URL("https://session/events");
   url.searchParams.set("stream", stream);
   if (runId !== undefined) url.searchParams.set("runId", runId);
   if (after !== null) url.searchParams.set("after", after);
+  if (principal.role === "run") url.searchParams.set("authRun", principal.runId);
   return url;
 }
 
@@ -69,7 +74,7 @@ export const eventsApp = new Hono<AppEnv>()
       const target = targetOf(c);
       const after = resumePoint(c.req.valid("header")["last-event-id"], c.req.valid("query").lastEventId);
       const stub = c.env.SESSIONS.getByName(target.canonicalKey);
-      return eventStreamResponse(stub.fetch(watchUrl("session", after), WATCH));
+      return eventStreamResponse(stub.fetch(watchUrl(c.get("principal"), "session", after), WATCH));
     },
   )
   .get(
@@ -87,7 +92,7 @@ export const eventsApp = new Hono<AppEnv>()
     async (c) => {
       const key = runTarget(c);
       const after = resumePoint(c.req.valid("header")["last-event-id"], c.req.valid("query").lastEventId);
-      const url = watchUrl("run", after, c.req.valid("param").id);
+      const url = watchUrl(c.get("principal"), "run", after, c.req.valid("param").id);
       return eventStreamResponse(c.env.SESSIONS.getByName(key).fetch(url, WATCH));
     },
   );

@@ -6,7 +6,7 @@ import { archiveStatus } from "../../spawn/archive-read";
 import { agentsSchema, effectiveConfigSchema, healthSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
 import { authenticate } from "../auth";
-import { DOCS_PAGE } from "../docs";
+import { DOCS_PAGE, docsHeaders } from "../docs";
 import { openApiDocument } from "../openapi";
 import { routeDoc } from "../route-doc";
 import { HEALTHZ_TEXT } from "../route-texts";
@@ -116,7 +116,7 @@ export function metaApp(root: Hono<AppEnv>) {
           public: true,
           errors: [500],
         }),
-        (c) => c.html(DOCS_PAGE),
+        async (c) => c.html(DOCS_PAGE, 200, await docsHeaders()),
       )
   );
 }

@@ -2,20 +2,28 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { forbidden, fromRpcError, notFound, SwitchboardError } from "../../errors";
 import { keyContextOf, type ParsedKey, parseSessionKey } from "../../keys";
+import { mintRunToken } from "../../runners/run-token";
 import { completeRun, runCompletionSchema } from "../../runners/webhook-runner";
 import { capText } from "../../session/byte-budget";
+import { callExtension } from "../../session/extensions";
 import { sessionKeyOfRun } from "../../session/run-id";
-import { type RunSnapshot, runSnapshotSchema } from "../../session/run-schema";
+import { type RunSnapshot, runHeartbeatSchema, runSnapshotSchema } from "../../session/run-schema";
 import { MAX_WAIT_MS } from "../../session/run-types";
+import { FINAL_STATUSES } from "../../session/types";
 import type { AppEnv } from "../app-env";
 import { authorizeKey } from "../auth";
+import type { Principal } from "../principal";
 import { routeDoc } from "../route-doc";
-import { RUN_COMPLETE_TEXT, RUN_WAIT_TEXT } from "../route-texts";
+import { RUN_COMPLETE_TEXT, RUN_HEARTBEAT_TEXT, RUN_WAIT_TEXT } from "../route-texts";
 import { intQuery, valid } from "../validate";
 
 export const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
 
-/** The session key a run id names, checked against the caller's scope; an id we could not hold is a 404. */
+/**
+ * The canonical session key a run id names, checked against the caller's scope; an id we could not hold is a
+ * 404. Canonical, not as decoded: `main`, `current` or a key in other letter case would address an object
+ * under a name no session has (docs/contract.md, "Session keys").
+ */
 export function runTarget(c: Context<AppEnv>): string {
   const id = c.req.param("id") ?? "";
   const key = sessionKeyOfRun(id);
@@ -29,7 +37,15 @@ export function runTarget(c: Context<AppEnv>): string {
     throw notFound(`Run not found: ${id}`);
   }
   authorizeKey(c.get("principal"), parsed);
-  return key;
+  return parsed.canonicalKey;
+}
+
+/** The run token of exactly this run (its completion, its heartbeat): any other token is a 403. */
+function ownRunToken(c: Context<AppEnv>, runId: string, what: string): Extract<Principal, { role: "run" }> {
+  const principal = c.get("principal");
+  if (principal.role !== "run" || principal.runId !== runId)
+    throw forbidden(`Only the run token of run ${runId} may ${what}`);
+  return principal;
 }
 
 /** A run's answer: found, or the 404 every run route gives. */
@@ -118,9 +134,7 @@ export const runsApp = new Hono<AppEnv>()
     valid("json", runCompletionSchema),
     async (c) => {
       const runId = c.req.valid("param").id;
-      const principal = c.get("principal");
-      if (principal.role !== "run" || principal.runId !== runId)
-        throw forbidden(`Only the run token of run ${runId} may complete it`);
+      const principal = ownRunToken(c, runId, "complete it");
       const completion = c.req.valid("json");
       const run = found(runId, await completeRun(c.env, principal.sessionKey, runId, completion, principal.agentId));
       // The run may have ended another way (deadline, abort) between the token check and now.
@@ -130,5 +144,40 @@ export const runsApp = new Hono<AppEnv>()
       if (run.status !== wanted || (wanted === "ok" && (run.reply ?? "") !== stored))
         throw new SwitchboardError("conflict", `Run ${runId} already ended (${run.status})`);
       return c.json(run);
+    },
+  )
+  // The lease of a run held by its runtime, and the token's re-issue (key rotation: a token signed with
+  // SIGNING_SECRET_PREVIOUS is exchanged for one signed with SIGNING_SECRET; src/runners/run-token.ts).
+  .post(
+    "/:id/heartbeat",
+    routeDoc({
+      tag: "runs",
+      summary: "Renew a webhook run's lease and get a fresh run token (run token only)",
+      description: RUN_HEARTBEAT_TEXT,
+      ok: { description: "The renewed lease", schema: runHeartbeatSchema },
+      errors: [400, 403, 409],
+    }),
+    valid("param", runParam),
+    async (c) => {
+      const runId = c.req.valid("param").id;
+      const principal = ownRunToken(c, runId, "renew it");
+      const beat = await callExtension(
+        c.env.SESSIONS.getByName(principal.sessionKey),
+        "webhook-runtime",
+        "heartbeat",
+        runId,
+      );
+      // The token was checked against the run a moment ago: a run that ended since has no lease to renew. (A run
+      // re-queued after a lost executor is still its runtime's: it answers with no lease until it runs again.)
+      if (!beat.run || FINAL_STATUSES.has(beat.run.status))
+        throw new SwitchboardError("conflict", `Run ${runId} already ended (${beat.run?.status ?? "gone"})`);
+      const runToken = await mintRunToken(c.env.SIGNING_SECRET, {
+        runId,
+        sessionKey: principal.sessionKey,
+        agentId: principal.agentId,
+        isSubagent: principal.isSubagent,
+        expiresAt: beat.deadline,
+      });
+      return c.json({ run: beat.run, runToken, deadline: beat.deadline, leaseExpiresAt: beat.leaseExpiresAt });
     },
   );

@@ -5,6 +5,7 @@ import { sessionIndex } from "../../registry/session-index";
 import { sessionTreeSchema, subagentTree } from "../../registry/subagent-tree";
 import { callExtension } from "../../session/extensions";
 import { RUNS_LIST_MAX } from "../../session/runs-list-rpc";
+import { servedMediaType } from "../../spawn/attachments";
 import {
   attachmentsSchema,
   DELIVERY_STATUSES,
@@ -19,6 +20,12 @@ import { routeDoc } from "../route-doc";
 import { keyParam, rpc, targetOf } from "../route-helpers";
 import { DEAD_TIMER_RETRY_TEXT, RUNS_LIST_TEXT } from "../route-texts";
 import { intQuery, valid } from "../validate";
+
+/** `attachment` with the file's name: an ASCII fallback, and the exact name percent-encoded (RFC 6266, RFC 8187). */
+function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
 
 const limitQuery = (max: number, def: number) =>
   z.object({ limit: intQuery({ min: 1, max, def, description: "Rows" }) });
@@ -165,7 +172,8 @@ export const sessionRecordsApp = new Hono<AppEnv>()
     "/:key/attachments/:name",
     routeDoc({
       tag: "sessions",
-      summary: "One attachment's bytes (Content-Type is the file's mimeType; X-Attachment-Sha256 its hash)",
+      summary:
+        "One attachment's bytes, as a download (Content-Type is the file's mimeType; X-Attachment-Sha256 its hash)",
       ok: { description: "The file", contentType: "application/octet-stream" },
       errors: [400, 403, 404],
     }),
@@ -175,10 +183,15 @@ export const sessionRecordsApp = new Hono<AppEnv>()
       const name = c.req.valid("param").name;
       const file = await rpc(callExtension(c.env.SESSIONS.getByName(key), "subagent-lifecycle", "attachment", name));
       if (!file) throw notFound(`Attachment not found: ${name}`);
+      // Served as a download and never rendered in this origin (the console's): a text/html or SVG attachment
+      // written by an agent must not run as a page of the gateway. nosniff keeps browsers to the stated type.
       return new Response(file.data, {
         headers: {
-          "Content-Type": file.mimeType ?? "application/octet-stream",
+          "Content-Type": servedMediaType(file.mimeType),
           "Content-Length": String(file.bytes),
+          "Content-Disposition": contentDisposition(name),
+          "X-Content-Type-Options": "nosniff",
+          "Content-Security-Policy": "default-src 'none'; sandbox",
           "X-Attachment-Sha256": file.sha256,
         },
       });

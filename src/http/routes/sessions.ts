@@ -9,6 +9,7 @@ import { sessionIndex } from "../../registry/session-index";
 import { checkModelRef } from "../../runners/models";
 import { INVALID_THINKING, parseThinkingLevel } from "../../runners/thinking";
 import { checkTextSize } from "../../session/byte-budget";
+import { deleteArchived } from "../../spawn/archive-delete";
 import { archivedRow, archivedTranscript } from "../../spawn/archive-read";
 import { readHistory } from "../../tools/sessions-history";
 import { decodeCursor, encodeCursor, normalizeKinds } from "../../tools/sessions-list";
@@ -21,6 +22,7 @@ import {
   sessionsPageSchema,
 } from "../api-schemas";
 import type { AppEnv } from "../app-env";
+import { idempotencyScope } from "../principal";
 import { routeDoc } from "../route-doc";
 import { keyParam, rpc, targetOf } from "../route-helpers";
 import { INBOUND_MESSAGE_TEXT, SESSION_PATCH_TEXT, TRANSCRIPT_EXPORT_TEXT } from "../route-texts";
@@ -73,7 +75,10 @@ export const sessionsApp = new Hono<AppEnv>()
             route,
             deliver: body.deliver === true,
           },
-          idempotencyKey: body.idempotencyKey ? `inbound:${body.idempotencyKey}` : undefined,
+          // Per principal: another token's identical key is another message (src/http/principal.ts).
+          idempotencyKey: body.idempotencyKey
+            ? `inbound:${idempotencyScope(c.get("principal"))}:${body.idempotencyKey}`
+            : undefined,
           senderIsOwner: body.senderIsOwner === true,
         }),
       );
@@ -150,7 +155,7 @@ export const sessionsApp = new Hono<AppEnv>()
       summary: "Change label, model, thinking/verbose level or send policy",
       description: SESSION_PATCH_TEXT,
       ok: { description: "The updated session (created if it did not exist)", schema: sessionRowSchema },
-      errors: [400, 403, 413],
+      errors: [400, 403, 409, 413],
     }),
     valid("param", keyParam),
     valid("json", sessionPatch),
@@ -186,7 +191,7 @@ export const sessionsApp = new Hono<AppEnv>()
     "/:key",
     routeDoc({
       tag: "sessions",
-      summary: "Delete a session (never `main`)",
+      summary: "Delete a session (never `main`); an archived one with its archive",
       ok: { description: "Deleted", schema: deletedSchema },
       errors: [400, 403, 404],
     }),
@@ -195,7 +200,12 @@ export const sessionsApp = new Hono<AppEnv>()
       const target = targetOf(c);
       if (target.kind === "main") throw invalid(`Cannot delete the main session (${target.canonicalKey}).`);
       const res = await rpc(c.env.SESSIONS.getByName(target.canonicalKey).deleteSession());
-      if (!res.deleted) throw notFound(`Session not found: ${target.canonicalKey}`);
+      if (!res.deleted) {
+        // No live session: an archived one is deleted with its archive (src/spawn/archive-delete.ts).
+        const row = await archivedRow(c.env, target.canonicalKey);
+        if (!row) throw notFound(`Session not found: ${target.canonicalKey}`);
+        await deleteArchived(c.env, target.canonicalKey, row);
+      }
       return c.json({ ok: true, deleted: target.canonicalKey } satisfies z.infer<typeof deletedSchema>);
     },
   )
