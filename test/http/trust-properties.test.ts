@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { logEvent } from "../src/log";
-import { MEDIA_TYPE } from "../src/spawn/attachments";
-import { call, enc, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "./helpers/http";
+import { setConfigOverride } from "../../src/config/load";
+import { logEvent } from "../../src/log";
+import { MEDIA_TYPE } from "../../src/spawn/attachments";
+import { call, enc, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "../helpers/http";
 
 /**
  * The trust invariants as generated properties (the cases of test/run-lifecycle.test.ts … test/secrets-and-outbound.test.ts,

@@ -1,18 +1,18 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { LANE_OBJECT } from "../src/lane/subagent-lane";
-import { verifyRunToken } from "../src/runners/run-token";
-import type { WebhookRunRequest } from "../src/runners/webhook-runner";
-import { UNGUARDED_RUN } from "../src/session/run-audit";
-import { LOST_TWICE, RUNTIME_SILENT } from "../src/session/run-queue";
-import { LEASE_MS, RUNTIME_LEASE_MS, SWEEP_MS } from "../src/session/run-types";
-import type { SessionObject } from "../src/session/session-object";
-import { getRequesterSpawnState } from "../src/spawn/requester-side";
-import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
-import { until } from "./helpers/scripted";
-import { announcesIn, settle } from "./helpers/subagents";
+import { setConfigOverride } from "../../src/config/load";
+import { LANE_OBJECT } from "../../src/lane/subagent-lane";
+import { verifyRunToken } from "../../src/runners/run-token";
+import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
+import { UNGUARDED_RUN } from "../../src/session/run-audit";
+import { LOST_TWICE, RUNTIME_SILENT } from "../../src/session/run-queue";
+import { LEASE_MS, RUNTIME_LEASE_MS, SWEEP_MS } from "../../src/session/run-types";
+import type { SessionObject } from "../../src/session/session-object";
+import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
+import { until } from "../helpers/scripted";
+import { announcesIn, settle } from "../helpers/subagents";
 
 /**
  * Every run reaches a final state, whatever its runtime (docs/contract.md, "Runs"): a webhook runtime that
@@ -54,8 +54,6 @@ beforeEach(() => {
 afterEach(() => {
   env.SIGNING_SECRET = ORIGINAL_SECRET;
   delete env.SIGNING_SECRET_PREVIOUS;
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const requester = () => `agent:main:lifecycle-${crypto.randomUUID().slice(0, 8)}`;

@@ -1,22 +1,16 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { getRequesterSpawnState } from "../src/spawn/requester-side";
-import { call, enc, invoke, sessionStub } from "./helpers/http";
-import { installFakes, releaseHangingRequests, requesterKey, subagentConfig } from "./helpers/subagents";
+import { describe, expect, it, vi } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { call, enc, invoke, sessionStub } from "../helpers/http";
+import { installFakes, requesterKey, subagentConfig } from "../helpers/subagents";
 
 /**
  * Bad input never reaches a 500 or a foreign origin (docs/limits.md): attachment media types are checked at
  * the input and files are served as downloads; run ids address the canonical session; CONFIG timeouts have
  * a maximum.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const withAttachments = () =>
   setConfigOverride(subagentConfig({ tools: { sessions_spawn: { attachments: { enabled: true } } } }));

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { heartbeatTimer } from "../src/events/heartbeat-timer";
-import type { WebhookRunRequest } from "../src/runners/webhook-runner";
-import { call, enc, sendAndWait } from "./helpers/http";
-import { until } from "./helpers/scripted";
-import { openStream } from "./helpers/sse";
+import { setConfigOverride } from "../../src/config/load";
+import { heartbeatTimer } from "../../src/events/heartbeat-timer";
+import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
+import { call, enc, sendAndWait } from "../helpers/http";
+import { until } from "../helpers/scripted";
+import { openStream } from "../helpers/sse";
 
 /**
  * Streams end when their authority ends (docs/events.md): a stream opened with a run token ends (`end`,
@@ -35,8 +35,6 @@ beforeEach(() => {
 });
 afterEach(() => {
   Object.assign(heartbeatTimer, REAL_TIMER);
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 /** A stream's maximum lifetime, passed when the test says so (in the stream's own request, as heartbeats are). */

@@ -1,22 +1,14 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import type { SessionObject } from "../src/session/session-object";
-import { archivePrefix } from "../src/spawn/archive";
-import { ARCHIVE_READ_MAX_BYTES } from "../src/spawn/archive-read";
-import { subagentLifecycleExtension } from "../src/spawn/subagent-lifecycle";
-import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
-import { until } from "./helpers/scripted";
-import {
-  announcesIn,
-  childState,
-  installFakes,
-  releaseHangingRequests,
-  requesterKey,
-  settle,
-  subagentConfig,
-} from "./helpers/subagents";
+import { describe, expect, it, vi } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
+import type { SessionObject } from "../../src/session/session-object";
+import { archivePrefix } from "../../src/spawn/archive";
+import { ARCHIVE_READ_MAX_BYTES } from "../../src/spawn/archive-read";
+import { subagentLifecycleExtension } from "../../src/spawn/subagent-lifecycle";
+import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
+import { until } from "../helpers/scripted";
+import { announcesIn, childState, installFakes, requesterKey, settle, subagentConfig } from "../helpers/subagents";
 
 /**
  * Nothing answered 2xx is lost, nothing archived is unreachable (docs/contract.md, "Archived sessions";
@@ -24,12 +16,6 @@ import {
  * never answered "recorded" and wiped; an archived session can be deleted with its archive, and a write to its
  * key is a 409 instead of a live session hiding the archive; an archived history read costs what it answers.
  */
-
-afterEach(() => {
-  releaseHangingRequests();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
-});
 
 const MIN = 60_000;
 

@@ -1,13 +1,12 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { getRequesterSpawnState } from "../src/spawn/requester-side";
-import { REQUESTER_IDLE_WAIT_MS } from "../src/spawn/requester-turn";
-import { call, enc, sessionStub } from "./helpers/http";
-import { quiesce } from "./helpers/quiesce";
-import { answers, delivered, isTurn, REQUESTER_MODE, setup, spawnChildren, stepsOf } from "./helpers/requester-turns";
-import { announcesIn, releaseHangingRequests, settle } from "./helpers/subagents";
+import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { REQUESTER_IDLE_WAIT_MS } from "../../src/spawn/requester-turn";
+import { call, enc, sessionStub } from "../helpers/http";
+import { quiesce } from "../helpers/quiesce";
+import { answers, delivered, isTurn, REQUESTER_MODE, setup, spawnChildren, stepsOf } from "../helpers/requester-turns";
+import { announcesIn, releaseHangingRequests, settle } from "../helpers/subagents";
 
 /**
  * "requester" announce delivery with a requester that is never idle (docs/subagents.md): its completion turn
@@ -18,8 +17,6 @@ import { announcesIn, releaseHangingRequests, settle } from "./helpers/subagents
 afterEach(async () => {
   releaseHangingRequests();
   await quiesce();
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 /** Age the requester's waiting completions by `ms` (their wait is counted from when they arrived) and run its turn timer. */

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { addressKey, credentialKey } from "../src/http/auth-failure-keys";
-import { authLimiter } from "../src/http/rate-limit";
-import { call, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN } from "./helpers/http";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { addressKey, credentialKey } from "../../src/http/auth-failure-keys";
+import { authLimiter } from "../../src/http/rate-limit";
+import { call, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN } from "../helpers/http";
 
 /**
  * No lockout by others' failures (docs/limits.md, "Rates and attempts"): failed authentications are counted
@@ -13,9 +13,8 @@ import { call, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN } from "./helpers/http";
  */
 
 beforeEach(() => authLimiter.reset());
-afterEach(() => vi.restoreAllMocks());
 
-/** The binding's limit (wrangler.toml [[ratelimits]]). */
+/** The binding's limit (wrangler.jsonc `ratelimits`). */
 const LIMIT = 10;
 const unique = () => crypto.randomUUID().slice(0, 8);
 const agents = (token: string, ip: string) =>

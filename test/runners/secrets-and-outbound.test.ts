@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { logEvent, rememberSecrets } from "../src/log";
-import { PROVIDER_LIMITS } from "../src/runners/provider-fetch";
-import { call, enc, GATEWAY, MAIN_TOKEN, sendAndWait } from "./helpers/http";
+import { setConfigOverride } from "../../src/config/load";
+import { logEvent, rememberSecrets } from "../../src/log";
+import { PROVIDER_LIMITS } from "../../src/runners/provider-fetch";
+import { call, enc, GATEWAY, MAIN_TOKEN, sendAndWait } from "../helpers/http";
 
 /**
  * Nothing secret leaks, nothing goes where it should not (docs/limits.md): logs are scrubbed before they are
@@ -14,8 +14,6 @@ import { call, enc, GATEWAY, MAIN_TOKEN, sendAndWait } from "./helpers/http";
 const DEFAULT_LIMITS = { ...PROVIDER_LIMITS };
 afterEach(() => {
   Object.assign(PROVIDER_LIMITS, DEFAULT_LIMITS);
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 function captureLogs(): string[] {

@@ -2,14 +2,14 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../src/config/load";
-import { LANE_OBJECT } from "../src/lane/subagent-lane";
-import type { WebhookRunRequest } from "../src/runners/webhook-runner";
-import { LEASE_MS, RUNTIME_LEASE_MS } from "../src/session/run-types";
-import type { SessionObject } from "../src/session/session-object";
-import { getRequesterSpawnState } from "../src/spawn/requester-side";
-import { advance, call, enc, invoke, sessionStub } from "./helpers/http";
-import { announcesIn, settle } from "./helpers/subagents";
+import { setConfigOverride } from "../../src/config/load";
+import { LANE_OBJECT } from "../../src/lane/subagent-lane";
+import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
+import { LEASE_MS, RUNTIME_LEASE_MS } from "../../src/session/run-types";
+import type { SessionObject } from "../../src/session/session-object";
+import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
+import { announcesIn, settle } from "../helpers/subagents";
 
 /**
  * The fault suite (docs/contract.md, "Runs"): model runs, webhook-runtime runs and sub-agents (on a webhook
