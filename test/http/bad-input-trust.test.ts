@@ -119,7 +119,7 @@ describe("CONFIG timeouts have a maximum", () => {
     expect(cfg.config.agents.defaults.subagents.runTimeoutSeconds).toBe(2_592_000);
     expect(cfg.warnings).toEqual(
       expect.arrayContaining([
-        "agents.defaults.timeoutSeconds: 1000000000000 clamped to 2592000 (range 1–2592000)",
+        "agents.defaults.timeoutSeconds: 1000000000000 clamped to 2592000 (range 0–2592000)",
         "agents.defaults.subagents.runTimeoutSeconds: 9000000000000000 clamped to 2592000 (range 0–2592000)",
       ]),
     );

@@ -65,26 +65,22 @@ describe("secrets in logs and the effective config", () => {
 
   it("GET /v1/config shows the hosts of webhook and runtime URLs, not the tokens in their paths", async () => {
     setConfigOverride({
-      agents: {
-        list: [
-          { id: "main", default: true },
-          { id: "hook", runtime: { type: "webhook", url: URLS.runtime } },
-        ],
-      },
+      agents: { entries: { main: { default: true }, hook: { runtime: { type: "webhook", url: URLS.runtime } } } },
       channels: {
-        slack: { webhookUrl: URLS.slack },
-        discord: { webhookUrl: URLS.discord },
-        telegram: { webhookUrl: URLS.telegram },
+        slack: { outbound: { url: URLS.slack } },
+        discord: { outbound: { url: URLS.discord } },
+        telegram: { outbound: { url: URLS.telegram } },
       },
     });
     const r = await call("GET", "/v1/config");
     expect(r.status).toBe(200);
     const text = JSON.stringify(r.json);
     for (const s of PATH_SECRETS) expect(text, s).not.toContain(s);
-    expect(r.json.config.channels.discord.webhookUrl).toBe(
+    expect(r.json.config.channels.discord.outbound.url).toBe(
       "https://discord.com/api/webhooks/123456789012345678/[redacted]",
     );
-    expect(r.json.config.agents.list[1].runtime.url).toBe("https://agent.example.com/run/[redacted]");
+    expect(r.json.config.channels.telegram.outbound.url).toBe("https://api.telegram.org/[redacted]/sendMessage");
+    expect(r.json.config.agents.entries.hook.runtime.url).toBe("https://agent.example.com/run/[redacted]");
   });
 });
 
@@ -92,18 +88,13 @@ describe("webhook runtime URLs", () => {
   it("plain http:// is a config error, except for a loopback host", async () => {
     const withRuntime = (url: string) =>
       setConfigOverride({
-        agents: {
-          list: [
-            { id: "main", default: true },
-            { id: "hook", runtime: { type: "webhook", url } },
-          ],
-        },
+        agents: { entries: { main: { default: true }, hook: { runtime: { type: "webhook", url } } } },
       });
     withRuntime("http://agent.example.com/run");
     const refused = await call("GET", "/v1/agents");
     expect(refused.status).toBe(500);
     expect(refused.json.error.type).toBe("config_error");
-    expect(refused.json.error.message).toMatch(/agents\.list\.1\.runtime\.url: expected an https:\/\/ URL/);
+    expect(refused.json.error.message).toMatch(/agents\.entries\.hook\.runtime\.url: expected an https:\/\/ URL/);
     for (const url of [
       "http://localhost:8788/run",
       "http://127.0.0.1:8788/run",
