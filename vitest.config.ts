@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
 
-// The console's browser tests: a project of their own, so its global setup (finding a Chromium) runs only
-// when they are part of the run.
-const BROWSER_TESTS = ["test/node/console-*.test.ts"];
+// The browser tests (the console, and the CSP of /console and /docs in a browser): a project of their own, so
+// its global setup (finding a Chromium) runs only when they are part of the run.
+const BROWSER_TESTS = ["test/node/console-*.test.ts", "test/node/browser-pages.test.ts"];
 
 // The test Worker's secrets: random per run and as strong as a deploy needs (src/config/secrets.ts refuses
 // short and example values); tests read them from `env` (test/helpers/http.ts), never from a literal.
