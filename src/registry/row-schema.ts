@@ -53,7 +53,9 @@ export const sessionRowSchema = z
     status: z
       .string()
       .optional()
-      .describe("Sub-agent task state, for children: `running`, `done`, `failed` (an aborted task too) or `timeout`"),
+      .describe(
+        "Sub-agent task state, for children: `running`, `done`, `failed` (an aborted task too), `timeout` or `lost` (nothing executes it any more)",
+      ),
     startedAt: z.number().int().optional(),
     endedAt: z.number().int().optional(),
     runtimeMs: z.number().int().optional(),
