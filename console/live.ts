@@ -38,6 +38,8 @@ export function useSessionStream(
     let ended: "deleted" | "archived" | null = null;
     (async () => {
       while (!abort.signal.aborted) {
+        // The stream reached its maximum lifetime (docs/events.md): resumed at once, not a failure.
+        let renew = false;
         try {
           setState(failures ? "reconnecting" : "connecting");
           const resumeAfter = lastEventId.current;
@@ -51,12 +53,17 @@ export function useSessionStream(
             },
             onEvent: (e) => {
               if (e.id !== undefined) lastEventId.current = e.id;
-              if (e.event === "end") ended = JSON.parse(e.data).reason === "archived" ? "archived" : "deleted";
+              if (e.event === "end") {
+                const reason = JSON.parse(e.data).reason;
+                if (reason === "lifetime") renew = true;
+                else ended = reason === "archived" ? "archived" : "deleted";
+              }
               handler.current(e);
             },
           });
           // The server's last word: reconnecting would only meet a 404, again and again.
           if (ended) return setState(ended);
+          if (renew) continue;
         } catch (err) {
           if (abort.signal.aborted) return;
           // A 4xx will not heal by retrying; 429 (too many watchers) and 5xx may.
@@ -109,6 +116,7 @@ export async function followRun(
   let lastEventId: string | undefined;
   let failures = 0;
   for (;;) {
+    let renew = false;
     try {
       await readEvents(`/v1/runs/${enc(runId)}/events`, {
         lastEventId,
@@ -128,11 +136,14 @@ export async function followRun(
             text = "";
             onText(text);
           } else if (e.event === "status") final = data;
+          // `lifetime`: the stream reached its maximum life, not the run its end; resumed below.
+          else if (e.event === "end" && data.reason === "lifetime") renew = true;
           else if (e.event === "end") final = { status: "aborted", error: `session ${data.reason}` };
         },
       });
       // `status` and `end` are the stream's last events; a stream that closed before either was dropped.
       if (final) return final;
+      if (renew) continue;
     } catch (err) {
       if (signal.aborted) throw err;
       // A 4xx will not heal by retrying; 429 (too many watchers) and 5xx may.

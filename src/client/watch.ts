@@ -4,7 +4,8 @@ import { apiErrorOf } from "./errors";
 /**
  * Following the gateway's event streams (docs/events.md) from any runtime with `fetch`: each event parsed
  * (its `data` as JSON), the stream resumed after a dropped connection with `Last-Event-ID` — nothing missed,
- * nothing twice — and ended by the stream's own last word (`end`, and a run's final `status`).
+ * nothing twice — and ended by the stream's own last word (`end`, and a run's final `status`); an `end` for
+ * the stream's maximum lifetime (`lifetime`) is resumed at once.
  */
 
 export interface StreamEvent<T = unknown> {
@@ -26,9 +27,16 @@ export interface WatchOptions {
   maxReconnects?: number;
 }
 
-/** The events that end a stream: nothing follows them, so no reconnect is tried. */
+const endReason = (e: StreamEvent) => (e.data as { reason?: string } | null)?.reason;
+
+/**
+ * The events that end a stream: nothing follows them, so no reconnect is tried. Not `end {reason: "lifetime"}`:
+ * the stream reached its maximum life (docs/events.md), and the watch resumes after it with `Last-Event-ID`.
+ */
 const FINAL = (e: StreamEvent) =>
-  e.event === "end" || (e.event === "status" && (e.data as { status?: string } | null)?.status !== undefined);
+  (e.event === "end" && endReason(e) !== "lifetime") ||
+  (e.event === "status" && (e.data as { status?: string } | null)?.status !== undefined);
+const RENEW = (e: StreamEvent) => e.event === "end" && endReason(e) === "lifetime";
 
 /** One parsed event stream; reconnects (bounded) until a final event, the caller's abort, or an error answer. */
 export async function* watchEvents(
@@ -56,6 +64,7 @@ export async function* watchEvents(
       // One event is at most a transcript message the gateway bounds (docs/limits.md); 8 MiB leaves room.
       .pipeThrough(new EventSourceParserStream({ maxBufferSize: 8 * 1024 * 1024 }))
       .getReader();
+    let renew = false;
     try {
       for (;;) {
         const { value, done } = await reader.read();
@@ -68,6 +77,10 @@ export async function* watchEvents(
         failures = 0;
         yield event;
         if (FINAL(event)) return;
+        if (RENEW(event)) {
+          renew = true;
+          break;
+        }
       }
     } catch (err) {
       if (opts.signal?.aborted) return;
@@ -76,6 +89,8 @@ export async function* watchEvents(
       // Also when the caller stops early (break, return): the connection is closed, not left open.
       await reader.cancel().catch(() => {});
     }
+    // A stream at its maximum lifetime: resumed at once, and not a failure.
+    if (renew) continue;
     // The connection ended without a final event (a proxy closed it, the network dropped): resume.
     if (++failures > maxReconnects) throw new Error(`event stream closed ${failures} times in a row`);
     await pause(failures, opts.signal);

@@ -3,8 +3,10 @@ import { jsonSchema, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { isRefusal, SwitchboardApiError, SwitchboardClient } from "../../src/client/index";
 import { setConfigOverride } from "../../src/config/load";
+import { heartbeatTimer } from "../../src/events/heartbeat-timer";
 import { TOOLS } from "../../src/tools/registry";
 import { GATEWAY, MAIN_TOKEN } from "../helpers/http";
+import { deferred, until } from "../helpers/scripted";
 
 const client = (token = GATEWAY, sessionKey?: string) =>
   new SwitchboardClient({
@@ -110,5 +112,43 @@ describe("typed client against the Worker", () => {
     // A sub-agent session gets the sub-agent tool set.
     const sub = await client(MAIN_TOKEN, `agent:main:subagent:${crypto.randomUUID()}`).toolDefinitions("openai");
     expect(sub.map((t) => t.function.name)).not.toContain("sessions_spawn");
+  });
+});
+
+describe("typed client: event streams", () => {
+  it("watchSession resumes after the stream's maximum lifetime (end: lifetime) and misses nothing", async () => {
+    // The bridge's lifetime timer, fired when the test says (src/events/heartbeat-timer.ts).
+    // Each stream's lifetime ends when the test resolves its promise (made here, in the test's own context;
+    // the bridge only waits on it, so the end is still written from the stream's own request).
+    const real = { ...heartbeatTimer };
+    const lifetimes = [deferred<void>(), deferred<void>()];
+    let opened = 0;
+    heartbeatTimer.after = (_ms, fire) => {
+      void lifetimes[Math.min(opened++, lifetimes.length - 1)].promise.then(fire);
+      return () => {};
+    };
+    try {
+      const sb = client();
+      const key = uniq("watch");
+      await sb.waitRun((await sb.sendMessage(key, { message: "one" })).runId, 10_000);
+      const seen: { event: string; text?: string; reason?: string }[] = [];
+      const watching = (async () => {
+        for await (const e of sb.watchSession(key)) {
+          const data = e.data as { content?: { text?: string }[]; reason?: string };
+          seen.push({ event: e.event, text: data?.content?.[0]?.text, reason: data?.reason });
+          if (data?.content?.[0]?.text === "two") return;
+        }
+      })();
+      await until(async () => expect(opened).toBe(1));
+      lifetimes[0].resolve(); // the first stream reaches its lifetime: `end`, then it closes
+      // The watch reconnects (with Last-Event-ID) instead of ending there.
+      await until(async () => expect(opened).toBe(2));
+      await sb.sendMessage(key, { message: "two" });
+      await watching;
+      expect(seen.filter((e) => e.event === "end")).toEqual([{ event: "end", reason: "lifetime" }]);
+      expect(seen.filter((e) => e.event === "message").map((e) => e.text)).toContain("two");
+    } finally {
+      Object.assign(heartbeatTimer, real);
+    }
   });
 });
