@@ -3,8 +3,8 @@
  * a `TimeoutError`, as AbortSignal.timeout gives), joined with `parent`, and the function that disarms it.
  * Unlike AbortSignal.timeout, the timer is cleared as soon as the call is done: a finished call leaves no
  * timer pending in the Durable Object that made it, and an object with a pending timer can neither hibernate
- * nor be evicted until it fires (test/run-lifecycle.test.ts). An object, so a test can shorten a limit
- * (test/webhook-runtime.test.ts).
+ * nor be evicted until it fires (test/session/run-lifecycle.test.ts). An object, so a test can shorten a limit
+ * (test/runners/webhook-runtime.test.ts).
  */
 export const timeouts = {
   signal(ms: number, parent?: AbortSignal): { signal: AbortSignal; clear: () => void } {

@@ -47,7 +47,7 @@ function clampNumbers(doc: Doc, warnings: string[]): void {
 
 /**
  * Legacy send-policy rules matched on `provider`, renamed `channel`. Dropping it would widen a deny
- * rule to every channel (test/config-carry-over.test.ts), so it is mapped; the match schema is strict,
+ * rule to every channel (test/config/config-carry-over.test.ts), so it is mapped; the match schema is strict,
  * so any other unknown matcher fails the config instead of widening a rule.
  */
 function mapSendPolicyProvider(doc: Doc, warnings: string[]): void {

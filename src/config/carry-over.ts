@@ -16,7 +16,7 @@ export const isObject = (v: unknown): v is Doc => typeof v === "object" && v !==
 
 /**
  * Keys read only here, on their way to a current key (the schema reads the rest: src/config/schema.ts).
- * docs/openclaw-carry-over.md must list each (test/openclaw-carry-over-table.test.ts).
+ * docs/openclaw-carry-over.md must list each (test/config/openclaw-carry-over-table.test.ts).
  */
 export const LEGACY_KEYS = [
   "agents.list",

@@ -4,7 +4,7 @@ import type { z } from "zod";
  * Walking the CONFIG zod schema (src/config/schema.ts) by key: which keys it reads, at any path. One
  * walker serves the ignored-key report (src/config/unused-keys.ts), the env-reference pass
  * (src/config/env-refs.ts: is this SecretRef on a key the gateway uses?) and the list of every key the
- * code reads (`schemaKeyPaths`, which test/openclaw-carry-over-table.test.ts holds docs/openclaw-carry-over.md to).
+ * code reads (`schemaKeyPaths`, which test/config/openclaw-carry-over-table.test.ts holds docs/openclaw-carry-over.md to).
  */
 
 type Def = { type: string; [k: string]: unknown };

@@ -9,7 +9,7 @@ import { timeouts } from "../timeout-signal";
  *    run's own deadline (a sub-agent run may have none);
  *  - at most `maxResponseBytes` of a response are read: past it the body fails, so a provider cannot make
  *    the object buffer without end.
- * An object, so a test can shrink a bound (test/provider-fetch.test.ts).
+ * An object, so a test can shrink a bound (test/runners/secrets-and-outbound.test.ts).
  */
 export const PROVIDER_LIMITS = {
   timeoutMs: 15 * 60_000,

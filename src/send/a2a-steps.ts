@@ -76,7 +76,7 @@ export function startFlow(host: SessionHost, run: RunSnapshot, input: RunInput, 
   };
   const roundOne = run.status === "ok" ? (run.reply ?? "").trim() : "";
   // No round-1 reply (error, timeout, empty, or NO_REPLY: the target chose silence): nothing to ping-pong
-  // about or announce (OpenClaw's step 0; test/a2a-flow.test.ts, test/a2a-no-reply.test.ts).
+  // about or announce (OpenClaw's step 0; test/send/a2a-flow.test.ts, test/send/a2a-no-reply.test.ts).
   if (!roundOne || isSilentReply(roundOne)) {
     finish(host, f, "no_round_one_reply");
     return;

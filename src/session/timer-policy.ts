@@ -89,7 +89,7 @@ export class TimerKinds {
     return this.has(kind) ? this.kinds[kind] : undefined;
   }
 
-  /** Every kind, for the documentation check (test/session/timer-kinds.test.ts). */
+  /** Every kind, for the documentation check (test/recipes.test.ts). */
   names(): string[] {
     return Object.keys(this.kinds);
   }

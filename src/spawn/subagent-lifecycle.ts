@@ -141,7 +141,7 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   }
   // Kept run-mode children are archived N minutes after their last run. A thread-bound (mode "session")
   // child is never archived: its spawn note says it stays for follow-ups in its thread, and OpenClaw never
-  // arms its archive either (test/subagent-archive.test.ts).
+  // arms its archive either (test/spawn/subagent-archive.test.ts).
   const archiveMinutes = host.cfg.agents.defaults.subagents.archiveAfterMinutes;
   if (sub.cleanup === "keep" && sub.mode !== "session" && archiveMinutes > 0)
     host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);

@@ -14,7 +14,7 @@ export type { ToolDefinition } from "./definition";
 /**
  * The one tool registry: every tool, in the order callers see them (MCP tools/list, /v1/tools, the
  * OpenAPI document, the tools a model is offered). A tool is a module exporting `defineTool({...})`
- * (src/tools/definition.ts); adding one is a line here (AGENTS.md, "Add a tool"; test/tools/registry.test.ts
+ * (src/tools/definition.ts); adding one is a line here (AGENTS.md, "Add a tool"; test/recipes.test.ts
  * fails on a tool module missing from this list).
  */
 export const TOOLS: readonly ToolDefinition[] = [

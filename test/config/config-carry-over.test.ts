@@ -5,7 +5,7 @@ import { SwitchboardError } from "../../src/errors";
 import { call, invoke, MAIN_TOKEN } from "../helpers/http";
 import { baseConfig, HOOK_BASE, installFakes } from "../helpers/scripted";
 
-/** Parse with the offline model named, so only carry-over warnings show (the default model's: test/openclaw-dropin.test.ts). */
+/** Parse with the offline model named, so only carry-over warnings show (the default model's: test/runners/openclaw-models.test.ts). */
 function ok(raw: any): { cfg: Config; warnings: string[] } {
   const model = raw.agents?.defaults?.model ?? raw.agent?.model ?? "builtin/echo";
   const c = parseConfig(
@@ -140,7 +140,7 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     ]);
   });
 
-  it('sandbox mode "non-main" is kept (main stays unsandboxed: test/openclaw-dropin.test.ts); send-policy values are read case-insensitively; model {primary} works for sub-agents', () => {
+  it('sandbox mode "non-main" is kept (main stays unsandboxed: test/config/openclaw-config.test.ts); send-policy values are read case-insensitively; model {primary} works for sub-agents', () => {
     const c = ok({
       agents: {
         defaults: {

@@ -29,7 +29,7 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
       maxTotalBytes: 5_242_880,
       retainOnSessionKeep: false,
     });
-    // No model and no OpenAI key for OpenClaw's default: the offline model (with a warning, test/openclaw-dropin.test.ts).
+    // No model and no OpenAI key for OpenClaw's default: the offline model (with a warning, test/runners/openclaw-models.test.ts).
     expect(c.agents.defaults.model).toBe("builtin/echo");
     expect(c.agents.defaults.timeoutSeconds).toBe(172_800);
     expect(c.agents.defaults.sandbox).toEqual({ mode: "off", sessionToolsVisibility: "spawned" });

@@ -131,7 +131,7 @@ function respond(api: WireApi, a: WireAnswer, n: number, url: string, body: any)
 }
 
 /**
- * Fake `api` at WIRE_BASE[api] (or at `base`: a provider's real URL, test/openclaw-corpus.test.ts); `script`
+ * Fake `api` at WIRE_BASE[api] (or at `base`: a provider's real URL, test/config/openclaw-corpus.test.ts); `script`
  * picks the answer from the call's index and body. With `gate`, each call waits until `gate.open` (a plain
  * field polled from here: settling a promise from the test's context would cross I/O contexts, which
  * workerd forbids), so a test can connect a watcher first.

@@ -161,7 +161,7 @@ describe("repeated failures (429)", () => {
     });
     expect(Number(limited.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
     expect(Number(limited.headers.get("Retry-After"))).toBeLessThanOrEqual(60);
-    // A valid token from the same address is never refused (test/auth-lockout.test.ts).
+    // A valid token from the same address is never refused (test/http/auth-lockout.test.ts).
     expect((await call("GET", "/v1/agents", undefined, { token: GATEWAY, headers: attacker })).status).toBe(200);
     // The count lives in the binding, not in this isolate: it refuses the address too.
     expect((await env.AUTH_FAILURES!.limit({ key: `addr:${attacker["CF-Connecting-IP"]}` })).success).toBe(false);

@@ -6,7 +6,7 @@ import { MEDIA_TYPE } from "../../src/spawn/attachments";
 import { call, enc, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sendAndWait } from "../helpers/http";
 
 /**
- * The trust invariants as generated properties (the cases of test/run-lifecycle.test.ts … test/secrets-and-outbound.test.ts,
+ * The trust invariants as generated properties (the cases of test/session/run-lifecycle.test.ts … test/runners/secrets-and-outbound.test.ts,
  * over generated input; seed fixed): no valid token is ever refused for others' failures, forged run ids and
  * long keys never reach a 5xx, attachment types are media types or a clear 400 and are served as downloads,
  * CONFIG timeouts of any size keep the gateway up, URL tokens never show, idempotency keys never cross

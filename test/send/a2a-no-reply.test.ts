@@ -7,7 +7,7 @@ import { baseConfig, deliveriesOf, flowsOf, installFakes, until } from "../helpe
 /**
  * NO_REPLY is silence in the agent-to-agent flow (docs/contract.md, "Flows"): never posted to the target's
  * channel by the announce step, never forwarded as the next ping-pong message, and a primary reply of
- * NO_REPLY starts neither (OpenClaw's non-deliverable replies; test/a2a-flow.test.ts has the rest).
+ * NO_REPLY starts neither (OpenClaw's non-deliverable replies; test/send/a2a-flow.test.ts has the rest).
  */
 
 const uid = () => crypto.randomUUID().slice(0, 8);

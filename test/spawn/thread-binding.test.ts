@@ -95,7 +95,7 @@ describe("sessions_spawn thread=true", () => {
     expect(during.json.sessionKey).toBe(child);
     await call("GET", `/v1/runs/${during.json.runId}/wait?timeoutMs=10000`);
 
-    // Session-mode children stay for follow-ups (test/subagent-loose-ends.test.ts): an hour on, the thread still reaches it.
+    // Session-mode children stay for follow-ups (test/spawn/subagent-loose-ends.test.ts): an hour on, the thread still reaches it.
     await advance(child, 60 * MIN);
     expect((await childState(child)).exists).toBe(true);
     const after = await call("POST", `/v1/sessions/${enc(result.threadKey)}/messages`, { message: "hello?" });
