@@ -23,7 +23,7 @@ export const MAX_BODY_BYTES = 2 * 1024 * 1024;
 /**
  * Tool calls (`/tools/invoke`, `/mcp`) may carry sessions_spawn attachments: with attachments enabled
  * their limit grows so the configured `maxTotalBytes` fits once base64-encoded (4 bytes per 3) next to
- * the rest of a 2 MB call. Everything else keeps the 2 MB limit (README "Limits").
+ * the rest of a 2 MB call. Everything else keeps the 2 MB limit (docs/limits.md).
  */
 export function bodyLimitFor(cfg: Config, path: string): number {
   const a = cfg.tools.sessions_spawn.attachments;

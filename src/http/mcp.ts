@@ -34,7 +34,7 @@ const LATEST_PROTOCOL_VERSION = MCP_PROTOCOL_VERSIONS[0];
  */
 export const MCP_MAX_WAIT_SECONDS = 50;
 const waitOf = (toolName: string) => TOOLS.find((t) => t.name === toolName)?.wait;
-/** Messages in one JSON-RPC batch at most (README "Limits"): each may be a tool call, answered one after another. */
+/** Messages in one JSON-RPC batch at most (docs/limits.md): each may be a tool call, answered one after another. */
 export const MCP_MAX_BATCH = 20;
 
 const jsonRpcId = z.union([z.string(), z.number(), z.null()]);

@@ -1,4 +1,4 @@
-/** Who presented the bearer token (README "Call it from an agent"; docs/contract.md). */
+/** Who presented the bearer token (docs/contract.md, "Authentication and scopes"). */
 export type Principal =
   | { role: "operator" }
   | { role: "agent"; agentId: string }

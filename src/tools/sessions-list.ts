@@ -20,7 +20,7 @@ export const SESSION_KINDS = ["main", "group", "cron", "hook", "node", "other"] 
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 200;
 export const MESSAGE_LIMIT_MAX = 20;
-/** Input bounds (README "Limits"): beyond them a 400 names the field; `limit`/`messageLimit` are clamped instead. */
+/** Input bounds (docs/limits.md): beyond them a 400 names the field; `limit`/`messageLimit` are clamped instead. */
 export const KINDS_MAX_ITEMS = 256;
 export const ACTIVE_MINUTES_MAX = 10_000_000;
 export const CURSOR_MAX_CHARS = 2048;

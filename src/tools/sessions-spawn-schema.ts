@@ -7,7 +7,7 @@ import { type attachmentsReceipt, MEDIA_TYPE } from "../spawn/attachments";
  * with, /openapi.json documents and the typed client (src/client/index.ts) builds on.
  */
 
-/** Longest accepted run timeout (README "Limits"): finite, so a deadline is always a real time. */
+/** Longest accepted run timeout (docs/limits.md): finite, so a deadline is always a real time. */
 export const RUN_TIMEOUT_SECONDS_MAX = 30 * 24 * 3600;
 
 const attachmentSchema = z.object({

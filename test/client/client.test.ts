@@ -95,7 +95,7 @@ describe("typed client against the Worker", () => {
     });
 
     const defs = await sb.toolDefinitions("ai-sdk");
-    // The shape plugs into the AI SDK as documented in the README.
+    // The shape plugs into the AI SDK as docs/clients.md shows.
     const aiTools = Object.fromEntries(
       Object.entries(defs).map(([name, d]) => [
         name,

@@ -5,7 +5,7 @@ import { authLimiter } from "../../src/http/rate-limit";
 import { call, enc } from "../helpers/http";
 
 /**
- * Every number finite and bounded, every array bounded (README "Limits"): out of range is a 400 naming
+ * Every number finite and bounded, every array bounded (docs/limits.md): out of range is a 400 naming
  * the field — or a documented clamp — and nothing is stored. Raw bodies carry what JSON.stringify
  * cannot (`1e400` parses to Infinity).
  */

@@ -6,7 +6,7 @@ import { deliveriesOf, flowsOf, until } from "../helpers/scripted";
 import { announcesIn, settle } from "../helpers/subagents";
 
 /**
- * The shipped default model `builtin/echo` in the follow-up steps (README "The echo model"): a newcomer's
+ * The shipped default model `builtin/echo` in the follow-up steps (docs/models.md, "The offline model"): a newcomer's
  * first sessions_send and sessions_spawn end after one clear result — no ping-pong of echoed prompts,
  * no "Agent-to-agent announce step." posted to a channel, no announce-step prompt as Notes.
  */
