@@ -14,6 +14,7 @@ import type { inboundMessage, sessionPatch } from "../http/routes/session-schema
 import type { SessionRow } from "../registry/row";
 import type { SessionTree } from "../registry/subagent-tree";
 import type { RunCompletion } from "../runners/webhook-runner";
+import type { runHeartbeatSchema } from "../session/run-schema";
 import type { RunSnapshot } from "../session/types";
 import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
 import type { Refusal } from "../tools/context";
@@ -49,6 +50,8 @@ export interface ToolResults {
 
 export type ToolName = keyof ToolArgs;
 export type InboundMessage = z.input<typeof inboundMessage>;
+/** `POST /v1/runs/{id}/heartbeat`: the run, its renewed lease and a fresh run token. */
+export type RunHeartbeat = z.infer<typeof runHeartbeatSchema>;
 /** `GET /v1/agents`: the configured agents, with whether each can run here (`available`) and why not. */
 export type AgentsInfo = z.infer<typeof agentsSchema>;
 export type SessionPatch = z.input<typeof sessionPatch>;
@@ -184,6 +187,13 @@ export class SwitchboardClient {
   /** Webhook runtimes: complete an accepted (202) run. The client's token must be that run's token. */
   completeRun(runId: string, completion: RunCompletion): Promise<RunSnapshot> {
     return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/complete`, completion);
+  }
+  /**
+   * Webhook runtimes: keep an accepted (202) run without a deadline alive — at least every `leaseMs` of the run
+   * POST — and take the fresh `runToken` it answers for the calls that follow (docs/webhooks.md).
+   */
+  heartbeatRun(runId: string): Promise<RunHeartbeat> {
+    return this.request("POST", `/v1/runs/${encodeURIComponent(runId)}/heartbeat`);
   }
   agents(): Promise<AgentsInfo> {
     return this.request("GET", "/v1/agents");

@@ -78,6 +78,7 @@ describe("typed client against /openapi.json", () => {
     await sb.abortRun(accepted.runId); // an ended run: answered as it is
     // Only the run's own token may complete it: the operator's is refused with a documented 403.
     await expect(sb.completeRun(accepted.runId, { reply: "x" })).rejects.toBeInstanceOf(SwitchboardApiError);
+    await expect(sb.heartbeatRun(accepted.runId)).rejects.toBeInstanceOf(SwitchboardApiError);
     for await (const e of sb.watchRun(accepted.runId)) expect(["delta", "status"]).toContain(e.event);
     for await (const e of sb.watchSession(key, { lastEventId: "0" })) if (e.event === "message") break;
     await sb.sessionsSend({ sessionKey: key, message: "again", timeoutSeconds: 0 });
