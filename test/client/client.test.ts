@@ -1,11 +1,11 @@
 import { exports } from "cloudflare:workers";
 import { jsonSchema, tool } from "ai";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { isRefusal, SwitchboardApiError, SwitchboardClient } from "../../src/client/index";
 import { setConfigOverride } from "../../src/config/load";
 import { heartbeatTimer } from "../../src/events/heartbeat-timer";
-import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
 import { TOOLS } from "../../src/tools/registry";
+import { installFakeRuntime, runPosts } from "../helpers/fake-runtime";
 import { GATEWAY, MAIN_TOKEN } from "../helpers/http";
 import { deferred, until } from "../helpers/scripted";
 
@@ -156,26 +156,12 @@ describe("typed client: event streams", () => {
 
 describe("typed client: a webhook runtime's calls", () => {
   it("heartbeatRun keeps a run without a deadline alive and hands a fresh token; completeRun ends it", async () => {
-    const RUNTIME = "https://runtime.test/client";
-    setConfigOverride({
-      agents: {
-        defaults: { timeoutSeconds: 0 },
-        entries: { main: { default: true }, hook: { runtime: { type: "webhook", url: RUNTIME } } },
-      },
-    });
-    const posted: WebhookRunRequest[] = [];
-    const realFetch = globalThis.fetch;
-    vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
-      const url = input instanceof Request ? input.url : String(input);
-      if (!url.startsWith(RUNTIME)) return realFetch(input, init);
-      posted.push(JSON.parse(String(init?.body)));
-      return new Response(null, { status: 202 });
-    });
+    installFakeRuntime({ defaults: { timeoutSeconds: 0 } });
     const accepted = await client().sendMessage(`agent:hook:client-${crypto.randomUUID().slice(0, 8)}`, {
       message: "long work",
     });
-    await until(async () => expect(posted).toHaveLength(1));
-    const run = posted[0];
+    await until(async () => expect(runPosts()).toHaveLength(1));
+    const run = runPosts()[0];
     expect(run).toMatchObject({ runId: accepted.runId, deadline: null });
     await until(async () => expect((await client().getRun(accepted.runId)).status).toBe("running"));
     const beat = await client(run.runToken).heartbeatRun(run.runId);

@@ -1,7 +1,6 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../../src/config/load";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { heartbeatTimer } from "../../src/events/heartbeat-timer";
-import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
+import { installFakeRuntime, runPosts } from "../helpers/fake-runtime";
 import { call, enc, sendAndWait } from "../helpers/http";
 import { until } from "../helpers/scripted";
 import { openStream } from "../helpers/sse";
@@ -13,26 +12,7 @@ import { openStream } from "../helpers/sse";
  */
 
 const REAL_TIMER = { ...heartbeatTimer };
-const RUNTIME_URL = "https://runtime.test/streams";
-let received: WebhookRunRequest[] = [];
-
-beforeEach(() => {
-  received = [];
-  setConfigOverride({
-    agents: {
-      list: [
-        { id: "main", default: true },
-        { id: "hook", runtime: { type: "webhook", url: RUNTIME_URL } },
-      ],
-    },
-  });
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
-    const url = input instanceof Request ? input.url : String(input);
-    if (!url.startsWith(RUNTIME_URL)) throw new Error(`unexpected fetch ${url}`);
-    received.push(JSON.parse(String(init?.body)));
-    return new Response(null, { status: 202 });
-  });
-});
+beforeEach(() => installFakeRuntime({ defaults: {} }));
 afterEach(() => {
   Object.assign(heartbeatTimer, REAL_TIMER);
 });
@@ -61,8 +41,8 @@ describe("streams end when their authority ends", () => {
   it("a session stream opened with a run token ends with `end: token_expired` when that run ends", async () => {
     const key = `agent:hook:streams-${crypto.randomUUID().slice(0, 8)}`;
     const runId = (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "work" })).json.runId;
-    await until(async () => expect(received).toHaveLength(1));
-    const token = received[0].runToken;
+    await until(async () => expect(runPosts()).toHaveLength(1));
+    const token = runPosts()[0].runToken;
     const { res, sse } = await openStream(`/v1/sessions/${enc(key)}/events`, { token });
     expect(res.status).toBe(200);
     // An operator's stream of the same session goes on.

@@ -6,6 +6,8 @@ import { until } from "./scripted";
 
 export const RUNTIME_URL = "https://runtime.test/agent";
 export const RUNTIME_SECRET = "runtime-secret";
+/** Channel receivers the fake answers 200 (a channel's `outbound.url` under it). */
+export const HOOKS_URL = "https://hooks.test/";
 
 /** A fake agent runtime living "outside": it sees every run POST and answers with `respond`. */
 export const runtime: {
@@ -13,25 +15,35 @@ export const runtime: {
   respond: (run: WebhookRunRequest, init?: RequestInit) => Promise<Response> | Response;
 } = { received: [], respond: () => new Response(null, { status: 202 }) };
 
+export interface FakeRuntimeOptions {
+  /** `agents.defaults` of the config (default: a 120 s run timeout). */
+  defaults?: Record<string, unknown>;
+  /** `channels` of the config: outbound URLs under https://hooks.test/ are answered 200 by the fake. */
+  channels?: Record<string, unknown>;
+}
+
 /**
- * Agent `hook` runs on the fake runtime, which accepts every run (202) until a test says otherwise. Call in
- * beforeEach: test/setup.ts restores the fetch spy and the config after each test.
+ * Agent `hook` runs on the fake runtime, which accepts every run (202) until a test says otherwise
+ * (`runtime.respond`); agent `main` (the default) on the built-in model. Call in beforeEach: test/setup.ts
+ * restores the fetch spy and the config after each test.
  */
-export function installFakeRuntime(): void {
+export function installFakeRuntime(opts: FakeRuntimeOptions = {}): void {
   runtime.received = [];
   runtime.respond = () => new Response(null, { status: 202 });
   setConfigOverride({
     agents: {
-      defaults: { timeoutSeconds: 120 },
-      list: [
-        { id: "main", default: true },
-        { id: "hook", runtime: { type: "webhook", url: RUNTIME_URL, secret: RUNTIME_SECRET } },
-      ],
+      defaults: opts.defaults ?? { timeoutSeconds: 120 },
+      entries: {
+        main: { default: true },
+        hook: { runtime: { type: "webhook", url: RUNTIME_URL, secret: RUNTIME_SECRET } },
+      },
     },
+    ...(opts.channels ? { channels: opts.channels } : {}),
   });
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
     const url = input instanceof Request ? input.url : String(input);
+    if (url.startsWith(HOOKS_URL)) return new Response("", { status: 200 });
     if (!url.startsWith(RUNTIME_URL)) return realFetch(input, init);
     const raw = String(init?.body);
     const req = JSON.parse(raw) as WebhookRunRequest;
@@ -39,6 +51,9 @@ export function installFakeRuntime(): void {
     return runtime.respond(req, init);
   });
 }
+
+/** The run POSTs the fake runtime received, in order. */
+export const runPosts = () => runtime.received.map((r) => r.req);
 
 /**
  * Until the fake runtime has received a run's POST. Polled from the test's own timers, never a promise the fake

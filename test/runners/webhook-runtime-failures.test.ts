@@ -5,7 +5,7 @@ import { timeouts } from "../../src/timeout-signal";
 import { getRun, installFakeRuntime, newKey, posted, runtime, send } from "../helpers/fake-runtime";
 import { advance, call } from "../helpers/http";
 
-beforeEach(installFakeRuntime);
+beforeEach(() => installFakeRuntime());
 
 describe("webhook agent runtimes: failures and limits", () => {
   it("a runtime that never answers ends in timeout at the run's deadline, and its token is refused", async () => {

@@ -18,7 +18,7 @@ import { advance, call, enc, sessionStub } from "../helpers/http";
 import { crash } from "../helpers/restart";
 import { until } from "../helpers/scripted";
 
-beforeEach(installFakeRuntime);
+beforeEach(() => installFakeRuntime());
 
 describe("webhook agent runtimes", () => {
   it("sync: the run is POSTed signed with its context and a run token; a 200 {reply} is the reply", async () => {

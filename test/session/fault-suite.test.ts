@@ -1,13 +1,12 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../../src/config/load";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LANE_OBJECT } from "../../src/lane/subagent-lane";
-import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
 import { LEASE_MS, RUNTIME_LEASE_MS } from "../../src/session/run-types";
 import type { SessionObject } from "../../src/session/session-object";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { HOOKS_URL, installFakeRuntime, runtime } from "../helpers/fake-runtime";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { announcesIn, settle } from "../helpers/subagents";
 
@@ -18,13 +17,12 @@ import { announcesIn, settle } from "../helpers/subagents";
  * fail or fall silent. Then time runs on until nothing is left to do, and the suite checks that every run it
  * started ended, every child and lane slot was given back, no session has an open run, and nothing answered 2xx
  * was lost: every accepted message is in its transcript, every child announced exactly once. It prints one line
- * of counts.
+ * of counts (shown with --silent=false).
  */
 
 const SEED = 21_021;
 const ROUNDS = 6;
 const ROUND_MS = 3 * 60_000;
-const RUNTIME_URL = "https://runtime.test/faults";
 const ORIGINAL_SECRET = env.SIGNING_SECRET;
 
 type JobKind = "model" | "webhook" | "subagent-webhook" | "subagent-model";
@@ -78,45 +76,33 @@ interface Job {
 const jobs: Job[] = [];
 
 beforeAll(() => {
-  setConfigOverride({
-    agents: {
-      defaults: {
-        timeoutSeconds: 600,
-        subagents: {
-          maxConcurrent: 1_000,
-          maxChildrenPerAgent: 20,
-          allowAgents: ["hook", "main"],
-          archiveAfterMinutes: 0,
-        },
+  installFakeRuntime({
+    defaults: {
+      timeoutSeconds: 600,
+      subagents: {
+        maxConcurrent: 1_000,
+        maxChildrenPerAgent: 20,
+        allowAgents: ["hook", "main"],
+        archiveAfterMinutes: 0,
       },
-      list: [
-        { id: "main", default: true },
-        { id: "hook", runtime: { type: "webhook", url: RUNTIME_URL } },
-      ],
     },
-    channels: { webchat: { webhookUrl: "https://hooks.test/faults" } },
+    channels: { webchat: { outbound: { url: `${HOOKS_URL}faults` } } },
   });
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
-    const url = input instanceof Request ? input.url : String(input);
-    if (url.startsWith("https://hooks.test")) return new Response("");
-    if (!url.startsWith(RUNTIME_URL)) throw new Error(`unexpected fetch ${url}`);
-    const req = JSON.parse(String(init?.body)) as WebhookRunRequest;
+  runtime.respond = (req) => {
     // The announce step of a sub-agent on the runtime only adds notes: answered at once.
     if (req.kind === "subagent_announce") return Response.json({ reply: "" });
     // A child's task POST can arrive before sessions_spawn has answered: its plan is found by its task text.
     const task = /fault job (\d+)/.exec(req.message)?.[1];
-    const runtime = (task !== undefined ? planOfTask.get(Number(task)) : planOfSession.get(req.sessionKey)) ?? "sync";
-    runtimeOf.set(req.runId, { runtime, token: req.runToken });
-    if (runtime === "sync") return Response.json({ reply: `done ${req.runId.slice(0, 8)}` });
+    const plan = (task !== undefined ? planOfTask.get(Number(task)) : planOfSession.get(req.sessionKey)) ?? "sync";
+    runtimeOf.set(req.runId, { runtime: plan, token: req.runToken });
+    if (plan === "sync") return Response.json({ reply: `done ${req.runId.slice(0, 8)}` });
     return new Response(null, { status: 202 });
-  });
+  };
 });
 
 afterAll(() => {
   env.SIGNING_SECRET = ORIGINAL_SECRET;
   delete env.SIGNING_SECRET_PREVIOUS;
-  setConfigOverride(null);
-  vi.restoreAllMocks();
 });
 
 const tag = () => crypto.randomUUID().slice(0, 8);

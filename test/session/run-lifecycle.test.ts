@@ -1,15 +1,14 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { setConfigOverride } from "../../src/config/load";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { LANE_OBJECT } from "../../src/lane/subagent-lane";
 import { verifyRunToken } from "../../src/runners/run-token";
-import type { WebhookRunRequest } from "../../src/runners/webhook-runner";
 import { UNGUARDED_RUN } from "../../src/session/run-audit";
 import { LOST_TWICE, RUNTIME_SILENT } from "../../src/session/run-queue";
 import { LEASE_MS, RUNTIME_LEASE_MS, SWEEP_MS } from "../../src/session/run-types";
 import type { SessionObject } from "../../src/session/session-object";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { HOOKS_URL, installFakeRuntime, runPosts, runtime } from "../helpers/fake-runtime";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { until } from "../helpers/scripted";
 import { announcesIn, settle } from "../helpers/subagents";
@@ -21,34 +20,17 @@ import { announcesIn, settle } from "../helpers/subagents";
  * driven with moved timers and evictions, and each ends with the run's slots given back.
  */
 
-const RUNTIME_URL = "https://runtime.test/lifecycle";
 const ORIGINAL_SECRET = env.SIGNING_SECRET;
 const NEW_SECRET = "rotated-signing-secret-0123456789abcdef";
 
-let received: WebhookRunRequest[] = [];
-
 beforeEach(() => {
-  received = [];
-  setConfigOverride({
-    agents: {
-      defaults: { timeoutSeconds: 600, subagents: { maxConcurrent: 1_000, allowAgents: ["hook"] } },
-      list: [
-        { id: "main", default: true },
-        { id: "hook", runtime: { type: "webhook", url: RUNTIME_URL } },
-      ],
-    },
-    channels: { webchat: { webhookUrl: "https://hooks.test/webchat" } },
+  installFakeRuntime({
+    defaults: { timeoutSeconds: 600, subagents: { maxConcurrent: 1_000, allowAgents: ["hook"] } },
+    channels: { webchat: { outbound: { url: `${HOOKS_URL}webchat` } } },
   });
-  vi.spyOn(globalThis, "fetch").mockImplementation(async (input: RequestInfo | URL, init?: RequestInit) => {
-    const url = input instanceof Request ? input.url : String(input);
-    if (url.startsWith("https://hooks.test")) return new Response("", { status: 200 });
-    if (!url.startsWith(RUNTIME_URL)) throw new Error(`unexpected fetch ${url}`);
-    const req = JSON.parse(String(init?.body)) as WebhookRunRequest;
-    received.push(req);
-    // The child's announce step is answered at once (it only adds Notes); tasks and inbound runs as the test says.
-    if (req.kind === "subagent_announce") return Response.json({ reply: "" });
-    return new Response(null, { status: 202 });
-  });
+  // The child's announce step is answered at once (it only adds Notes); tasks and inbound runs as the test says.
+  runtime.respond = (req) =>
+    req.kind === "subagent_announce" ? Response.json({ reply: "" }) : new Response(null, { status: 202 });
 });
 
 afterEach(() => {
@@ -57,7 +39,7 @@ afterEach(() => {
 });
 
 const requester = () => `agent:main:lifecycle-${crypto.randomUUID().slice(0, 8)}`;
-const posted = (n = 1) => until(async () => expect(received.length).toBeGreaterThanOrEqual(n));
+const posted = (n = 1) => until(async () => expect(runPosts().length).toBeGreaterThanOrEqual(n));
 const getRun = async (runId: string) => (await call("GET", `/v1/runs/${runId}`)).json;
 const claimsOf = (token: string) => JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
 const heartbeat = (runId: string, token: string) => call("POST", `/v1/runs/${runId}/heartbeat`, undefined, { token });
@@ -87,7 +69,7 @@ describe("a webhook run without a deadline (sub-agent, runTimeoutSeconds 0)", ()
     const req = requester();
     const { child, runId } = await spawnHookChild(req);
     await posted();
-    const first = received[0];
+    const first = runPosts()[0];
     expect(first).toMatchObject({
       runId,
       deadline: null,
@@ -133,7 +115,7 @@ describe("a webhook run without a deadline (sub-agent, runTimeoutSeconds 0)", ()
       "POST",
       `/v1/runs/${runId}/complete`,
       { reply: "too late" },
-      { token: received[0].runToken },
+      { token: runPosts()[0].runToken },
     );
     expect(late.status).toBe(401);
     await settle(child);
@@ -146,10 +128,10 @@ describe("a webhook run without a deadline (sub-agent, runTimeoutSeconds 0)", ()
     const key = `agent:hook:lifecycle-${crypto.randomUUID().slice(0, 8)}`;
     const runId = (await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "slow" })).json.runId;
     await posted();
-    expect(received[0].deadline).toBeGreaterThan(Date.now());
-    const beat = await heartbeat(runId, received[0].runToken);
-    expect(beat.json).toMatchObject({ deadline: received[0].deadline, leaseExpiresAt: null });
-    expect(claimsOf(beat.json.runToken).expiresAt).toBe(received[0].deadline);
+    expect(runPosts()[0].deadline).toBeGreaterThan(Date.now());
+    const beat = await heartbeat(runId, runPosts()[0].runToken);
+    expect(beat.json).toMatchObject({ deadline: runPosts()[0].deadline, leaseExpiresAt: null });
+    expect(claimsOf(beat.json.runToken).expiresAt).toBe(runPosts()[0].deadline);
     await advance(key, RUNTIME_LEASE_MS - 60_000);
     expect((await getRun(runId)).status).toBe("running");
     await advance(key, 61_000);
@@ -162,7 +144,7 @@ describe("SIGNING_SECRET rotation", () => {
     const req = requester();
     const { child, runId } = await spawnHookChild(req);
     await posted();
-    const oldToken = received[0].runToken;
+    const oldToken = runPosts()[0].runToken;
 
     env.SIGNING_SECRET = NEW_SECRET;
     env.SIGNING_SECRET_PREVIOUS = ORIGINAL_SECRET;
@@ -187,7 +169,7 @@ describe("SIGNING_SECRET rotation", () => {
     const { child, runId } = await spawnHookChild(req);
     await posted();
     env.SIGNING_SECRET = NEW_SECRET;
-    expect((await heartbeat(runId, received[0].runToken)).status).toBe(401);
+    expect((await heartbeat(runId, runPosts()[0].runToken)).status).toBe(401);
     await advance(child, RUNTIME_LEASE_MS + 1_000);
     expect((await getRun(runId)).status).toBe("lost");
     await settle(child);
@@ -219,7 +201,7 @@ describe("lost executors", () => {
     await loseExecutor(child, runId);
     await advance(child, LEASE_MS + 1_000);
     await posted(2);
-    expect(received[1]).toMatchObject({ runId, attempt: 2 });
+    expect(runPosts()[1]).toMatchObject({ runId, attempt: 2 });
     await loseExecutor(child, runId);
     await advance(child, LEASE_MS + 1_000);
     expect(await getRun(runId)).toMatchObject({ status: "lost", error: LOST_TWICE });
