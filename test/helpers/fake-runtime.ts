@@ -56,13 +56,13 @@ export function installFakeRuntime(opts: FakeRuntimeOptions = {}): void {
 export const runPosts = () => runtime.received.map((r) => r.req);
 
 /**
- * Until the fake runtime has received a run's POST. Polled from the test's own timers, never a promise the fake
- * resolves: the fake runs inside the session object's run (same isolate), and a promise it resolves resumes the test
- * inside that object's timer task (the run starts from a timer, src/session/enqueue.ts). The test's next calls would
- * then be that object's I/O, and ending the object's instance from there ends it from inside its own task,
- * which crashes workerd ("Promise callback destroyed itself") and loses the rest of the file.
+ * Until the fake runtime has received `n` run POSTs (one by default). Polled from the test's own timers, never a
+ * promise the fake resolves: the fake runs inside the session object's run (same isolate), and a promise it
+ * resolves resumes the test inside that object's timer task (the run starts from a timer, src/session/enqueue.ts).
+ * The test's next calls would then be that object's I/O, and ending the object's instance from there ends it from
+ * inside its own task, which crashes workerd ("Promise callback destroyed itself") and loses the rest of the file.
  */
-export const posted = () => until(async () => expect(runtime.received.length).toBeGreaterThan(0));
+export const posted = (n = 1) => until(async () => expect(runtime.received.length).toBeGreaterThanOrEqual(n));
 
 export const newKey = (rest = `chat-${crypto.randomUUID().slice(0, 8)}`) => `agent:hook:${rest}`;
 

@@ -8,7 +8,7 @@ import { LOST_TWICE, RUNTIME_SILENT } from "../../src/session/run-queue";
 import { LEASE_MS, RUNTIME_LEASE_MS, SWEEP_MS } from "../../src/session/run-types";
 import type { SessionObject } from "../../src/session/session-object";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
-import { HOOKS_URL, installFakeRuntime, runPosts, runtime } from "../helpers/fake-runtime";
+import { getRun, HOOKS_URL, installFakeRuntime, posted, runPosts, runtime } from "../helpers/fake-runtime";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { until } from "../helpers/scripted";
 import { announcesIn, settle } from "../helpers/subagents";
@@ -39,8 +39,6 @@ afterEach(() => {
 });
 
 const requester = () => `agent:main:lifecycle-${crypto.randomUUID().slice(0, 8)}`;
-const posted = (n = 1) => until(async () => expect(runPosts().length).toBeGreaterThanOrEqual(n));
-const getRun = async (runId: string) => (await call("GET", `/v1/runs/${runId}`)).json;
 const claimsOf = (token: string) => JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
 const heartbeat = (runId: string, token: string) => call("POST", `/v1/runs/${runId}/heartbeat`, undefined, { token });
 
