@@ -24,7 +24,7 @@ import { ANNOUNCE_SKIP, REPLY_SKIP } from "./control-tokens";
  * requester and target alternate reply-back turns, then the target runs the announce step whose
  * reply is delivered to the target's channel.
  *
- * Where OpenClaw runs this as a detached promise (lost on restart, issue #45926), here it is a
+ * Where OpenClaw runs this as a detached promise (lost on a restart), here it is a
  * persisted state machine in the TARGET's object: one `flows` row (step number, whose turn, the
  * replies so far) plus one `a2a` timer per flow that either dispatches the current step or guards
  * it. Step runs are ordinary queued runs with an idempotency key derived from (flow, step), so a
