@@ -2,7 +2,12 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { A2A_ANNOUNCE_STEP_HEADER } from "../../src/send/control-tokens";
-import { MAX_PENDING_NOTIFICATIONS, MAX_PENDING_STEERS } from "../../src/send/send-inbox";
+import {
+  MAX_NOTIFICATION_BYTES,
+  MAX_PENDING_NOTIFICATIONS,
+  MAX_PENDING_STEERS,
+  MAX_STEER_BYTES,
+} from "../../src/send/send-inbox";
 import { STEER_FOLLOWUP_NOTE } from "../../src/send/send-modes";
 import {
   MISSING_TARGET,
@@ -13,6 +18,7 @@ import {
   STEERS_FULL,
 } from "../../src/tools/sessions-send-modes";
 import { type FakeCall, useFakeProvider } from "../helpers/fake-provider";
+import { installFakeRuntime, newKey, send as post202, posted, runtime } from "../helpers/fake-runtime";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { crash, evict } from "../helpers/restart";
 
@@ -359,5 +365,60 @@ describe("sessions_send mode=notify", () => {
       error: MISSING_TARGET,
     });
     expect(await sessionStub(missing).getMeta()).toBeNull();
+  });
+});
+
+describe("sessions_send modes: limits and webhook runtimes", () => {
+  it("a steer over 64 KiB or a notification over 16 KiB is a 413 naming message; nothing stored", async () => {
+    const fake = provider();
+    const { key, runId } = await runningTarget(fake, "mode-sizes");
+    const steer = await send({ sessionKey: key, message: "s".repeat(MAX_STEER_BYTES + 1), mode: "steer" });
+    expect(steer.status).toBe(413);
+    expect(steer.body.error.message).toBe(
+      `message: ${MAX_STEER_BYTES + 1} bytes exceeds the limit of ${MAX_STEER_BYTES} bytes for mode=steer (see docs/limits.md)`,
+    );
+    const note = await send({ sessionKey: key, message: "n".repeat(MAX_NOTIFICATION_BYTES + 1), mode: "notify" });
+    expect(note.status).toBe(413);
+    expect(note.body.error.message).toMatch(/^message: .* for mode=notify/);
+    const stored = await runInDurableObject(
+      sessionStub(key),
+      (_o, s) => s.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM send_inbox").one().n,
+    );
+    expect(stored).toBe(0);
+    fake.pending()[0].reply("ok");
+    await wait(runId);
+  });
+
+  it("a webhook runtime's running run refuses steering; its next run gets the notifications in extraSystemPrompt", async () => {
+    installFakeRuntime();
+    setConfigOverride({
+      agents: {
+        defaults: { timeoutSeconds: 120 },
+        entries: {
+          main: { default: true },
+          hook: { runtime: { type: "webhook", url: "https://runtime.test/agent", secret: "runtime-secret" } },
+        },
+      },
+      tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } },
+    });
+    const key = newKey();
+    const first = await post202(key, "long job");
+    await posted();
+    expect((await send({ sessionKey: key, message: "faster", mode: "steer" })).details).toMatchObject({
+      status: "error",
+      error: NO_ACTIVE_RUN,
+    });
+    expect((await send({ sessionKey: key, message: "the build is green", mode: "notify" })).details.status).toBe(
+      "queued",
+    );
+    const second = await post202(key, "next");
+    const { runToken } = runtime.received[0].req;
+    expect((await call("POST", `/v1/runs/${first}/complete`, { reply: "done" }, { token: runToken })).status).toBe(200);
+    await posted(2);
+    expect(runtime.received[1].req.runId).toBe(second);
+    expect(runtime.received[1].req.extraSystemPrompt).toContain(`from session ${REQUESTER}: the build is green`);
+    expect(runtime.received[0].req.extraSystemPrompt ?? "").not.toContain("the build is green");
+    const token2 = runtime.received[1].req.runToken;
+    await call("POST", `/v1/runs/${second}/complete`, { reply: "ok" }, { token: token2 });
   });
 });
