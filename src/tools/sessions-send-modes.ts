@@ -39,8 +39,22 @@ export const NO_ACTIVE_RUN = "Target has no active run that accepts steering. Us
 export const STEERS_FULL = `Target run already has ${MAX_PENDING_STEERS} steering messages it has not read yet. Use mode=followup to start a new turn.`;
 export const NO_REPLY_TEXT = "No visible reply or pending announcement. Continue or retry if needed.";
 
-/** Before the schema: `resume` and unknown modes get their own texts (a 400 naming them), not zod's enum message. */
-export function rejectMode(args: Record<string, unknown>): void {
+/** OpenClaw 2026's other names for `message`, read (in this order) only when `message` itself is absent. */
+export const MESSAGE_ALIASES = ["SendMessage", "content", "text"] as const;
+
+/**
+ * Before the schema: a `message` given under one of OpenClaw's aliases is read as `message` (an alias
+ * beside `message`, or a second one, stays an unknown parameter: the schema is closed); `resume` and
+ * unknown modes get their own texts (a 400 naming them), not zod's enum message.
+ */
+export function prepareSendArgs(args: Record<string, unknown>): void {
+  if (args.message === undefined) {
+    const alias = MESSAGE_ALIASES.find((a) => args[a] !== undefined);
+    if (alias) {
+      args.message = args[alias];
+      delete args[alias];
+    }
+  }
   const mode = args.mode;
   if (mode === undefined) return;
   if (mode === "resume") throw invalid(RESUME_UNSUPPORTED);

@@ -17,7 +17,7 @@ import {
   checkModeMessage,
   followupResult,
   type ModeResult,
-  rejectMode,
+  prepareSendArgs,
   sendModeSchema,
   sendWithoutTurn,
 } from "./sessions-send-modes";
@@ -289,5 +289,5 @@ export const sessionsSendTool = defineTool({
   handler: sessionsSend,
   subagents: "none",
   wait: { argument: "timeoutSeconds", defaultSeconds: SEND_DEFAULT_TIMEOUT_SECONDS },
-  rejectArgs: rejectMode,
+  rejectArgs: prepareSendArgs,
 });

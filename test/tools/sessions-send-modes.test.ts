@@ -84,6 +84,27 @@ describe("sessions_send mode: parameter", () => {
     }
     expect(MODE_TEXT).toBe("mode must be notify, steer, or followup");
   });
+
+  it("a missing message is read from OpenClaw's aliases SendMessage, content, text; an alias beside message is unknown", async () => {
+    const fake = provider();
+    const key = uniq("aliases");
+    const first = await post(key, "hello");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    fake.pending()[0].reply("hi");
+    await wait(first);
+    for (const alias of ["SendMessage", "content", "text"])
+      expect((await send({ sessionKey: key, [alias]: `via ${alias}`, mode: "notify" })).details.status).toBe("queued");
+    const both = await send({ sessionKey: key, message: "m", text: "t", mode: "notify" });
+    expect(both.status).toBe(400);
+    expect(both.body.error.message).toBe("text: unknown parameter for sessions_send");
+    const none = await send({ sessionKey: key, text: "   ", mode: "notify" });
+    expect(none.body.error.message).toBe("message required");
+    const next = await post(key, "go");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    for (const alias of ["SendMessage", "content", "text"]) expect(systemOf(fake.calls[1])).toContain(`via ${alias}`);
+    fake.pending()[0].reply("ok");
+    await wait(next);
+  });
 });
 
 describe("sessions_send mode=steer", () => {
