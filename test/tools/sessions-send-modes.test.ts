@@ -363,6 +363,33 @@ describe("sessions_send mode=notify", () => {
     await wait(later);
   });
 
+  it("the turn that took them is retried after a crash: the retry sees the same notifications, no later turn does", async () => {
+    const fake = provider();
+    const key = uniq("notify-retry");
+    const first = await post(key, "hello");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    fake.pending()[0].reply("hi");
+    await wait(first);
+    await send({ sessionKey: key, message: "cache flushed", mode: "notify" });
+    const next = await post(key, "status?");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    expect(systemOf(fake.calls[1])).toContain("cache flushed");
+    // The executor is lost mid-call; the lease re-queues the run and its retry takes the same notification.
+    await crash(sessionStub(key));
+    fake.abandonPending();
+    await advance(key, 60_000);
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    expect(fake.calls[2].lastUser).toBe("status?");
+    expect(systemOf(fake.calls[2])).toContain("cache flushed");
+    fake.pending()[0].reply("flushed");
+    expect(await wait(next)).toMatchObject({ status: "ok" });
+    const later = await post(key, "more?");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    expect(systemOf(fake.calls[3])).not.toContain("cache flushed");
+    fake.pending()[0].reply("no");
+    await wait(later);
+  });
+
   it(`keeps at most ${MAX_PENDING_NOTIFICATIONS}: the oldest are evicted; a missing target is refused`, async () => {
     const fake = provider();
     const key = uniq("notify-cap");
