@@ -192,6 +192,22 @@ describe("sessions_send mode=steer", () => {
     ]);
   });
 
+  it("a run aborted before reading it: the steer still becomes its own turn", async () => {
+    const fake = provider();
+    const { key, runId } = await runningTarget(fake, "steer-aborted");
+    await send({ sessionKey: key, message: "stop and summarise", mode: "steer" });
+    expect((await call("POST", `/v1/runs/${runId}/abort`)).json).toMatchObject({ status: "aborted" });
+    await vi.waitFor(() => expect(fake.calls).toHaveLength(2));
+    expect(fake.calls[1].lastUser).toBe(`${STEER_PREFIX}stop and summarise`);
+    fake.calls[1].reply("summary");
+    const runs = await runsOf(key);
+    expect(runs.map((x) => [x.kind, x.message])).toEqual([
+      ["inbound", "work on it"],
+      ["send", "stop and summarise"],
+    ]);
+    expect(await wait(runs[1].id)).toMatchObject({ status: "ok", reply: "summary" });
+  });
+
   it("the same idempotencyKey returns the same receipt and stores one steer", async () => {
     const fake = provider();
     const { key, runId } = await runningTarget(fake, "steer-idem");
