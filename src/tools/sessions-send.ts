@@ -16,6 +16,7 @@ import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference 
 import {
   checkModeMessage,
   followupResult,
+  type ModeDelivery,
   type ModeResult,
   prepareSendArgs,
   sendModeSchema,
@@ -262,22 +263,20 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.outbound ? "pending" : "none",
     mode: "announce",
   };
+  // A followup answers in OpenClaw 2026's words: an announce that will not be posted is `skipped`.
+  const followup = args.mode === "followup";
+  const modeDelivery: ModeDelivery = {
+    status: delivery.status === "pending" ? "pending" : "skipped",
+    mode: "announce",
+  };
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
   if (timeoutSeconds === 0) {
-    if (args.mode === "followup")
-      return followupResult(run, shownKey, {
-        status: delivery.status === "pending" ? "pending" : "skipped",
-        mode: "announce",
-      });
+    if (followup) return followupResult(run, shownKey, modeDelivery);
     return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery };
   }
   // Server-side wait in the target's object; the flow does not depend on it (a timeout cancels nothing).
   const waited = (await ctx.env.SESSIONS.getByName(targetKey).waitRun(run.runId, timeoutSeconds * 1000)) ?? run;
-  if (args.mode === "followup")
-    return followupResult(waited, shownKey, {
-      status: delivery.status === "pending" ? "pending" : "skipped",
-      mode: "announce",
-    });
+  if (followup) return followupResult(waited, shownKey, modeDelivery);
   return waitedResult(waited, shownKey, timeoutSeconds, delivery);
 }
 
