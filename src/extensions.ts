@@ -3,6 +3,7 @@ import { sendCommandExtension } from "./policy/send-command";
 import { modelRunnerExtension } from "./runners/builtin-run";
 import { webhookRunnerExtension } from "./runners/webhook-runner";
 import { a2aFlowExtension } from "./send/a2a-flow";
+import { sendModesExtension } from "./send/send-modes";
 import { CORE_TIMER_KINDS } from "./session/core-timers";
 import { deadTimersExtension } from "./session/dead-timer-rpc";
 import { type SessionExtension, SessionExtensions } from "./session/extensions";
@@ -37,6 +38,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   subagentLaneExtension, // child: maxConcurrent — a task starts when the lane grants it a slot
   deadTimersExtension, // dead timers over /v1 (GET …/timers/dead, retry)
   sendIntoExtension, // sessions_send: target checks + enqueue in one call
+  sendModesExtension, // sessions_send steer/notify: durable rows, drained at a step / the next turn
   runLogExtension, // one run_ended log line per run (src/log.ts)
 ];
 

@@ -2,6 +2,7 @@ import { runContext } from "../compaction/context";
 import { summaryContext } from "../compaction/summarize";
 import { agentModel, agentThinking, findAgent } from "../config/load";
 import { displayKey } from "../keys";
+import { claimNotifications, drainSteers, notificationsContext } from "../send/send-inbox";
 import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunInput, TranscriptMessage } from "../session/types";
@@ -38,6 +39,8 @@ export async function runBuiltinModel(
     `Your session: ${displayKey(meta.key)}.`,
     input.extraSystemPrompt,
     context.summary !== undefined ? summaryContext(context.summary) : undefined,
+    // Taken by this turn (a retry of it takes the same ones; src/send/send-inbox.ts).
+    notificationsContext(claimNotifications(host, runId), displayKey),
   ]
     .filter(Boolean)
     .join("\n\n");
@@ -51,6 +54,7 @@ export async function runBuiltinModel(
     ...(meta.subagent ? { taskParts: attachmentParts(host) } : {}),
     onStep,
     live: streams(model, host) ? live : undefined,
+    steering: () => drainSteers(host, runId),
   });
 }
 

@@ -30,6 +30,11 @@ export interface ModelRunRequest {
   onStep: (messages: TranscriptMessage[]) => void;
   /** Watchers of the run's text (src/events/session-events.ts): given, the run streams (which do: src/runners/builtin-run.ts). */
   live?: RunLiveOutput;
+  /**
+   * Messages to add before each model step (sessions_send mode=steer, src/send/send-inbox.ts): called at
+   * every step boundary; what it returns joins this step's input and every later step's.
+   */
+  steering?: () => TranscriptMessage[];
 }
 
 /** Where a streamed run's text and tool calls go as the model produces them (GET /v1/runs/{runId}/events). */
@@ -50,6 +55,12 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     abortSignal: req.signal,
     maxRetries: 1,
     onStepEnd: (step: StepResult<ToolSet>) => req.onStep(stepMessages(req.model, step)),
+    // The step boundary (before each model call, after the previous step's tools ran and its rows were
+    // recorded): steers taken now are appended to this step's messages, which the SDK carries to later steps.
+    prepareStep: ({ messages }: { messages: ModelMessage[] }) => {
+      const steers = req.steering?.() ?? [];
+      return steers.length > 0 ? { messages: [...messages, ...toModelMessages(steers)] } : undefined;
+    },
     // No telemetry integration is registered here, but the SDK still traces every call, step and tool through
     // node:diagnostics_channel unless told not to: it skips only when `hasSubscribers === false`, and
     // workerd's is a method, never `false` (~3% of a send burst's CPU; test/runners/model-runner-telemetry.test.ts).

@@ -3,6 +3,7 @@ import { signedWebhookHeaders } from "../channels/signed-webhook";
 import { agentThinking, findAgent } from "../config/load";
 import { invalid } from "../errors";
 import { displayKey, parseCanonical, shownProvenance } from "../keys";
+import { claimNotifications, notificationsContext } from "../send/send-inbox";
 import { DEADLINE_TIMER, LEASE_TIMER } from "../session/core-timers";
 import type { SessionExtension } from "../session/extensions";
 import { deleteFlowRow, hasFlowRow, putFlowRow } from "../session/flow-rows";
@@ -165,6 +166,11 @@ async function runOnWebhook(
     isSubagent,
     expiresAt: deadline,
   });
+  // The session's notifications (sessions_send mode=notify) are this turn's context, as for the model runner.
+  const extraSystemPrompt =
+    [input.extraSystemPrompt, notificationsContext(claimNotifications(host, run.id), displayKey)]
+      .filter(Boolean)
+      .join("\n\n") || undefined;
   const request: WebhookRunRequest = {
     type: "switchboard.run",
     runId: run.id,
@@ -178,7 +184,7 @@ async function runOnWebhook(
     ...(input.provenance ? { provenance: shownProvenance(input.provenance) } : {}),
     ...(model ? { model } : {}),
     ...(thinking ? { thinking } : {}),
-    ...(input.extraSystemPrompt ? { extraSystemPrompt: input.extraSystemPrompt } : {}),
+    ...(extraSystemPrompt ? { extraSystemPrompt } : {}),
     runToken,
     deadline,
     leaseMs: RUNTIME_LEASE_MS,

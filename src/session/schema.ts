@@ -168,6 +168,22 @@ export const MIGRATIONS: MigrationStep[] = [
   );
   CREATE INDEX messages_turns ON messages (seq, role, bytes);
   `,
+  // sessions_send's steer and notify modes (src/send/send-inbox.ts): a steer waits here for its run's next
+  // step, a notification for the session's next turn. Rows, not memory, so both survive an eviction.
+  `
+  CREATE TABLE send_inbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    state TEXT NOT NULL,
+    run_id TEXT,
+    message_json TEXT NOT NULL,
+    idempotency_key TEXT UNIQUE,
+    created_at INTEGER NOT NULL,
+    consumed_at INTEGER
+  );
+  CREATE INDEX send_inbox_state ON send_inbox (kind, state, run_id, seq);
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

@@ -22,18 +22,28 @@ export type SendIntoResult =
 const sendIntoRpc = {
   enqueue: async (host: SessionHost, arg: SendIntoRequest): Promise<SendIntoResult> => {
     const meta = host.meta ? structuredClone(host.meta) : null;
-    if (arg.requireChildOf !== undefined && meta?.spawnedBy !== arg.requireChildOf) return { refused: "lineage" };
-    const policy = resolveSendPolicy({
-      policy: host.cfg.session.sendPolicy,
-      override: meta?.sendPolicy,
-      sessionKey: host.key,
-      channel: meta?.channel ?? meta?.lastChannel,
-      chatType: meta?.chatType,
-    });
-    if (policy === "deny") return { refused: "policy" };
+    const refused = sendRefusal(host, arg.requireChildOf);
+    if (refused) return { refused };
     return { run: await host.enqueue(arg.req), meta };
   },
 };
+
+/**
+ * The checks a send into this session makes with its own state (every mode of sessions_send: also the
+ * steer and notify of src/send/send-modes.ts): its lineage when only a parent may send, then its send policy.
+ */
+export function sendRefusal(host: SessionHost, requireChildOf: string | undefined): "lineage" | "policy" | null {
+  const meta = host.meta;
+  if (requireChildOf !== undefined && meta?.spawnedBy !== requireChildOf) return "lineage";
+  const policy = resolveSendPolicy({
+    policy: host.cfg.session.sendPolicy,
+    override: meta?.sendPolicy,
+    sessionKey: host.key,
+    channel: meta?.channel ?? meta?.lastChannel,
+    chatType: meta?.chatType,
+  });
+  return policy === "deny" ? "policy" : null;
+}
 
 declare module "./extensions" {
   interface ExtensionRpc {

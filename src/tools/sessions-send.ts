@@ -13,6 +13,15 @@ import type { RunSnapshot, SessionMeta } from "../session/types";
 import { isRefusal, type Refusal, refusal, type ToolContext, timed } from "./context";
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
+import {
+  checkModeMessage,
+  followupResult,
+  type ModeDelivery,
+  type ModeResult,
+  prepareSendArgs,
+  sendModeSchema,
+  sendWithoutTurn,
+} from "./sessions-send-modes";
 
 /** Default wait of a send, OpenClaw's (test/tools/sessions-send.test.ts). */
 export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
@@ -45,6 +54,7 @@ export const sessionsSendSchema = z.strictObject({
     .max(256)
     .optional()
     .describe("Retry-safe key: the same key returns the same run, never a second message."),
+  mode: sendModeSchema,
 });
 export type SessionsSendArgs = z.infer<typeof sessionsSendSchema>;
 
@@ -59,6 +69,7 @@ export type SessionsSendResult =
   | { runId: string; status: "accepted"; sessionKey: string; delivery: SendDelivery }
   | { runId: string; status: "ok"; reply?: string; sessionKey: string; delivery: SendDelivery }
   | { runId: string; status: "timeout" | "error"; error: string; sessionKey: string }
+  | ModeResult
   | Refusal;
 
 /** Refusals carry a fresh random runId (no run was started), as in OpenClaw (test/tools/sessions-send.test.ts). */
@@ -134,6 +145,7 @@ function waitedResult(
 
 export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Promise<SessionsSendResult> {
   checkTextSize("message", args.message, ctx.cfg.limits.maxMessageBytes);
+  checkModeMessage(args.mode, args.message);
   if (args.sessionKey && args.label) return refuse("error", "Provide either sessionKey or label (not both).");
   const vis = callerVisibility(ctx);
 
@@ -192,6 +204,25 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     maxTurns: ctx.cfg.session.agentToAgent.maxPingPongTurns,
   };
 
+  // Scoped to the requester and to the principal acting as it, so two callers choosing the same key never collide.
+  const idempotencyKey = args.idempotencyKey
+    ? `send:${idempotencyScope(ctx.caller)}:${requesterKey}:${args.idempotencyKey}`
+    : undefined;
+  if (args.mode === "steer" || args.mode === "notify")
+    return sendWithoutTurn(ctx, args.mode, args.message, {
+      targetKey,
+      shownKey,
+      provenance: {
+        kind: "inter_session",
+        sourceSessionKey: requesterKey,
+        sourceChannel: requesterChannel,
+        sourceTool: "sessions_send",
+      },
+      asNonChild,
+      requesterKey,
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+    });
+
   let sent: SendIntoResult;
   try {
     sent = await timed(
@@ -212,10 +243,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
             flowId: crypto.randomUUID(),
             data: { a2a },
           },
-          // Scoped to the requester and to the principal acting as it, so two callers choosing the same key never collide.
-          idempotencyKey: args.idempotencyKey
-            ? `send:${idempotencyScope(ctx.caller)}:${requesterKey}:${args.idempotencyKey}`
-            : undefined,
+          idempotencyKey,
         },
         ...(asNonChild ? { requireChildOf: requesterKey } : {}),
       }),
@@ -235,21 +263,30 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     status: route && ctx.cfg.channels[route.channel.toLowerCase()]?.outbound ? "pending" : "none",
     mode: "announce",
   };
+  // A followup answers in OpenClaw 2026's words: an announce that will not be posted is `skipped`.
+  const followup = args.mode === "followup";
+  const modeDelivery: ModeDelivery = {
+    status: delivery.status === "pending" ? "pending" : "skipped",
+    mode: "announce",
+  };
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
   if (timeoutSeconds === 0) {
+    if (followup) return followupResult(run, shownKey, modeDelivery);
     return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery };
   }
   // Server-side wait in the target's object; the flow does not depend on it (a timeout cancels nothing).
   const waited = (await ctx.env.SESSIONS.getByName(targetKey).waitRun(run.runId, timeoutSeconds * 1000)) ?? run;
+  if (followup) return followupResult(waited, shownKey, modeDelivery);
   return waitedResult(waited, shownKey, timeoutSeconds, delivery);
 }
 
 export const sessionsSendTool = defineTool({
   name: "sessions_send",
   description:
-    "Send a message into another visible session by sessionKey or label. Use this to delegate follow-up work to an existing session; waits for the target run and returns the updated assistant reply when available.",
+    "Send a message into another visible session by sessionKey or label. Use this to delegate follow-up work to an existing session; waits for the target run and returns the updated assistant reply when available. mode=steer guides the target's running run at its next step, mode=notify leaves context for its next turn without starting one, mode=followup always queues a new turn.",
   schema: sessionsSendSchema,
   handler: sessionsSend,
   subagents: "none",
   wait: { argument: "timeoutSeconds", defaultSeconds: SEND_DEFAULT_TIMEOUT_SECONDS },
+  rejectArgs: prepareSendArgs,
 });

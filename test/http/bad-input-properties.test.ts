@@ -228,6 +228,7 @@ const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     message: field(fc.string({ maxLength: 40 })),
     timeoutSeconds: field(fc.constantFrom(0, 0, 1, 1e308)),
     idempotencyKey: field(fc.string({ minLength: 1, maxLength: 20 })),
+    mode: field(fc.constantFrom("steer", "followup", "notify", "resume", "bogus")),
   }),
   sessions_spawn: objectOf({
     task: field(fc.string({ maxLength: 40 })),

@@ -23,11 +23,7 @@ describe("unknown parameters are refused by name", () => {
       "relationship, includeDerivedTitles: unknown parameters for sessions_list",
     ],
     ["sessions_history", { sessionKey: "main", messageId: "m1" }, "messageId: unknown parameter for sessions_history"],
-    [
-      "sessions_send",
-      { sessionKey: "main", message: "hi", mode: "steer" },
-      "mode: unknown parameter for sessions_send",
-    ],
+    // `mode` is supported (test/tools/sessions-send-modes.test.ts); `watch` is not.
     ["sessions_send", { sessionKey: "main", message: "hi", watch: true }, "watch: unknown parameter for sessions_send"],
     ["agents_list", { verbose: true }, "verbose: unknown parameter for agents_list"],
   ])("%s %j → 400", async (tool, args, message) => {
