@@ -148,7 +148,7 @@ describe("/mcp with the official SDK client", () => {
     expect(unknown.json).toEqual({
       jsonrpc: "2.0",
       id: 7,
-      error: { code: -32601, message: "Method not found: resources/list" },
+      error: { code: -32601, message: "Method not found" },
     });
     const bad = await call("POST", "/mcp", "{not json");
     expect(bad.status).toBe(400);
