@@ -137,6 +137,10 @@ export const MCP_ROUTE_DOC: RouteDoc = {
       description: `Not JSON (-32700); an empty batch, one over ${MCP_MAX_BATCH} messages, or a batch under protocol 2025-06-18 or later (-32600); an \`MCP-Protocol-Version\` other than ${MCP_PROTOCOL_VERSIONS.join(", ")}`,
       schema: jsonRpcResponseSchema,
     },
+    415: {
+      description: "A `Content-Type` other than `application/json` (JSON-RPC error -32000)",
+      schema: jsonRpcResponseSchema,
+    },
     403: {
       description:
         "An `Origin` (or, with `mcp.allowedHosts`, a host) that may not call /mcp (JSON-RPC error), or an `X-Session-Key` outside the token's scope (error envelope)",

@@ -256,6 +256,7 @@ describe("responses match /openapi.json", () => {
     const batch = [{ jsonrpc: "2.0", id: 1, method: "ping" }];
     expect((await mcp(batch, { headers: { "MCP-Protocol-Version": "2025-11-25" } })).status).toBe(400);
     expect((await mcp(batch[0], { headers: { Origin: "https://evil.example.com" } })).status).toBe(403);
+    expect((await mcp(batch[0], { headers: { "Content-Type": "text/plain" } })).status).toBe(415);
     expect(
       (
         await mcp(
