@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `npm run test:mcp-conformance`: the official MCP conformance suite (@modelcontextprotocol/conformance, its
-// server scenarios) against /mcp under `wrangler dev`, offline, with a fresh bearer token (docs/protocols.md,
-// "Conformance"). The suite's client sends no token, so a local proxy in front of the Worker adds it and
-// passes every other header through as sent (the DNS-rebinding scenario sets Host and Origin itself).
+// server scenarios) against /mcp under `wrangler dev`, offline, with the local CONFIG of wrangler.jsonc (the
+// default origin rule: no mcp.* keys) and a fresh bearer token (docs/protocols.md, "Conformance"). The suite's
+// client sends no token, so a local proxy in front of the Worker adds it and passes every other header
+// through as sent (the DNS-rebinding scenario sets Host and Origin itself).
 // Exits non-zero when a scenario fails that is not in scripts/mcp-conformance-baseline.yml (the scenarios
 // that do not apply to a tools server, each with its reason), or when a listed one starts passing.
 import { spawn } from "node:child_process";
@@ -11,14 +12,10 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { unstable_readConfig, unstable_startWorker } from "wrangler";
+import { unstable_startWorker } from "wrangler";
 
 const started = Date.now();
 const token = randomBytes(32).toString("base64url");
-// The local CONFIG of wrangler.jsonc, answering only loopback host names on /mcp (docs/protocols.md,
-// "Origin and Host"): what the DNS-rebinding scenario checks of a server on localhost.
-const local = unstable_readConfig({ config: "wrangler.jsonc" }).vars.CONFIG;
-const CONFIG = { ...local, mcp: { allowedHosts: ["localhost", "127.0.0.1", "[::1]"] } };
 
 process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
 process.env.WRANGLER_SEND_METRICS = "false";
@@ -26,7 +23,6 @@ const worker = await unstable_startWorker({
   config: "wrangler.jsonc",
   bindings: {
     GATEWAY_TOKEN: { type: "plain_text", value: token },
-    CONFIG: { type: "json", value: CONFIG },
   },
   dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
 });

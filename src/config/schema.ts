@@ -127,9 +127,9 @@ export const ConfigSchema = z.object({
   env: z.object({ vars: z.record(z.string(), z.string()).optional() }).optional(),
   mcp: z
     .object({
-      /** Host names of browser origins (`app.example.com`) besides the Worker's own host that may call `/mcp` (src/http/mcp-guard.ts). */
+      /** Host names of browser origins (`app.example.com`) that may call `/mcp`, besides loopback names (src/http/mcp-guard.ts). */
       allowedOrigins: z.array(z.string().min(1).max(253)).max(50).default([]),
-      /** Host names `/mcp` answers under (DNS-rebinding protection where no route vouches for the host); empty: any. */
+      /** Host names `/mcp` answers under (and whose pages may call it); empty: any host, no page but loopback and allowedOrigins. */
       allowedHosts: z.array(z.string().min(1).max(253)).max(50).default([]),
     })
     .prefault({}),

@@ -29,24 +29,31 @@ export const PARSE_ERROR = -32700;
 /** The Streamable HTTP transport's code for a refusal at the HTTP layer (bad header, forbidden origin). */
 const TRANSPORT_ERROR = -32000;
 
+/** Loopback host names: a browser page on the user's own machine (MCP Inspector, a local app). */
+const LOOPBACK = ["localhost", "127.0.0.1", "[::1]"];
+
 /**
  * Why this request may not reach `/mcp` from where it comes, or null. The transport spec requires a
  * server to refuse an `Origin` it does not trust with 403 (DNS rebinding, cross-site requests):
+ *   - `Origin`: absent passes (non-browser clients send none; browsers send one on every POST). Present,
+ *     its host name must be a loopback name, one of `mcp.allowedOrigins` or one of `mcp.allowedHosts`.
+ *     The request's own `Host` does not vouch for it: under DNS rebinding the attacker's page and its
+ *     requests share the attacker's host name, so "same origin" is exactly what the attack looks like.
+ *     An unparseable or `null` origin is refused.
  *   - `Host`: with `mcp.allowedHosts` set, the request's host name must be one of them (port-agnostic).
  *     Unset, every host is accepted — on Cloudflare the Worker's routes and custom domains decide which
- *     host names reach it; set it wherever the Worker answers any name, e.g. `wrangler dev`.
- *   - `Origin`: absent passes (non-browser clients send none); present, its host name must be the
- *     request's own host name or one of `mcp.allowedOrigins`. An unparseable or `null` origin is refused.
+ *     host names reach it.
  * Both checks are the SDK's own (`validateHostHeader`, `validateOriginHeader`).
  */
 export function originRefusal(req: Request, cfg: Config): string | null {
   const url = new URL(req.url);
-  if (cfg.mcp.allowedHosts.length > 0) {
-    const host = validateHostHeader(url.host, cfg.mcp.allowedHosts.map(lower));
-    if (!host.ok) return `Forbidden: host ${url.hostname} is not allowed`;
-  }
-  const origin = validateOriginHeader(req.headers.get("Origin"), [url.hostname, ...cfg.mcp.allowedOrigins.map(lower)]);
-  return origin.ok ? null : `Forbidden: origin ${req.headers.get("Origin")} is not allowed`;
+  const hosts = cfg.mcp.allowedHosts.map(lower);
+  if (hosts.length > 0 && !validateHostHeader(url.host, hosts).ok)
+    return `Forbidden: host ${url.hostname} is not allowed`;
+  const trusted = [...LOOPBACK, ...cfg.mcp.allowedOrigins.map(lower), ...hosts];
+  return validateOriginHeader(req.headers.get("Origin"), trusted).ok
+    ? null
+    : `Forbidden: origin ${req.headers.get("Origin")} is not allowed`;
 }
 const lower = (s: string) => s.toLowerCase();
 

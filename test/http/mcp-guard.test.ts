@@ -113,7 +113,7 @@ describe("/mcp protocol revisions", () => {
 describe("/mcp Origin and Host (the transport spec's DNS-rebinding rule)", () => {
   const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
 
-  it("a foreign Origin is a 403, whatever the token; its own origin and no Origin are served", async () => {
+  it("a foreign Origin is a 403, whatever the token; no Origin and a loopback origin are served", async () => {
     const foreign = await post(ping, { Origin: "https://evil.example.com" });
     expect(foreign.status).toBe(403);
     expect(await foreign.json()).toEqual({
@@ -129,8 +129,19 @@ describe("/mcp Origin and Host (the transport spec's DNS-rebinding rule)", () =>
     });
     expect(anonymous.status).toBe(403);
     expect((await post(ping, { Origin: "null" })).status).toBe(403);
-    expect((await post(ping, { Origin: "https://switchboard.test" })).status).toBe(200);
     expect((await post(ping)).status).toBe(200);
+    for (const origin of ["http://localhost:6274", "http://127.0.0.1:3000", "http://[::1]:8080"])
+      expect([origin, (await post(ping, { Origin: origin })).status]).toEqual([origin, 200]);
+  });
+
+  it("the DNS-rebinding case — a page whose Origin is the request's own Host — is a 403 by default", async () => {
+    // The attacker's name resolves to the server: the page and its request share that host name.
+    const rebound = await post(ping, { Origin: "http://evil.example.com:8787" }, "http://evil.example.com:8787/mcp");
+    expect(rebound.status).toBe(403);
+    expect((await post(ping, { Origin: "https://switchboard.test" })).status).toBe(403);
+    // A deployment whose own pages call /mcp lists its host name.
+    setConfigOverride({ mcp: { allowedOrigins: ["switchboard.test"] } });
+    expect((await post(ping, { Origin: "https://switchboard.test" })).status).toBe(200);
   });
 
   it("mcp.allowedOrigins lets a listed browser origin in", async () => {
@@ -148,5 +159,8 @@ describe("/mcp Origin and Host (the transport spec's DNS-rebinding rule)", () =>
     );
     expect((await post(ping, { Origin: "http://localhost:8787" }, "http://localhost:8787/mcp")).status).toBe(200);
     expect((await post(ping, {}, "http://127.0.0.1:8787/mcp")).status).toBe(200);
+    // Pages of an allowed host may call it too.
+    setConfigOverride({ mcp: { allowedHosts: ["switchboard.test"] } });
+    expect((await post(ping, { Origin: "https://switchboard.test" })).status).toBe(200);
   });
 });
