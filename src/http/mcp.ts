@@ -66,8 +66,8 @@ export async function mcpEndpoint(c: Context<AppEnv>): Promise<Response> {
   const ctx = await toolContext(c);
   const requestId = c.get("requestId");
   const stream = wantsStream(c.req.header("Accept"), body);
-  // The SDK requires `Accept` to list both types (the transport spec's client MUST); a client that lists
-  // neither still gets its JSON answer, so the request it sees says both.
+  // The SDK answers 406 unless `Accept` lists both types (the transport spec's client MUST); a client that
+  // lists one or neither still gets its JSON answer (`stream` above decides), so the request it sees says both.
   const headers = new Headers(c.req.raw.headers);
   headers.set("Accept", BOTH);
   const request = new Request(c.req.url, { method: "POST", headers, signal: c.req.raw.signal });
