@@ -125,6 +125,14 @@ export const ConfigSchema = z.object({
   channels: z.record(z.string(), channel).default({}),
   /** OpenClaw's inline environment: read where the Worker's environment lacks a name (src/config/env-refs.ts). */
   env: z.object({ vars: z.record(z.string(), z.string()).optional() }).optional(),
+  mcp: z
+    .object({
+      /** Host names of browser origins (`app.example.com`) that may call `/mcp`, besides loopback names (src/http/mcp-guard.ts). */
+      allowedOrigins: z.array(z.string().min(1).max(253)).max(50).default([]),
+      /** Host names `/mcp` answers under (and whose pages may call it); empty: any host, no page but loopback and allowedOrigins. */
+      allowedHosts: z.array(z.string().min(1).max(253)).max(50).default([]),
+    })
+    .prefault({}),
   limits: z
     .object({
       /** Failed auth attempts per credential and per address per minute before 429, when the AUTH_FAILURES binding is absent (src/http/rate-limit.ts). */

@@ -199,3 +199,49 @@ export const runsPageSchema = z.strictObject({
   count: z.number().int(),
   runs: z.array(runSummarySchema),
 });
+
+/** An MCP Server Card (the server-card extension's v2 schema), as `/.well-known/mcp/server-card.json` serves it. */
+export const mcpServerCardSchema = z
+  .strictObject({
+    $schema: z.literal("https://static.modelcontextprotocol.io/schemas/v2/server-card.schema.json"),
+    name: z.string().describe("Reverse-DNS name: the host name reversed, then `/switchboard`"),
+    version: z.string(),
+    title: z.string(),
+    description: z.string(),
+    remotes: z.array(
+      z.strictObject({
+        type: z.literal("streamable-http"),
+        url: z.string().describe("The MCP endpoint, `/mcp` on this host"),
+        headers: z.array(
+          z.strictObject({
+            name: z.string(),
+            description: z.string(),
+            isRequired: z.boolean(),
+            isSecret: z.boolean(),
+          }),
+        ),
+        supportedProtocolVersions: z.array(z.string()),
+      }),
+    ),
+    _meta: z.strictObject({
+      "switchboard/tools": z
+        .array(z.strictObject({ name: z.string(), description: z.string() }))
+        .describe("Every tool of the registry; which a caller gets depends on its session (tools/list)"),
+    }),
+  })
+  .meta({ id: "McpServerCard" });
+
+/** The site's MCP Catalog (`/.well-known/mcp/catalog.json`): one entry, this server's card. */
+export const mcpCatalogSchema = z
+  .strictObject({
+    specVersion: z.literal("draft"),
+    entries: z.array(
+      z.strictObject({
+        identifier: z.string(),
+        displayName: z.string(),
+        type: z.literal("application/mcp-server-card+json"),
+        url: z.string(),
+      }),
+    ),
+  })
+  .meta({ id: "McpCatalog" });

@@ -9,7 +9,9 @@ import { SwitchboardError } from "../errors";
 import { log } from "../log";
 import type { AppEnv } from "./app-env";
 import { authenticate } from "./auth";
+import { mcpOriginGuard } from "./mcp-guard";
 import { requestLog } from "./request-log";
+import { discoveryApp } from "./routes/discovery";
 import { eventsApp } from "./routes/events";
 import { metaApp } from "./routes/meta";
 import { runsApp } from "./routes/runs";
@@ -103,6 +105,8 @@ export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
   app.use("/tools/*", authed);
   app.use("/v1/*", authed);
   app.use("/v1/*", runTokenWriteScope);
+  // The origin rule comes first: a foreign Origin or Host is a 403 whatever the token (src/http/mcp-guard.ts).
+  app.use("/mcp", mcpOriginGuard);
   app.use("/mcp", authed);
 
   app
@@ -110,6 +114,7 @@ export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
     .route("/v1/sessions", sessionsApp)
     .route("/v1/runs", runsApp)
     .route("/v1", eventsApp) // /v1/sessions/{key}/events, /v1/runs/{id}/events
+    .route("/", discoveryApp) // /.well-known/mcp/server-card.json, /mcp/server-card, /.well-known/mcp/catalog.json
     .route("/", metaApp(app)); // /healthz, /v1/agents, /v1/config, /openapi.json (from every route above), /docs
   if (extra) app.route("/", extra);
   return app;

@@ -35,7 +35,10 @@ export const TOOLS_INVOKE_TEXT =
   'Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. `sessionKey` (or the `X-Session-Key` header) is the requester session; `dryRun` validates and echoes the arguments without running the tool.';
 
 export const MCP_TEXT =
-  "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).";
+  "Served by the official MCP server SDK, stateless (no `Mcp-Session-Id`): protocol 2026-07-28 (the current revision: `server/discover`, per-request `_meta` envelope) and 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05, 2024-10-07 (initialize, ping, tools/list, tools/call). `MCP-Protocol-Version` names the revision; another value is a 400. JSON-RPC batches (at most 20 messages) only before 2025-06-18. A foreign `Origin` is a 403 (docs/protocols.md). Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).";
 
 export const HEALTHZ_TEXT =
   "With the operator token also `warnings` — agents that cannot run and models that do not resolve, values mapped or clamped, every ignored key (grouped, never cut; docs/openclaw-carry-over.md) — and the archive bucket's status. A token that is sent is checked (401, 429).";
+
+export const MCP_CARD_TEXT =
+  "Public (no token): the server's name and version, the `/mcp` remote with the protocol revisions it serves and the headers it takes, and under `_meta` every tool's name and description (docs/protocols.md). Nothing about agents, sessions, tokens or configuration. `Accept: application/mcp-server-card+json` gets that media type.";

@@ -1,4 +1,5 @@
 import { exports } from "cloudflare:workers";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -90,6 +91,35 @@ describe("MCP progress while sessions_send waits", () => {
     await vi.waitFor(() => expect(seen.length).toBeGreaterThanOrEqual(2));
     mine()!.reply("hello back");
     expect((await result).structuredContent).toMatchObject({ status: "ok", reply: "hello back" });
+    expect(seen.slice(0, 2).map((p) => p.progress)).toEqual([1, 2]);
+    await client.close();
+  });
+
+  it("the SDK's v2 client on the current revision (2026-07-28) receives them too", async () => {
+    MCP_PROGRESS.intervalMs = 20;
+    const fake = useFakeProvider({ extraConfig: visibleSiblings });
+    const requester = "agent:main:mcp-progress-modern";
+    const target = "agent:main:mcp-progress-modern-target";
+    const client = new ModernClient(
+      { name: "switchboard-test", version: "1.0.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    );
+    await client.connect(
+      new ModernTransport(new URL("https://switchboard.test/mcp"), {
+        requestInit: { headers: { Authorization: `Bearer ${GATEWAY}`, "X-Session-Key": requester } },
+        fetch: (input, init) => exports.default.fetch(input instanceof Request ? input : String(input), init),
+      }),
+    );
+    const seen: { progress: number }[] = [];
+    const result = client.callTool(
+      { name: "sessions_send", arguments: { sessionKey: target, message: "modern hi", timeoutSeconds: 20 } },
+      { onprogress: (p) => seen.push(p) },
+    );
+    const mine = () => fake.pending().find((call) => call.lastUser.endsWith("\nmodern hi"));
+    await vi.waitFor(() => expect(mine()).toBeDefined());
+    await vi.waitFor(() => expect(seen.length).toBeGreaterThanOrEqual(2));
+    mine()!.reply("hello modern");
+    expect((await result).structuredContent).toMatchObject({ status: "ok", reply: "hello modern" });
     expect(seen.slice(0, 2).map((p) => p.progress)).toEqual([1, 2]);
     await client.close();
   });

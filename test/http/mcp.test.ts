@@ -148,11 +148,21 @@ describe("/mcp with the official SDK client", () => {
     expect(unknown.json).toEqual({
       jsonrpc: "2.0",
       id: 7,
-      error: { code: -32601, message: "Method not found: resources/list" },
+      error: { code: -32601, message: "Method not found" },
     });
     const bad = await call("POST", "/mcp", "{not json");
     expect(bad.status).toBe(400);
     expect(bad.json.error.code).toBe(-32700);
+    // `arguments` is an object or absent: null is refused by the SDK's schema, never read as "no arguments".
+    const nullArgs = await call("POST", "/mcp", {
+      jsonrpc: "2.0",
+      id: 8,
+      method: "tools/call",
+      params: { name: "sessions_list", arguments: null },
+    });
+    expect(nullArgs.status).toBe(200);
+    expect(nullArgs.json).toMatchObject({ id: 8, error: { code: -32602 } });
+    expect(nullArgs.json.error.message).toContain("expected record, received null");
     const get = await call("GET", "/mcp");
     expect(get.status).toBe(405);
   });

@@ -253,6 +253,10 @@ describe("responses match /openapi.json", () => {
     expect((await mcp([{ jsonrpc: "2.0", id: 1, method: "ping" }])).status).toBe(200);
     expect((await mcp({ jsonrpc: "2.0", method: "notifications/initialized" })).status).toBe(202);
     expect((await mcp(undefined, { raw: "{not json" })).status).toBe(400);
+    const batch = [{ jsonrpc: "2.0", id: 1, method: "ping" }];
+    expect((await mcp(batch, { headers: { "MCP-Protocol-Version": "2025-11-25" } })).status).toBe(400);
+    expect((await mcp(batch[0], { headers: { Origin: "https://evil.example.com" } })).status).toBe(403);
+    expect((await mcp(batch[0], { headers: { "Content-Type": "text/plain" } })).status).toBe(415);
     expect(
       (
         await mcp(
@@ -277,6 +281,8 @@ describe("responses match /openapi.json", () => {
       (await check("GET /healthz", request("GET", "/healthz", undefined, { token: null }))).json.warnings,
     ).toBeUndefined();
     await check("GET /docs", request("GET", "/docs", undefined, { token: null }));
+    for (const path of ["/.well-known/mcp/server-card.json", "/mcp/server-card", "/.well-known/mcp/catalog.json"])
+      expect((await check(`GET ${path}`, request("GET", path, undefined, { token: null }))).status).toBe(200);
   });
 
   it("webhook runs: complete with the run token; a second, racing completion is a 409", async () => {
