@@ -6,7 +6,7 @@ import { log } from "../log";
 import type { ToolContext } from "../tools/context";
 import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
-import { findTool, invokeTool, TOOLS, type ToolDefinition, toolsFor } from "../tools/registry";
+import { findTool, invokeTool, TOOLS, type ToolDefinition, toolResultText, toolsFor } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 import { progressOf, progressStream } from "./mcp-progress";
@@ -109,11 +109,11 @@ function mcpWaitSeconds(toolName: string, rawArgs: unknown): number | undefined 
 }
 
 /** A tool result in MCP form: the payload as text (as `/tools/invoke` renders it) and as structured content. */
-function toolCallResult(payload: unknown, isError: boolean) {
+function toolCallResult(name: string, payload: unknown, isError: boolean) {
   const structured =
     typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload : { result: payload };
   return {
-    content: [{ type: "text", text: JSON.stringify(payload) }],
+    content: [{ type: "text", text: toolResultText(name, payload) }],
     structuredContent: structured,
     ...(isError ? { isError: true } : {}),
   };
@@ -131,7 +131,7 @@ async function callTool(ctx: ToolContext, params: Record<string, unknown>, reque
   try {
     const payload = await invokeTool(ctx, name, capMcpWait(name, params.arguments));
     // Refusals the spec defines as results are tool errors over MCP, with the same payload and text.
-    return toolCallResult(payload, isRefusal(payload));
+    return toolCallResult(name, payload, isRefusal(payload));
   } catch (err) {
     const e = fromRpcError(err);
     // Bad arguments and scope refusals are reported to the model as tool errors it can correct.
