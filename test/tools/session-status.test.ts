@@ -179,6 +179,58 @@ describe("session_status", () => {
     expect((await status({}, me)).details.ok).toBe(true);
   });
 
+  it("agent-to-agent under visibility all (disabled, not allowed) and the sandbox clamp, with the spec's texts", async () => {
+    const cfg = (tools: Record<string, unknown>, agents: Record<string, unknown> = {}) =>
+      setConfigOverride({
+        agents: {
+          list: [
+            { id: "main", default: true, model: "fake/m1" },
+            { id: "research", model: "fake/m1" },
+          ],
+          ...agents,
+        },
+        models: { providers: { fake: { baseUrl: "https://llm.test/v1", apiKey: "k", models: [{ id: "m1" }] } } },
+        tools,
+      });
+    twoModels();
+    const me = "agent:main:status-a2a-me";
+    const research = "agent:research:status-a2a";
+    const stranger = "agent:main:status-a2a-stranger";
+    const child = "agent:main:status-a2a-child";
+    await sendAndWait(me, "x");
+    await sendAndWait(stranger, "y");
+    await sendAndWait(research, "z", {}, { token: RESEARCH_TOKEN });
+    await sessionStub(child).ensureSession({ spawnedBy: me, spawnDepth: 1 });
+    cfg({ sessions: { visibility: "all" }, agentToAgent: { enabled: false } });
+    expect((await status({ sessionKey: research }, me)).details).toEqual({
+      status: "error",
+      tool: "session_status",
+      error: "Agent-to-agent status is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
+    });
+    cfg({ sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["main"] } });
+    expect((await status({ sessionKey: research }, me)).details.error).toBe(
+      "Agent-to-agent status denied by tools.agentToAgent.allow.",
+    );
+    cfg({ sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["*"] } });
+    expect((await status({ sessionKey: research }, me)).details.sessionKey).toBe(research);
+    // Sandboxed (clamp "spawned"): only its own session and its children, by key or by sessionId.
+    cfg(
+      { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["*"] } },
+      { defaults: { sandbox: { mode: "all" } } },
+    );
+    expect((await status({ sessionKey: stranger }, me)).details).toEqual({
+      status: "error",
+      tool: "session_status",
+      error: `Session not visible from this sandboxed agent session: ${stranger}`,
+    });
+    const strangerId = (await sessionStub(stranger).getMeta())!.sessionId;
+    expect((await status({ sessionKey: strangerId }, me)).details.error).toBe(
+      `Session not visible from this sandboxed agent session: ${strangerId}`,
+    );
+    expect((await status({ sessionKey: child }, me)).details.sessionKey).toBe(child);
+    expect((await status({}, me)).details.sessionKey).toBe(me);
+  });
+
   it("sub-agents never have it: 404 over /tools/invoke, absent from their MCP tool list", async () => {
     setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
     installFakes(() => "ok");
