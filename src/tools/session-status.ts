@@ -114,7 +114,11 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     ...(answer.stateChanges ? { stateChanges: answer.stateChanges } : {}),
     // Only when `model` was passed: what the session now runs on, and its override (null once cleared).
     ...(args.model !== undefined
-      ? { model: parts?.modelId ?? ref, modelProvider: parts?.provider ?? "", modelOverride: override ?? null }
+      ? {
+          model: parts?.modelId ?? ref,
+          ...(parts ? { modelProvider: parts.provider } : {}),
+          modelOverride: override ?? null,
+        }
       : {}),
   };
 }

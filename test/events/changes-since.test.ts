@@ -4,6 +4,7 @@ import { writeCompaction } from "../../src/compaction/store";
 import { setConfigOverride } from "../../src/config/load";
 import { EVENT_LIMITS } from "../../src/events/limits";
 import type { StateChange } from "../../src/events/state-kinds";
+import { changesSince } from "../../src/events/state-log";
 import type { SessionObject } from "../../src/session/session-object";
 import { useFakeProvider } from "../helpers/fake-provider";
 import { call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
@@ -141,6 +142,38 @@ describe("session_status changesSince (the state log)", () => {
     expect(rest.stateChanges.events).toHaveLength(50);
     expect(rest.stateChanges.truncated).toBe(false);
     expect(rest.stateChanges.events.at(-1).sequence).toBe(rest.stateVersion);
+  });
+
+  it("a read costs its page, not the log: SQLite rows read stay the same with 6,000 other events in the log", async () => {
+    useFakeProvider({ auto: (c) => c.reply("ok") });
+    const key = "agent:main:changes-cost";
+    await sendAndWait(key, "seed");
+    const rowsRead = async (since: number) => {
+      const stub: DurableObjectStub = sessionStub(key);
+      return runInDurableObject(stub, (_obj: SessionObject, state) => {
+        const cursors: { rowsRead: number }[] = [];
+        const sql = state.storage.sql;
+        const counting = {
+          exec: (query: string, ...bindings: unknown[]) => {
+            const c = sql.exec(query, ...bindings);
+            cursors.push(c);
+            return c;
+          },
+        } as unknown as SqlStorage;
+        const out = changesSince(counting, since);
+        return { read: cursors.reduce((n, c) => n + c.rowsRead, 0), events: out.events.length };
+      });
+    };
+    const small = await rowsRead(0);
+    await appendEvents(
+      key,
+      Array.from({ length: 6000 }, () => "other"),
+    );
+    await appendEvents(key, ["state", "state"]);
+    const large = await rowsRead(0);
+    expect(large.events).toBe(small.events + 2);
+    // The two more events are read, nothing of the 6,000 others.
+    expect(large.read).toBeLessThanOrEqual(small.read + 2);
   });
 
   it("historyGap is exact: true only when a state change after the version was pruned, also after an eviction", async () => {
