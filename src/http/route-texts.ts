@@ -32,7 +32,7 @@ export const RUN_EVENTS_TEXT =
   "Each event has an opaque `id`; `Last-Event-ID` (or `lastEventId`) resumes a running run after it without repeats, or starts over with a `reset` event and the current step's text so far when that point is no longer kept (docs/events.md). A run that already ended replays its reply as one `delta`, then `status`, and the stream closes. Streams end with an `end` event after 15 min (`lifetime`) or when the run token that opened them expires (`token_expired`).";
 
 export const TOOLS_INVOKE_TEXT =
-  'Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. `sessionKey` (or the `X-Session-Key` header) is the requester session; `dryRun` validates and echoes the arguments without running the tool.';
+  'Tool refusals defined by the spec (`{status: "forbidden"|"error", error}`) are 200 results. `sessionKey` (or the `X-Session-Key` header) is the requester session; `dryRun` validates and echoes the arguments without running the tool. The text block is the payload as JSON, except for `session_status`, whose text is its status card (the JSON is in `details`).';
 
 export const MCP_TEXT =
   "JSON-RPC 2.0: initialize, ping, tools/list, tools/call; one message or a batch of at most 20. Same tools, schemas and handlers as /tools/invoke. Protocol errors are JSON-RPC errors; authentication errors use the error envelope. A single waiting `sessions_send` call with `params._meta.progressToken`, from a client that accepts `text/event-stream`, is answered as an event stream: `notifications/progress` messages while it waits, then the response (docs/events.md).";
