@@ -1,3 +1,4 @@
+import { agentThinking } from "../config/load";
 import type { Config } from "../config/schema";
 import { displayKey } from "../keys";
 import { splitModelRef } from "../runners/model-resolution";
@@ -49,7 +50,7 @@ export function statusCard(cfg: Config, facts: StatusFacts, model: CardModel, no
   ]);
 
   sections.push([
-    `🎛️ Modes: think ${facts.thinkingLevel ?? "default"} · verbose ${facts.verboseLevel ?? "off"}${facts.sendPolicy ? ` · send ${facts.sendPolicy}` : ""}`,
+    `🎛️ Modes: think ${facts.thinkingLevel ?? agentThinking(cfg, facts.agentId) ?? "off"} · verbose ${facts.verboseLevel ?? "off"}${facts.sendPolicy ? ` · send ${facts.sendPolicy}` : ""}`,
     `🔖 State version: ${facts.stateVersion}`,
   ]);
   return sections

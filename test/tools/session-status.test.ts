@@ -63,6 +63,7 @@ describe("session_status", () => {
     expect(lines).toContain("🏃 Running: idle");
     expect(lines).toContain("🪢 Queue: 0 queued");
     expect(lines).toContain(`🔖 State version: ${d.stateVersion}`);
+    expect(lines).toContain("🎛️ Modes: think off · verbose off");
     expect(lines.some((l: string) => l.startsWith(`🧵 Session: ${key} • id ${d.sessionId} • created `))).toBe(true);
     expect(lines.some((l: string) => /^🕒 Last activity: \d{4}-\d\d-\d\dT/.test(l))).toBe(true);
     // `current` and an explicit key are the same session; a sessionId resolves to it too.
