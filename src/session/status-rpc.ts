@@ -36,6 +36,8 @@ export interface StatusFacts {
   spawnedBy?: string;
   spawnDepth?: number;
   subagentStatus?: string;
+  /** The session's persisted delivery route (where its replies go), as a sessions_list row shows it. */
+  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
   running?: { runId: string; kind: string; startedAt?: number };
   queued: number;
   children: { running: number; ended: number };
@@ -129,6 +131,13 @@ function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedMod
   if (m.spawnedBy) out.spawnedBy = m.spawnedBy;
   if (m.spawnDepth !== undefined) out.spawnDepth = m.spawnDepth;
   if (m.subagent?.status) out.subagentStatus = m.subagent.status;
+  if (m.lastChannel)
+    out.deliveryContext = {
+      channel: m.lastChannel,
+      ...(m.lastTo ? { to: m.lastTo } : {}),
+      ...(m.lastAccountId ? { accountId: m.lastAccountId } : {}),
+      ...(m.lastThreadId ? { threadId: m.lastThreadId } : {}),
+    };
   if (running)
     out.running = {
       runId: running.id,

@@ -55,6 +55,8 @@ export interface SessionStatusResult {
   model?: string;
   modelProvider?: string;
   modelOverride?: string | null;
+  /** The persisted delivery route, when the session has one. */
+  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
 }
 
 /** Every failure of this tool is one envelope (docs/contract.md, "session_status"): `{status: "error", tool, error}`. */
@@ -112,6 +114,7 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     stateVersion: answer.stateVersion,
     statusText,
     ...(answer.stateChanges ? { stateChanges: answer.stateChanges } : {}),
+    ...(answer.deliveryContext ? { deliveryContext: answer.deliveryContext } : {}),
     // Only when `model` was passed: what the session now runs on, and its override (null once cleared).
     ...(args.model !== undefined
       ? {
