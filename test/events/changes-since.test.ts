@@ -1,5 +1,5 @@
-import { runInDurableObject } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { writeCompaction } from "../../src/compaction/store";
 import { setConfigOverride } from "../../src/config/load";
 import { EVENT_LIMITS } from "../../src/events/limits";
@@ -79,6 +79,30 @@ describe("session_status changesSince (the state log)", () => {
     });
     const after = (await changes(key, d.stateVersion)).stateChanges.events;
     expect(after).toMatchObject([{ kind: "compacted", actorType: "system", summary: "session compacted", runId: "r" }]);
+  });
+
+  it("an aborted run is run_failed with outcome cancelled, a timed-out one outcome timeout", async () => {
+    const fake = useFakeProvider();
+    const key = "agent:main:changes-abort";
+    const sent = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "hold" });
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1), { timeout: 10_000, interval: 5 });
+    expect((await call("POST", `/v1/runs/${sent.json.runId}/abort`)).json.status).toBe("aborted");
+    const timed = await call("POST", `/v1/sessions/${enc(key)}/messages`, { message: "slow" });
+    await vi.waitFor(() => expect(fake.calls.filter((c) => c.lastUser === "slow" && !c.settled)).toHaveLength(1), {
+      timeout: 10_000,
+      interval: 5,
+    });
+    // The run's deadline comes due now (docs/timers.md): its timer row is moved, the alarm runs it.
+    await runInDurableObject(sessionStub(key) as DurableObjectStub, (_o: SessionObject, state) => {
+      state.storage.sql.exec("UPDATE timers SET due_at = 0 WHERE kind = 'deadline'");
+    });
+    await runDurableObjectAlarm(sessionStub(key));
+    await call("GET", `/v1/runs/${timed.json.runId}/wait?timeoutMs=10000`);
+    const ended = (await changes(key, 0)).stateChanges.events.filter((e: any) => e.kind === "run_failed");
+    expect(ended.map((e: any) => [e.runId, e.summary, e.payload])).toEqual([
+      [sent.json.runId, "run cancelled", { outcome: "cancelled" }],
+      [timed.json.runId, "run timed out", { outcome: "timeout" }],
+    ]);
   });
 
   it("a spawned child's log: child_spawned by its requester, then child run completed; sessions_send is agent_message", async () => {
