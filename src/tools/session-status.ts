@@ -64,7 +64,8 @@ const fail = (error: string, extra: Record<string, unknown> = {}): Refusal =>
   refusal("error", error, { tool: "session_status", ...extra });
 
 export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): Promise<SessionStatusResult | Refusal> {
-  const raw = args.sessionKey ?? "current";
+  // Without `sessionKey`: the caller's own session, named by its key in any error.
+  const raw = args.sessionKey ?? displayKey(ctx.caller.sessionKey);
   const vis = callerVisibility(ctx);
   const target = await targetOf(ctx, raw, vis.restrictToSpawned);
   if (isRefusal(target)) return target;

@@ -136,6 +136,10 @@ describe("session_status", () => {
       error: "Unknown sessionKey: agent:main:never-made",
     });
     expect(await sessionStub("agent:main:never-made").getMeta()).toBeNull();
+    // Without sessionKey the caller's own session is meant, and named.
+    expect((await status({}, "agent:main:never-made-me")).details.error).toBe(
+      "Unknown sessionKey: agent:main:never-made-me",
+    );
     const id = "0b6f2d1e-9c41-4c52-9a57-3f0c5a8e6f1d";
     expect((await status({ sessionKey: id }, me)).details.error).toBe(`Unknown sessionId: ${id}`);
     for (const bad of [-1, 1.5, "3", true]) {
