@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { agentModel } from "../config/load";
-import { invalid } from "../errors";
+import { fromRpcError, invalid } from "../errors";
 import type { StateChanges } from "../events/state-log";
 import { displayKey, looksLikeSessionKey, type ParsedKey } from "../keys";
 import { canonicalModelRef, splitModelRef } from "../runners/model-resolution";
@@ -90,6 +90,9 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     ...(args.changesSince !== undefined ? { changesSince: args.changesSince } : {}),
     ...(setModel !== undefined ? { setModel } : {}),
     ...(asStranger ? { onlyIfSpawnedBy: ctx.caller.sessionKey } : {}),
+  }).catch((err: unknown) => {
+    // An error the object threw on purpose (a session being deleted: 409) keeps its type and text.
+    throw fromRpcError(err);
   });
   if ("denied" in answer) return fail(asStranger!.error);
   if ("missing" in answer) return fail(`Unknown sessionKey: ${raw}`);

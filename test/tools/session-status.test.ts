@@ -1,6 +1,9 @@
+import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
+import { beginClosing } from "../../src/session/closing";
+import type { SessionObject } from "../../src/session/session-object";
 import { type FakeCall, useFakeProvider } from "../helpers/fake-provider";
 import { call, GATEWAY, invoke, RESEARCH_TOKEN, sendAndWait, sessionStub } from "../helpers/http";
 import { evict } from "../helpers/restart";
@@ -122,6 +125,24 @@ describe("session_status", () => {
     expect(r.status).toBe(200);
     expect(r.details).toMatchObject({ status: "error", tool: "session_status", error: 'Unrecognized model "nope/x".' });
     expect(r.details.reason).toContain("nope");
+    expect((await sessionStub(key).getMeta())!.modelOverride).toBeUndefined();
+  });
+
+  it("a session being deleted takes no model change: 409 with the object's text, nothing changed", async () => {
+    twoModels();
+    const key = "agent:main:status-closing";
+    await sendAndWait(key, "x");
+    const stub: DurableObjectStub = sessionStub(key);
+    const release = await runInDurableObject(stub, (obj: SessionObject) => beginClosing(obj, "deleted"));
+    const r = await status({ model: "fake/m2" }, key);
+    expect(r.status).toBe(409);
+    expect(r.body.error).toEqual({
+      type: "conflict",
+      message: `Session ${key} is being deleted; nothing was accepted. Send again once it is gone.`,
+    });
+    // A read without a change is still answered.
+    expect((await status({}, key)).details.ok).toBe(true);
+    await runInDurableObject(stub, () => release());
     expect((await sessionStub(key).getMeta())!.modelOverride).toBeUndefined();
   });
 
