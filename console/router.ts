@@ -3,7 +3,15 @@ import { useEffect, useState } from "preact/hooks";
 
 export type Route = { page: "sessions" } | { page: "session"; key: string; tab: SessionTab } | { page: "agents" };
 
-export const SESSION_TABS = ["transcript", "runs", "subagents", "exchanges", "deliveries", "settings"] as const;
+export const SESSION_TABS = [
+  "transcript",
+  "runs",
+  "subagents",
+  "exchanges",
+  "deliveries",
+  "settings",
+  "status",
+] as const;
 export type SessionTab = (typeof SESSION_TABS)[number];
 
 export function parseRoute(hash: string): Route {

@@ -5,6 +5,7 @@ import { SESSION_TABS, type SessionTab, sessionHref } from "./router";
 import { RunsTab } from "./runs";
 import { useSessionData } from "./session-data";
 import { SettingsTab } from "./settings";
+import { StatusTab } from "./status";
 import { TranscriptTab } from "./transcript";
 import { SubagentsTab } from "./tree";
 
@@ -15,6 +16,7 @@ const TAB_LABELS: Record<SessionTab, string> = {
   exchanges: "Exchanges",
   deliveries: "Deliveries",
   settings: "Label & policy",
+  status: "Status",
 };
 
 const STREAM_LABELS = {
@@ -55,6 +57,7 @@ export function SessionPage(props: { sessionKey: string; tab: SessionTab }) {
       {props.tab === "exchanges" && <ExchangeTab sessionKey={props.sessionKey} data={data} />}
       {props.tab === "deliveries" && <DeliveriesTab sessionKey={props.sessionKey} version={data.deliveriesVersion} />}
       {props.tab === "settings" && <SettingsTab key={row?.sessionId ?? "loading"} data={data} />}
+      {props.tab === "status" && <StatusTab sessionKey={props.sessionKey} data={data} />}
     </section>
   );
 }

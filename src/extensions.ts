@@ -10,6 +10,7 @@ import { type SessionExtension, SessionExtensions } from "./session/extensions";
 import { runLogExtension } from "./session/run-log";
 import { runsListExtension } from "./session/runs-list-rpc";
 import { sendIntoExtension } from "./session/send-into-rpc";
+import { sessionStatusExtension } from "./session/status-rpc";
 import { requesterExtension } from "./spawn/requester-side";
 import { requesterTurnExtension } from "./spawn/requester-turn";
 import { subagentLaneExtension } from "./spawn/subagent-lane-client";
@@ -39,6 +40,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   deadTimersExtension, // dead timers over /v1 (GET …/timers/dead, retry)
   sendIntoExtension, // sessions_send: target checks + enqueue in one call
   sendModesExtension, // sessions_send steer/notify: durable rows, drained at a step / the next turn
+  sessionStatusExtension, // session_status: the card's facts, the model override, changesSince
   runLogExtension, // one run_ended log line per run (src/log.ts)
 ];
 

@@ -19,6 +19,7 @@ import type { RunSnapshot } from "../session/types";
 import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
 import type { Refusal } from "../tools/context";
 import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
+import type { SessionStatusResult, sessionStatusSchema } from "../tools/session-status";
 import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sessions-history";
 import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
@@ -37,6 +38,7 @@ export interface ToolArgs {
   sessions_send: z.input<typeof sessionsSendSchema>;
   sessions_spawn: z.input<typeof sessionsSpawnSchema>;
   agents_list: z.input<typeof agentsListSchema>;
+  session_status: z.input<typeof sessionStatusSchema>;
 }
 
 /** Payload of each tool (`result.details` of /tools/invoke). Refusals are results, not errors. */
@@ -46,6 +48,7 @@ export interface ToolResults {
   sessions_send: SessionsSendResult;
   sessions_spawn: SessionsSpawnAccepted | Refusal;
   agents_list: AgentsListResult;
+  session_status: SessionStatusResult | Refusal;
 }
 
 export type ToolName = keyof ToolArgs;
@@ -122,6 +125,10 @@ export class SwitchboardClient {
   }
   agentsList() {
     return this.invoke("agents_list", {});
+  }
+  /** The status card (`statusText`) and facts of a session; `model` sets its override, `changesSince` lists state changes. */
+  sessionStatus(args: ToolArgs["session_status"] = {}) {
+    return this.invoke("session_status", args);
   }
 
   /** The tools this caller may use (`GET /v1/tools`), as JSON-Schema function definitions. */

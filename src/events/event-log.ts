@@ -1,5 +1,7 @@
 import { eventId } from "./event-ids";
 import { EVENT_LIMITS } from "./limits";
+import type { StateChange } from "./state-kinds";
+import { advanceHead, notePruned } from "./state-log";
 
 export type SessionEventType = "message" | "run" | "delivery";
 
@@ -25,13 +27,23 @@ export interface ReplayPage {
 export class EventLog {
   constructor(private readonly sql: SqlStorage) {}
 
-  append(type: SessionEventType, data: string): number {
+  /** `state`: the material state change this event also is, if any (state-kinds.ts, docs/events.md "changesSince"). */
+  append(type: SessionEventType, data: string, state?: StateChange | null): number {
     const seq = this.sql
-      .exec<{ seq: number }>("INSERT INTO events (type, data) VALUES (?, ?) RETURNING seq", type, data)
+      .exec<{ seq: number }>(
+        "INSERT INTO events (type, data, state) VALUES (?, ?, ?) RETURNING seq",
+        type,
+        data,
+        state ? JSON.stringify(state) : null,
+      )
       .one().seq;
-    // Bounded retention (docs/events.md): usually deletes the one row that fell off the end.
-    if (seq > EVENT_LIMITS.retainedEvents)
+    if (state) advanceHead(this.sql, seq);
+    // Bounded retention (docs/events.md): usually deletes the one row that fell off the end. The state
+    // log's watermark is recorded first, so changesSince reports an exact gap (state-log.ts).
+    if (seq > EVENT_LIMITS.retainedEvents) {
+      notePruned(this.sql, seq - EVENT_LIMITS.retainedEvents);
       this.sql.exec("DELETE FROM events WHERE seq <= ?", seq - EVENT_LIMITS.retainedEvents);
+    }
     return seq;
   }
 

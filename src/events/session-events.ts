@@ -1,10 +1,11 @@
-import type { RunSnapshot } from "../session/types";
+import type { RunInput, RunSnapshot, TranscriptMessage } from "../session/types";
 import { CommitGate } from "./commit-gate";
 import { eventId, resumeAfter } from "./event-ids";
 import { EventLog, type SessionEventType, sseBlock } from "./event-log";
 import { EVENT_LIMITS, MORE, NEXT } from "./limits";
 import { authTag, RunStreams, resetBlock, runTag } from "./run-stream";
 import { send } from "./socket-send";
+import { endedRunChange, messageChange, queuedRunChange, type StateChange } from "./state-kinds";
 
 /** What a watcher's socket remembers across hibernation (its serialized attachment). */
 type Watcher = { kind: "session"; cursor: number; live: boolean } | { kind: "run"; runId: string };
@@ -52,13 +53,18 @@ export class SessionEvents {
 
   // ------------------------------------------------------------ recording (inside the change's transaction)
 
-  /** A transcript append: the history head (`headJson`, already sanitised) annotated like a history item. */
-  message(seq: number, runId: string | null, headJson: string): void {
+  /**
+   * A transcript append: the history head (`headJson`, already sanitised) annotated like a history item.
+   * `message`, when given, tells whether the append is also a state change (a compaction marker).
+   */
+  message(seq: number, runId: string | null, headJson: string, message?: TranscriptMessage): void {
     const tag = `,"__switchboard":{"seq":${seq},"runId":${JSON.stringify(runId)}}}`;
-    this.record("message", headJson.endsWith("}") ? headJson.slice(0, -1) + tag : headJson);
+    const state = message ? messageChange(message, runId) : null;
+    this.record("message", headJson.endsWith("}") ? headJson.slice(0, -1) + tag : headJson, state);
   }
 
-  run(s: RunSnapshot): void {
+  /** `input`: the run's input, given where the run is admitted and where it ends — what makes it a state change. */
+  run(s: RunSnapshot, input?: RunInput): void {
     const data = {
       runId: s.runId,
       status: s.status,
@@ -68,7 +74,8 @@ export class SessionEvents {
       ...(s.endedAt !== undefined ? { endedAt: s.endedAt } : {}),
       ...(s.error !== undefined ? { error: s.error } : {}),
     };
-    this.record("run", JSON.stringify(data));
+    const state = !input ? null : s.status === "queued" ? queuedRunChange(s, input) : endedRunChange(s);
+    this.record("run", JSON.stringify(data), state);
     if (s.status !== "queued" && s.status !== "running") this.gate.afterCommit({ runEnded: s });
   }
 
@@ -91,9 +98,9 @@ export class SessionEvents {
     this.record("delivery", JSON.stringify(data));
   }
 
-  private record(type: SessionEventType, data: string): void {
+  private record(type: SessionEventType, data: string, state: StateChange | null = null): void {
     this.gate.offer(
-      () => this.log.append(type, data),
+      () => this.log.append(type, data, state),
       (seq) => ({ seq, type, data }),
     );
   }

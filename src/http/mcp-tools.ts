@@ -4,7 +4,7 @@ import { log } from "../log";
 import type { ToolContext } from "../tools/context";
 import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
-import { findTool, invokeTool, TOOLS, type ToolDefinition, toolsFor } from "../tools/registry";
+import { findTool, invokeTool, TOOLS, type ToolDefinition, toolResultText, toolsFor } from "../tools/registry";
 import { type ProgressToken, withProgress } from "./mcp-progress";
 
 /**
@@ -64,12 +64,12 @@ export function mcpWaitSeconds(toolName: unknown, rawArgs: unknown): number | un
 }
 
 /** A tool result in MCP form: the payload as text (as `/tools/invoke` renders it) and as structured content. */
-function toolCallResult(payload: unknown, isError: boolean) {
+function toolCallResult(name: string, payload: unknown, isError: boolean) {
   const structured = (
     typeof payload === "object" && payload !== null && !Array.isArray(payload) ? payload : { result: payload }
   ) as Record<string, unknown>;
   return {
-    content: [{ type: "text" as const, text: JSON.stringify(payload) }],
+    content: [{ type: "text" as const, text: toolResultText(name, payload) }],
     structuredContent: structured,
     ...(isError ? { isError: true } : {}),
   };
@@ -87,7 +87,7 @@ async function callTool(ctx: ToolContext, name: string, args: unknown, requestId
   try {
     const payload = await invokeTool(ctx, name, capMcpWait(name, args));
     // Refusals the spec defines as results are tool errors over MCP, with the same payload and text.
-    return toolCallResult(payload, isRefusal(payload));
+    return toolCallResult(name, payload, isRefusal(payload));
   } catch (err) {
     const e = fromRpcError(err);
     // Bad arguments and scope refusals are reported to the model as tool errors it can correct.

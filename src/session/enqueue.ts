@@ -119,7 +119,7 @@ export async function enqueueRun(
     // State that must exist exactly when this run does (a spawned child's attachments), local callers only.
     alsoInTransaction?.(host);
     const queued = host.snapshot(host.runRow(id)!);
-    host.events.run(queued);
+    host.events.run(queued, req.input);
     return queued;
   });
   await host.timers.arm();

@@ -220,7 +220,7 @@ export class RunQueue {
       host.timers.clear(DEADLINE_TIMER, runId);
       this.indexSync.schedule(now);
       const event: RunEndedEvent = { run: host.snapshot(host.runRow(runId)!), input };
-      host.events.run(event.run);
+      host.events.run(event.run, input);
       this.extensions.onRunEnded(host, event);
       return event;
     });

@@ -184,6 +184,18 @@ export const MIGRATIONS: MigrationStep[] = [
   );
   CREATE INDEX send_inbox_state ON send_inbox (kind, state, run_id, seq);
   `,
+  // The state log behind session_status changesSince (src/events/state-log.ts): an event that is also a
+  // material state change carries it in `state`; the partial index reads only those, and `event_marks`
+  // keeps the state head and the exact pruned watermark across retention.
+  `
+  ALTER TABLE events ADD COLUMN state TEXT;
+  CREATE INDEX events_state ON events (seq) WHERE state IS NOT NULL;
+  CREATE TABLE event_marks (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    state_head INTEGER NOT NULL,
+    pruned_state_through INTEGER NOT NULL
+  );
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

@@ -60,7 +60,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     this.transcript = new Transcript(
       this.sql,
       () => this.cfg.limits.maxMessageBytes,
-      (seq, runId, head) => this.events.message(seq, runId, head),
+      (seq, runId, head, message) => this.events.message(seq, runId, head, message),
     );
     // Reads of a session that was never written must not create storage, so the schema is only
     // created by the first write; an existing schema is migrated before any call is served.

@@ -22,7 +22,12 @@ export class Transcript {
     private readonly sql: SqlStorage,
     private readonly generatedMaxBytes: () => number,
     /** Told of each append inside its transaction (the session's event log, src/events/session-events.ts). */
-    private readonly onAppend?: (seq: number, runId: string | null, headJson: string) => void,
+    private readonly onAppend?: (
+      seq: number,
+      runId: string | null,
+      headJson: string,
+      message: TranscriptMessage,
+    ) => void,
   ) {}
 
   /** `runKind`: the kind of the run whose input `msg` is (a user message), which decides if history shows it. */
@@ -56,7 +61,7 @@ export class Transcript {
       head.flags,
       head.json,
     );
-    this.onAppend?.(seq, runId, head.json);
+    this.onAppend?.(seq, runId, head.json, stored);
     return seq;
   }
 

@@ -26,6 +26,13 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   wait?: { argument: string; defaultSeconds: number };
   /** Refuse arguments that need their own message before the schema sees them (throws a 400). */
   rejectArgs?: (args: Record<string, unknown>) => void;
+  /** Parameters where an empty string means something (session_status `model: ""` clears), not "absent". */
+  keepEmpty?: readonly string[];
+  /**
+   * The text block of a result, when it is not the payload's JSON (session_status: its status card).
+   * undefined: the JSON. `/tools/invoke` and `/mcp` both use it (src/tools/registry.ts `toolResultText`).
+   */
+  resultText?: (payload: unknown) => string | undefined;
 }
 
 /** A tool's definition, typed by its schema (the handler's `args` are the schema's output). */

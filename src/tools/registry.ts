@@ -4,6 +4,7 @@ import { issueField, issueText } from "../zod-issue-text";
 import { agentsListTool } from "./agents-list";
 import type { Caller, ToolContext } from "./context";
 import type { ToolDefinition } from "./definition";
+import { sessionStatusTool } from "./session-status";
 import { sessionsHistoryTool } from "./sessions-history";
 import { sessionsListTool } from "./sessions-list";
 import { sessionsSendTool } from "./sessions-send";
@@ -23,6 +24,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   agentsListTool,
   sessionsSendTool,
   sessionsSpawnTool,
+  sessionStatusTool,
 ];
 
 /**
@@ -63,7 +65,7 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
     const camel = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
     // String params are trimmed; an empty string counts as absent, as in OpenClaw.
     const value = typeof v === "string" ? v.trim() : v;
-    if (value === "") continue;
+    if (value === "" && !tool.keepEmpty?.includes(camel)) continue;
     if (!(camel in args)) args[camel] = value;
   }
   tool.rejectArgs?.(args);
@@ -84,6 +86,14 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
     throw invalid(missing ? `${field} required` : issueText(issue, "args"));
   }
   return parsed.data as Record<string, unknown>;
+}
+
+/**
+ * The text block of a tool result: the payload's compact JSON, or the tool's own text (`resultText`,
+ * session_status's card) — the payload itself is always the structured part (`details`, `structuredContent`).
+ */
+export function toolResultText(name: string, payload: unknown): string {
+  return TOOLS.find((t) => t.name === name)?.resultText?.(payload) ?? JSON.stringify(payload);
 }
 
 export async function invokeTool(ctx: ToolContext, name: string, rawArgs: unknown): Promise<unknown> {

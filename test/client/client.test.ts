@@ -61,6 +61,8 @@ describe("typed client against the Worker", () => {
     const spawned = await sb.sessionsSpawn({ task: "do a thing" });
     expect(spawned).toMatchObject({ status: "accepted" });
     expect(await sb.agentsList()).toMatchObject({ requester: "main" });
+    const status = await sb.sessionStatus({ changesSince: 0 });
+    expect(isRefusal(status) ? status : [status.sessionKey, status.stateChanges?.historyGap]).toEqual([me, false]);
     // A refusal is a result, as over /tools/invoke.
     const missing = crypto.randomUUID();
     expect(await sb.sessionsHistory({ sessionKey: missing })).toEqual({

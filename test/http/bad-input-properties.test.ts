@@ -256,6 +256,11 @@ const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     attachAs: field(objectOf({ mountPath: field(fc.constantFrom("/data", "../..")) })),
   }),
   agents_list: objectOf({}),
+  session_status: objectOf({
+    sessionKey: field(keyArb),
+    model: field(fc.constantFrom("builtin/echo", "nope/x", "default", "", "DEFAULT")),
+    changesSince: field(fc.constantFrom(0, 1, 200, -1, 1.5, 1e308)),
+  }),
 };
 const TOOL_NAMES = Object.keys(TOOL_ARGS);
 const tokenArb = fc.constantFrom(GATEWAY, GATEWAY, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN);

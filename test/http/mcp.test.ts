@@ -59,6 +59,7 @@ describe("/mcp with the official SDK client", () => {
       agents_list: {},
       sessions_send: { sessionKey: sibling, message: "ping from mcp", timeoutSeconds: 0 },
       sessions_spawn: { task: "say hi" },
+      session_status: { changesSince: 0 },
     };
     const history = await client.callTool({ name: "sessions_history", arguments: { sessionKey: key } });
     const rest = await call("POST", "/tools/invoke", {
@@ -78,7 +79,10 @@ describe("/mcp with the official SDK client", () => {
       expect(sample[t.name], `sample args for ${t.name}`).toBeDefined();
       const r = await client.callTool({ name: t.name, arguments: sample[t.name] });
       expect(r.isError, `${t.name}: ${textOf(r)}`).toBeFalsy();
-      expect(JSON.parse(textOf(r))).toEqual(r.structuredContent);
+      // session_status's text is its status card (docs/contract.md); every other tool's is its payload's JSON.
+      if (t.name === "session_status")
+        expect(textOf(r)).toBe((r.structuredContent as { statusText: string }).statusText);
+      else expect(JSON.parse(textOf(r))).toEqual(r.structuredContent);
     }
     const agents = await client.callTool({ name: "agents_list", arguments: {} });
     expect(agents.structuredContent).toMatchObject({ requester: "main" });

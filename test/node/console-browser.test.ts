@@ -411,6 +411,26 @@ describe.skipIf(!CHROMIUM)("operator console in Chromium", () => {
     await expect.poll(() => page.locator("table.runs .status").allTextContents()).toEqual(["ok"]);
   });
 
+  it("shows the session's status card (session_status), read again when a run ends", async () => {
+    const key = seededKey(SEEDED - 5);
+    await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/status`, base).href);
+    await expect.poll(() => page.getByTestId("stream-state").textContent()).toBe("live");
+    const card = page.getByTestId("status-card");
+    await card.waitFor();
+    const version = async () => Number(/🔖 State version: (\d+)/.exec((await card.textContent()) ?? "")?.[1]);
+    expect(await card.textContent()).toMatch(/^🧠 Model: \S+/);
+    expect(await card.textContent()).toContain(`🧵 Session: ${key}`);
+    const before = await version();
+    const sent = await api("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, { message: "status please" });
+    await vi.waitFor(async () => expect((await api("GET", `/v1/runs/${sent.runId}`)).status).toBe("ok"), {
+      timeout: 20_000,
+      interval: 100,
+    });
+    // The run's queued and ended events are state changes: the card's version moves past them.
+    await expect.poll(() => version(), { timeout: 20_000 }).toBeGreaterThanOrEqual(before + 2);
+    expect(await card.textContent()).toContain("🏃 Running: idle");
+  });
+
   it("watches a run started elsewhere: its reply appears live, without a reload or a re-read", async () => {
     const key = seededKey(SEEDED - 3);
     await page.goto(new URL(`/console/#/session/${encodeURIComponent(key)}/transcript`, base).href);

@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { endTime, startTime } from "hono/timing";
 import { z } from "zod";
 import { describeTool } from "../../tools/json-schema";
-import { findTool, invokeTool, parseToolArgs, TOOLS, toolsFor } from "../../tools/registry";
+import { findTool, invokeTool, parseToolArgs, TOOLS, toolResultText, toolsFor } from "../../tools/registry";
 import { toolCatalogSchema, toolResultSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
 import { requesterOf } from "../auth";
@@ -20,10 +20,14 @@ export const invokeBody = z.object({
   dryRun: z.boolean().optional(),
 });
 
-/** OpenClaw-compatible tool invocation (docs/contract.md, "Endpoints"): `{ ok: true, result: { content, details } }`. */
-export function toolResult(payload: unknown) {
+/**
+ * OpenClaw-compatible tool invocation (docs/contract.md, "Endpoints"): `{ ok: true, result: { content, details } }`.
+ * The text is the payload's JSON, or the tool's own text (session_status: its status card) when `tool` has one.
+ */
+export function toolResult(payload: unknown, tool?: string) {
   // Compact JSON: the payload travels twice (text and details), so whitespace would double its cost.
-  return { content: [{ type: "text" as const, text: JSON.stringify(payload) }], details: payload };
+  const text = tool ? toolResultText(tool, payload) : JSON.stringify(payload);
+  return { content: [{ type: "text" as const, text }], details: payload };
 }
 
 /**
@@ -88,7 +92,9 @@ export const toolsApp = new Hono<AppEnv>()
         } satisfies z.infer<typeof toolResultSchema>);
       }
       const payload = await invokeTool(ctx, body.tool, body.args);
-      return c.json({ ok: true as const, result: toolResult(payload) } satisfies z.infer<typeof toolResultSchema>);
+      return c.json({ ok: true as const, result: toolResult(payload, body.tool) } satisfies z.infer<
+        typeof toolResultSchema
+      >);
     },
   )
   // Per caller on purpose: a sub-agent's run token sees the sub-agent tool set, so a runtime never offers
