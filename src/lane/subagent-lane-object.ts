@@ -60,8 +60,8 @@ export class SubagentLaneObject extends DurableObject<Env> {
       return first.answer;
     }
     await this.reapStale(caller);
-    await this.settle(caller);
-    // A lease the bank granted while this call waited may have gone to this very child.
+    await this.settle(caller, false, childKey);
+    // A lease the bank granted while this call waited may have gone to this very child (told by this answer).
     return this.tx(() => this.lane.enqueue(childKey, caller.gatewayMax).answer);
   }
 
@@ -115,6 +115,8 @@ export class SubagentLaneObject extends DurableObject<Env> {
     }
     const caller = this.caller();
     if (caller) {
+      // Idle leases past their term go back (promote gives them back; it may also bind them to a waiter).
+      this.tx(() => this.lane.promote(caller.gatewayMax));
       await this.reapStale(caller);
       await this.settle(caller, true);
     }
@@ -126,7 +128,7 @@ export class SubagentLaneObject extends DurableObject<Env> {
    * After a transaction of this lane: give leases back and ask for the ones its waiters need (gateway mode),
    * then tell every granted child that has not heard yet. Failures stay rows for the alarm.
    */
-  private async settle(caller: LaneCaller, fromAlarm = false): Promise<void> {
+  private async settle(caller: LaneCaller, fromAlarm = false, asking?: string): Promise<void> {
     const max = caller.gatewayMax;
     if (max !== null) {
       const returns = this.lane.returns().map((r) => r.id);
@@ -145,7 +147,7 @@ export class SubagentLaneObject extends DurableObject<Env> {
         }
       }
     }
-    const untold = this.lane.untold();
+    const untold = this.lane.untold().filter((k) => k !== asking);
     await Promise.all(
       untold.map((key) =>
         callExtension(this.env.SESSIONS.getByName(key), "subagent-lane", "granted")
@@ -186,7 +188,8 @@ export class SubagentLaneObject extends DurableObject<Env> {
 
   /**
    * The lane's alarm: while it has work it could not finish (an untold child, a lease not given back) it retries
-   * with backoff for RETRY_ROUNDS rounds; while children wait it checks its holders every STALE_CHECK_MS.
+   * with backoff for RETRY_ROUNDS rounds; while children wait it checks its holders every STALE_CHECK_MS; an idle
+   * lease goes back to the bank when its term ends.
    */
   private async armLane(fromAlarm: boolean): Promise<void> {
     const pending = this.lane.untold().length > 0 || this.lane.returns().length > 0;
@@ -195,6 +198,8 @@ export class SubagentLaneObject extends DurableObject<Env> {
     let due: number | null = null;
     if (pending && rounds < RETRY_ROUNDS) due = Date.now() + RETRY_BASE_MS * 2 ** rounds;
     if (this.lane.count("waiting") > 0) due = Math.min(due ?? Infinity, Date.now() + STALE_CHECK_MS);
+    const idle = this.lane.idleLeaseDue();
+    if (idle !== null) due = Math.min(due ?? Infinity, idle);
     await this.setEarliest(due);
   }
 

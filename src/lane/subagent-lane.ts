@@ -25,9 +25,10 @@ export const AGENT_LANE_LIMIT = 8;
 /** Waiting children one agent's lane keeps; past it a child is not queued and asks again on its backstop timer. */
 export const MAX_AGENT_WAITING = 1_000;
 /**
- * A lease handed from one finished child to the same agent's next waiter without asking the bank, while the
- * bank granted it less than this long ago; older leases go back to the bank, which hands them to the agent
- * holding the fewest (docs/subagent-lane.md, "Fairness"). Bounds the bank's traffic per lease, not per spawn.
+ * A lease a lane keeps for its agent's next children without asking the bank (bound to a waiter, or idle for the
+ * next spawn) while the bank granted it less than this long ago and no other agent waits; then it goes back to the
+ * bank, which hands it to the agent holding the fewest (docs/subagent-lane.md, "Fairness"). Bounds the bank's
+ * traffic per lease (about two calls per term), not per spawn.
  */
 export const LEASE_TERM_MS = 30_000;
 /** A running child not heard of for this long is checked with its session while others wait (STALE_CHECKS per check). */
@@ -109,8 +110,9 @@ export class AgentLane {
   }
 
   /**
-   * The child's task ended (or it was deleted): drop its row. Its lease passes to this agent's next waiter while
-   * younger than LEASE_TERM_MS, else it goes back to the bank (a `lane_returns` row, sent by the object).
+   * The child's task ended (or it was deleted): drop its row. Its lease stays with this lane (for the next waiter, or
+   * idle for the next spawn) while it may be kept (`keeps`), else it goes back to the bank (a `lane_returns` row,
+   * sent by the object).
    * In the caller's transaction; returns the children granted by it.
    */
   remove(childKey: string, gatewayMax: number | null, onlyRunning = false): string[] {
@@ -126,12 +128,7 @@ export class AgentLane {
       const lease = this.sql
         .exec<{ granted_at: number }>("SELECT granted_at FROM lane_leases WHERE id = ?", row.lease)
         .toArray()[0];
-      const keep =
-        lease &&
-        lease.granted_at >= Date.now() - LEASE_TERM_MS &&
-        this.count("waiting") > 0 &&
-        this.setting("contended") !== "1";
-      if (lease && !keep) this.giveBack(row.lease);
+      if (lease && !this.keeps(lease.granted_at)) this.giveBack(row.lease);
     }
     return this.promote(gatewayMax);
   }
@@ -167,8 +164,10 @@ export class AgentLane {
         now,
         key,
       );
-    // Leases nobody here waits for go back at once: another agent may be waiting for one.
-    for (const id of unbound.slice(next.length)) this.giveBack(id);
+    // Leases nobody here waits for stay idle for the next spawn while they may be kept; then they go back.
+    const grantedAt = this.sql.exec<{ id: string; granted_at: number }>("SELECT id, granted_at FROM lane_leases");
+    const at = new Map(grantedAt.toArray().map((r) => [r.id, r.granted_at]));
+    for (const id of unbound.slice(next.length)) if (!this.keeps(at.get(id) ?? 0)) this.giveBack(id);
     return next;
   }
 
@@ -242,6 +241,21 @@ export class AgentLane {
 
   setSetting(k: string, v: string): void {
     this.sql.exec("INSERT INTO lane_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", k, v);
+  }
+
+  /** A lease younger than LEASE_TERM_MS, while no other agent is known to wait for one. */
+  private keeps(grantedAt: number): boolean {
+    return grantedAt >= Date.now() - LEASE_TERM_MS && this.setting("contended") !== "1";
+  }
+
+  /** When the oldest idle lease must go back (the object's alarm gives it back then). */
+  idleLeaseDue(): number | null {
+    const t = this.sql
+      .exec<{ t: number | null }>(
+        "SELECT MIN(granted_at) AS t FROM lane_leases WHERE id NOT IN (SELECT lease FROM lane_slots WHERE lease IS NOT NULL)",
+      )
+      .one().t;
+    return t === null ? null : t + LEASE_TERM_MS;
   }
 
   private giveBack(id: string): void {

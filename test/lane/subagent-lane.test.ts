@@ -3,7 +3,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { BANK_OBJECT } from "../../src/lane/slot-bank";
-import { AGENT_LANE_LIMIT, agentLaneName, MAX_AGENT_WAITING, STALE_CHECK_MS } from "../../src/lane/subagent-lane";
+import {
+  AGENT_LANE_LIMIT,
+  agentLaneName,
+  LEASE_TERM_MS,
+  MAX_AGENT_WAITING,
+  STALE_CHECK_MS,
+} from "../../src/lane/subagent-lane";
 import { SubagentLaneObject } from "../../src/lane/subagent-lane-object";
 import { SessionObject } from "../../src/session/session-object";
 import { LANE_BACKSTOP_MS } from "../../src/spawn/subagent-lane-client";
@@ -53,6 +59,18 @@ const statusOf = async (runId: string) => (await call("GET", `/v1/runs/${runId}`
 const laneOf = (agent: string) => env.SUBAGENT_LANE.getByName(agentLaneName(agent));
 const bank = () => env.SUBAGENT_LANE.getByName(BANK_OBJECT);
 
+/** The agents' idle leases reach the end of their term: their lanes' alarms give them back to the bank. */
+async function leasesReturned(...agents: string[]): Promise<void> {
+  for (const a of agents) {
+    await runInDurableObject(laneOf(a), async (_o, state) => {
+      state.storage.sql.exec("UPDATE lane_leases SET granted_at = granted_at - ?", LEASE_TERM_MS + 1);
+    });
+    await runDurableObjectAlarm(laneOf(a));
+  }
+  const held = await bank().held();
+  for (const a of agents) expect(held[a]).toBeUndefined();
+}
+
 /** When the child's own alarm would next ask the lane (its backstop), from now. */
 async function childBackstopIn(key: string): Promise<number> {
   return runInDurableObject(env.SESSIONS.getByName(key), async (_o, state) => {
@@ -81,7 +99,9 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
     await until(async () => expect(started).toEqual(kids.map((k) => k.key)));
     finish(kids[2].key);
     await until(async () => expect(await Promise.all(kids.map((k) => statusOf(k.runId)))).toEqual(["ok", "ok", "ok"]));
-    await until(async () => expect(await bank().held()).toEqual({}));
+    // The lane keeps its lease idle for the agent's next spawn until the term ends; then it goes back.
+    expect(await bank().held()).toEqual(expect.objectContaining({ l1: 1 }));
+    await leasesReturned("l1");
   });
 
   it("maxConcurrent 2 runs two at once; aborting a waiting task gives its place to the next", async () => {
@@ -113,7 +133,8 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
     const [calm] = await spawn(requester("calm"), ["mine"]);
     await until(async () => expect(started).toContain(calm.key));
     // No bank is involved without a gateway-wide maxConcurrent.
-    expect(await bank().held()).toEqual({});
+    const held = await bank().held();
+    expect([held.busy, held.calm]).toEqual([undefined, undefined]);
     for (const k of [...busy, calm]) finish(k.key);
     await until(async () =>
       expect(new Set(await Promise.all([...busy, calm].map((k) => statusOf(k.runId))))).toEqual(new Set(["ok"])),
@@ -152,7 +173,26 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
       await until(async () => expect(started.length).toBeGreaterThan(n));
     }
     expect(started.filter((k) => k !== fair.key).sort()).toEqual(flood.map((k) => k.key).sort());
-    await until(async () => expect(await bank().held()).toEqual({}));
+    await until(async () =>
+      expect(await Promise.all([...flood, fair].map((k) => statusOf(k.runId)))).toEqual(Array(13).fill("ok")),
+    );
+    await leasesReturned("flood", "fair");
+  });
+
+  it("maxConcurrent set: an agent spawning one child after another keeps its lease; the bank sees one take per term, not one per spawn", async () => {
+    const lane = laneOf("steady");
+    const caller = { agentId: "steady", gatewayMax: 10 };
+    const exchange = vi.spyOn(SubagentLaneObject.prototype, "exchange");
+    for (let i = 0; i < 5; i++) {
+      const child = `agent:steady:subagent:c${i}`;
+      expect((await lane.acquire(child, caller)).granted).toBe(true);
+      await lane.release(child, caller);
+    }
+    expect(exchange).toHaveBeenCalledTimes(1);
+    expect(await lane.snapshot()).toEqual({ running: 0, waiting: 0, leases: 1 });
+    await leasesReturned("steady");
+    expect(exchange).toHaveBeenCalledTimes(2);
+    expect(await lane.snapshot()).toEqual({ running: 0, waiting: 0, leases: 0 });
   });
 
   it("one agent's lane keeps at most MAX_AGENT_WAITING waiters; past it a child is not queued (and asks on its backstop)", async () => {
@@ -271,6 +311,6 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
     await until(async () => expect(started).toEqual([a.key, b.key]));
     finish(b.key);
     await until(async () => expect(await statusOf(b.runId)).toBe("ok"));
-    await until(async () => expect(await bank().held()).toEqual({}));
+    await leasesReturned("ev1", "ev2");
   });
 });
