@@ -41,15 +41,15 @@ export async function benchLane(request, log) {
   });
   const perSpawn = (i) => 1000 / rows[i].perSecond;
   const lines = [
-    "| scenario | spawns | machine time per spawn (ms) | spawns admitted per second | one spawn's latency p50 / p95 (ms) |",
+    "| scenario | spawns | wall time ÷ spawns (ms) | spawns admitted per second | one spawn's latency p50 / p95 (ms) |",
     "|---|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
         `| ${r.name} | ${r.spawns} | ${fmt(1000 / r.perSecond, 2)} | ${fmt(r.perSecond, 0)} | ${fmt(r.p50, 1)} / ${fmt(r.p95, 1)} |`,
     ),
     "",
-    `Machine time per spawn, 50 agents ÷ 1 agent: ${fmt(perSpawn(1) / perSpawn(0), 2)}× without a bank, ${fmt(perSpawn(3) / perSpawn(2), 2)}× with it (goal: flat in the number of agents). ` +
-      "A spawn is one acquire and one release. Locally every object runs in one workerd process, so 50 agents at once queue for the same CPU and one spawn's latency grows with the number in flight (the last column); what must stay flat is the lane's cost per spawn (wall time ÷ spawns). On Cloudflare each agent's lane is its own object and runs in parallel.",
+    `Wall time ÷ spawns, 50 agents ÷ 1 agent: ${fmt(perSpawn(1) / perSpawn(0), 2)}× without a bank, ${fmt(perSpawn(3) / perSpawn(2), 2)}× with it (goal: flat in the number of agents). ` +
+      "A spawn is one acquire and one release. Locally every object runs in one workerd process, so 50 agents at once queue for the same CPU and one spawn's latency grows with the number in flight (the last column); what must stay flat is the lane's cost per spawn (wall time ÷ spawns; with one agent its spawns run one after another, so that is their latency). On Cloudflare each agent's lane is its own object and runs in parallel.",
   ];
   return { rows, lines };
 }
