@@ -11,6 +11,7 @@ import { moduleLines } from "./cpu-profile.mjs";
 import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
+import { benchLane } from "./lane.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { benchSends, profileSendCpu } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
@@ -281,7 +282,7 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index|events runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|events|lane runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   let cpuProfile = null;
   if (only === undefined || only === "sends") {
@@ -291,7 +292,7 @@ async function main() {
   }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
-  if (only !== "sizes" && only !== "index" && only !== "events") {
+  if (only !== "sizes" && only !== "index" && only !== "events" && only !== "lane") {
     await seed(request);
     await sanityCheck(request);
   }
@@ -348,6 +349,12 @@ async function main() {
     log("", events.lines.join("\n"), "");
   }
 
+  let lane = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "lane") {
+    lane = await benchLane(request, log);
+    log("", lane.lines.join("\n"), "");
+  }
+
   let sends = null;
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
@@ -389,6 +396,10 @@ async function main() {
     "## Event streams (docs/events.md)",
     "",
     ...events.lines,
+    "",
+    "## Sub-agent lane: spawn admission with 1 and 50 agents (docs/subagent-lane.md)",
+    "",
+    ...lane.lines,
     "",
     "## Sends (1,000 fire-and-forget sends)",
     "",

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
+import { MAX_CONCURRENT_MAX } from "../lane/subagent-lane";
 import { INDEX_SHARDS_MAX } from "../registry/shard-hash";
 import { isAllowedRuntimeUrl, RUNTIME_URL_RULE } from "../runners/runtime-url";
 import { THINKING_LEVELS } from "../runners/thinking";
@@ -27,8 +28,8 @@ const subagentDefaults = z.object({
   runTimeoutSeconds: z.number().min(0).default(0),
   maxSpawnDepth: z.number().int().min(1).max(5).default(1),
   maxChildrenPerAgent: z.number().int().min(1).max(20).default(5),
-  // Gateway-wide cap of sub-agent task runs running at once (docs/subagent-lane.md).
-  maxConcurrent: z.number().int().min(1).default(8),
+  // Set: a gateway-wide cap of sub-agent task runs at once (OpenClaw's meaning); unset: 8 per agent (docs/subagent-lane.md).
+  maxConcurrent: z.number().int().min(1).max(MAX_CONCURRENT_MAX).optional(),
   allowAgents: z.array(z.string()).optional(),
   requireAgentId: z.boolean().default(false),
   model: modelRef.optional(),

@@ -1,3 +1,4 @@
+import { MAX_CONCURRENT_MAX } from "../lane/subagent-lane";
 import { PROVIDER_APIS } from "../runners/provider-catalog";
 import { parseThinkingLevel, THINKING_LEVELS } from "../runners/thinking";
 import { type Doc, isObject, objectAt } from "./carry-over";
@@ -29,6 +30,8 @@ const CLAMPED: { path: string[]; min: number; max: number; integer: boolean }[] 
   { path: ["agents", "defaults", "timeoutSeconds"], min: 0, max: MAX_TIMEOUT_SECONDS, integer: true },
   { path: ["agents", "defaults", "subagents", "runTimeoutSeconds"], min: 0, max: MAX_TIMEOUT_SECONDS, integer: false },
   { path: ["agents", "defaults", "subagents", "announceTimeoutMs"], min: 1, max: 2_147_000_000, integer: true },
+  // The slot bank keeps a row per lease (docs/subagent-lane.md); OpenClaw accepts any count, so a larger one is clamped.
+  { path: ["agents", "defaults", "subagents", "maxConcurrent"], min: 1, max: MAX_CONCURRENT_MAX, integer: true },
 ];
 
 function clampNumbers(doc: Doc, warnings: string[]): void {

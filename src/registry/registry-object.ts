@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import type { LaneSlot } from "../lane/subagent-lane";
 import { runMigrations } from "../migrations";
 import { LAYOUT_SCHEMA } from "./index-layout";
 import { MOVE_SCHEMA, moveBatch } from "./legacy-move";
@@ -374,19 +373,5 @@ export class RegistryObject extends DurableObject<Env> {
 
   async count(): Promise<number> {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n;
-  }
-
-  /**
-   * Before the sub-agent lane had its own class, the registry-class instance `lane:subagent` held it: its
-   * rows, for the lane object to take over once (src/lane/subagent-lane-object.ts), then dropped.
-   */
-  async legacyLaneRows(): Promise<LaneSlot[]> {
-    const exists = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lane_slots'").toArray();
-    if (exists.length === 0) return [];
-    return this.sql.exec<LaneSlot>("SELECT child_key, state, seq, updated_at FROM lane_slots ORDER BY seq").toArray();
-  }
-
-  async dropLegacyLane(): Promise<void> {
-    this.sql.exec("DROP TABLE IF EXISTS lane_slots");
   }
 }

@@ -1,33 +1,40 @@
-import { LANE_OBJECT } from "../lane/subagent-lane";
-import { log } from "../log";
+import { agentLaneName, type LaneCaller } from "../lane/subagent-lane";
 import { PUMP_TIMER } from "../session/core-timers";
-import { callExtension, type SessionExtension } from "../session/extensions";
+import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 
 /**
  * The child's side of the sub-agent lane (src/lane/subagent-lane-object.ts, docs/subagent-lane.md): its task
- * run stays queued until the lane grants it a slot, and the slot is given back when the task run ends.
+ * run stays queued until its requester agent's lane grants it a slot, and the slot is given back when the
+ * task run ends.
  *
  *   spawn                → `lane: "waiting"`; the queue holds the task run; ask the lane now
  *   granted              → `lane: "running"`; the queue starts the task (its deadline starts now)
- *   not yet              → ask again every LANE_POLL_MS (the releasing child also tells us at once)
+ *   not yet              → wait: the lane calls `granted` when a release frees a slot for this child; a
+ *                          backstop ask after LANE_BACKSTOP_MS covers a lane that could not reach it
  *   task run ends        → `lane: "released"` + `subagent-lane:release` timer (run-ending transaction)
- *   release acknowledged → the lane's next waiters are told (best effort: they poll anyway)
+ *   release acknowledged → the lane itself has told its next waiter (and retries on its alarm)
  */
 
 export const LANE_TIMER = "subagent-lane";
 const ACQUIRE = "acquire";
 const RELEASE = "release";
-/** A waiting child asks again this often, so a lost "granted" message delays it by at most this much. */
-export const LANE_POLL_MS = 60_000;
+/**
+ * A waiting child asks again this often. Not how it starts (the lane calls it when a slot frees): the bound
+ * on how long a lane that could not reach it for all its retries (docs/subagent-lane.md) delays it.
+ */
+export const LANE_BACKSTOP_MS = 10 * 60_000;
 const EXT = "subagent-lane" as const;
 
-function maxConcurrent(host: SessionHost): number {
-  return host.cfg.agents.defaults.subagents.maxConcurrent;
+/** Whose lane: the agent of the session that spawned the child (its token is what could flood a lane). */
+function laneCaller(host: SessionHost): LaneCaller {
+  const requester = host.meta?.subagent?.requesterKey ?? host.key;
+  const agentId = requester.startsWith("agent:") ? requester.split(":")[1] : host.cfg.agents.defaultId;
+  return { agentId, gatewayMax: host.cfg.agents.defaults.subagents.maxConcurrent ?? null };
 }
 
-function laneStub(host: SessionHost) {
-  return host.bindings.SUBAGENT_LANE.getByName(LANE_OBJECT);
+function laneStub(host: SessionHost, caller: LaneCaller) {
+  return host.bindings.SUBAGENT_LANE.getByName(agentLaneName(caller.agentId));
 }
 
 /** Asks in flight per instance: every kick of a held queue would otherwise ask again. */
@@ -40,7 +47,8 @@ async function acquire(host: SessionHost): Promise<void> {
   try {
     let answer: Awaited<ReturnType<ReturnType<typeof laneStub>["acquire"]>>;
     try {
-      answer = await laneStub(host).acquire(host.key, maxConcurrent(host));
+      const caller = laneCaller(host);
+      answer = await laneStub(host, caller).acquire(host.key, caller);
     } catch (err) {
       // The acquire timer is still there: make sure the alarm is set for it.
       await host.timers.arm();
@@ -54,7 +62,7 @@ async function acquire(host: SessionHost): Promise<void> {
         host.saveMeta();
         host.timers.clear(LANE_TIMER, ACQUIRE);
       } else {
-        host.timers.set(LANE_TIMER, ACQUIRE, Date.now() + LANE_POLL_MS);
+        host.timers.set(LANE_TIMER, ACQUIRE, Date.now() + LANE_BACKSTOP_MS);
       }
     });
     await host.timers.arm();
@@ -65,18 +73,14 @@ async function acquire(host: SessionHost): Promise<void> {
 }
 
 async function release(host: SessionHost): Promise<void> {
-  const granted = await laneStub(host).release(host.key, maxConcurrent(host));
+  const caller = laneCaller(host);
+  // The lane tells the next waiter itself, before this returns (and retries on its own alarm).
+  await laneStub(host, caller).release(host.key, caller);
   host.timers.clear(LANE_TIMER, RELEASE);
   await host.timers.arm();
-  for (const key of granted) {
-    // Best effort: a waiter that misses this asks again within LANE_POLL_MS.
-    void callExtension(host.bindings.SESSIONS.getByName(key), EXT, "granted").catch((err) =>
-      log.warn("subagent_lane_notify_failed", { sessionKey: key, error: err }),
-    );
-  }
 }
 
-/** Ask the lane and start if granted: right after the spawn (sessions_spawn), and when a releasing child says it is our turn. */
+/** Ask the lane and start if granted: right after the spawn (sessions_spawn), and when the lane says it is our turn. */
 async function ask(host: SessionHost): Promise<{ ok: true }> {
   if (host.hasStorage) await acquire(host);
   return { ok: true };

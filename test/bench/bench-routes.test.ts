@@ -43,6 +43,7 @@ describe("bench routes", () => {
       ["POST", "/v1/_bench/seed/sessions", { agentId: "research", count: 5 }],
       ["POST", "/v1/_bench/seed/transcript", { sessionKey: "agent:research:bench-off", count: 5 }],
       ["GET", "/v1/_bench/run-order/main", undefined],
+      ["POST", "/v1/_bench/lane", { agents: 1, spawns: 1, gatewayMax: null, tag: "off" }],
     ] as const) {
       const r = await call(method, path, body);
       expect(r.status).toBe(404);
@@ -73,6 +74,23 @@ describe("bench routes", () => {
     expect(tooMany.status).toBe(400);
     const unknown = await benchCall("POST", "/v1/_bench/seed/sessions", { agentId: "nobody", count: 1 });
     expect(unknown.json.error.message).toBe('agentId: unknown agent "nobody"');
+  });
+
+  it("bench Worker: the lane route admits each agent's spawns through its own lane, operator only, within one request's call budget", async () => {
+    const body = { agents: 3, spawns: 4, gatewayMax: null, tag: `t${crypto.randomUUID().slice(0, 6)}` };
+    expect((await benchCall("POST", "/v1/_bench/lane", body, MAIN_TOKEN)).status).toBe(403);
+    expect((await benchCall("POST", "/v1/_bench/lane", { ...body, agents: 100, spawns: 50 })).status).toBe(403);
+    const r = await benchCall("POST", "/v1/_bench/lane", body);
+    expect(r.status).toBe(200);
+    expect(r.json.spawns).toBe(12);
+    expect(r.json.perSpawnMs).toHaveLength(12);
+    // Each agent's children went through that agent's lane, and each lane is empty again.
+    for (let a = 0; a < 3; a++)
+      expect(await env.SUBAGENT_LANE.getByName(`lane:agent:bench-${body.tag}-${a}`).snapshot()).toEqual({
+        running: 0,
+        waiting: 0,
+        leases: 0,
+      });
   });
 
   it("bench Worker: seeded transcripts are real transcripts (history pages, numbering continues across batches)", async () => {

@@ -46,6 +46,13 @@ describe("values OpenClaw accepts are clamped or mapped, never fatal", () => {
     ]);
   });
 
+  it("a gateway-wide maxConcurrent is clamped to 1..1,000 (the slot bank keeps a row per lease)", () => {
+    const c = ok({ agents: { defaults: { subagents: { maxConcurrent: 5_000 } } } });
+    expect(c.cfg.agents.defaults.subagents.maxConcurrent).toBe(1_000);
+    expect(c.warnings).toEqual(["agents.defaults.subagents.maxConcurrent: 5000 clamped to 1000 (range 1–1000)"]);
+    expect(ok({ agents: { defaults: { subagents: { maxConcurrent: 3 } } } }).warnings).toEqual([]);
+  });
+
   it("the object form of channels.<ch>.threadBindings is accepted: spawning is on unless turned off (OpenClaw's spawnSessions)", () => {
     const c = ok({
       channels: {

@@ -36,12 +36,13 @@ describe('CONFIG schema (docs/contract.md, "Configuration")', () => {
     expect(c.agents.defaults.subagents).toMatchObject({
       maxSpawnDepth: 1,
       maxChildrenPerAgent: 5,
-      maxConcurrent: 8,
       runTimeoutSeconds: 0,
       archiveAfterMinutes: 60,
       announceTimeoutMs: 120_000,
       requireAgentId: false,
     });
+    // Unset: 8 per agent in each agent's own lane; set, it is a gateway-wide cap (docs/subagent-lane.md).
+    expect(c.agents.defaults.subagents.maxConcurrent).toBeUndefined();
     expect(c.agents.roster).toEqual([{ id: "main", default: true, runtime: { type: "model" } }]);
     expect(c.agents.defaultId).toBe("main");
     expect(c.models.providers).toEqual({});

@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LANE_OBJECT } from "../../src/lane/subagent-lane";
+import { agentLaneName } from "../../src/lane/subagent-lane";
 import { LEASE_MS, RUNTIME_LEASE_MS } from "../../src/session/run-types";
 import type { SessionObject } from "../../src/session/session-object";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
@@ -190,14 +190,19 @@ async function actRuntimes(round: number): Promise<void> {
 
 const sessionsOf = (job: Job) => [job.key, ...(job.requester ? [job.requester] : [])];
 
+/** Rows the children still have in their requester agents' lanes (src/lane/subagent-lane.ts). */
 async function laneRows(): Promise<number> {
-  return runInDurableObject(env.SUBAGENT_LANE.getByName(LANE_OBJECT), async (_o, state) => {
-    const keys = jobs.filter((j) => j.requester).map((j) => j.key);
-    let n = 0;
-    for (const k of keys)
-      n += state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM lane_slots WHERE child_key = ?", k).one().n;
-    return n;
-  });
+  let n = 0;
+  for (const j of jobs.filter((j) => j.requester)) {
+    const lane = env.SUBAGENT_LANE.getByName(agentLaneName(j.requester!.split(":")[1]));
+    n += await runInDurableObject(
+      lane,
+      async (_o, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM lane_slots WHERE child_key = ?", j.key).one()
+          .n,
+    );
+  }
+  return n;
 }
 
 describe("the fault suite", () => {

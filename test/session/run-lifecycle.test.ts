@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LANE_OBJECT } from "../../src/lane/subagent-lane";
+import { agentLaneName } from "../../src/lane/subagent-lane";
 import { verifyRunToken } from "../../src/runners/run-token";
 import { UNGUARDED_RUN } from "../../src/session/run-audit";
 import { LOST_TWICE, RUNTIME_SILENT } from "../../src/session/run-queue";
@@ -48,17 +48,17 @@ async function spawnHookChild(req: string): Promise<{ child: string; runId: stri
   return { child: r.details.childSessionKey, runId: r.details.runId };
 }
 
-/** The lane rows (gateway-wide) that belong to `child`: none once its task has ended. */
-async function laneRowsOf(child: string): Promise<number> {
+/** The rows of `child` in its requester agent's lane: none once its task has ended. */
+async function laneRowsOf(child: string, req: string): Promise<number> {
   return runInDurableObject(
-    env.SUBAGENT_LANE.getByName(LANE_OBJECT),
+    env.SUBAGENT_LANE.getByName(agentLaneName(req.split(":")[1])),
     async (_obj, state) =>
       state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM lane_slots WHERE child_key = ?", child).one().n,
   );
 }
 
 async function expectSlotsReleased(req: string, child: string): Promise<void> {
-  await until(async () => expect(await laneRowsOf(child)).toBe(0));
+  await until(async () => expect(await laneRowsOf(child, req)).toBe(0));
   expect((await getRequesterSpawnState(env, req)).activeChildren).toBe(0);
 }
 
