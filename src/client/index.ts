@@ -23,6 +23,7 @@ import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sess
 import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
+import type { SessionsYieldResult, sessionsYieldSchema } from "../tools/sessions-yield";
 
 import { SwitchboardApiError } from "./errors";
 import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
@@ -37,6 +38,7 @@ export interface ToolArgs {
   sessions_send: z.input<typeof sessionsSendSchema>;
   sessions_spawn: z.input<typeof sessionsSpawnSchema>;
   agents_list: z.input<typeof agentsListSchema>;
+  sessions_yield: z.input<typeof sessionsYieldSchema>;
 }
 
 /** Payload of each tool (`result.details` of /tools/invoke). Refusals are results, not errors. */
@@ -46,6 +48,7 @@ export interface ToolResults {
   sessions_send: SessionsSendResult;
   sessions_spawn: SessionsSpawnAccepted | Refusal;
   agents_list: AgentsListResult;
+  sessions_yield: SessionsYieldResult | Refusal;
 }
 
 export type ToolName = keyof ToolArgs;
@@ -122,6 +125,10 @@ export class SwitchboardClient {
   }
   agentsList() {
     return this.invoke("agents_list", {});
+  }
+  /** Ends a model turn inside a built-in run; over HTTP there is none, so this answers the spec's error (docs/subagents.md). */
+  sessionsYield(args: ToolArgs["sessions_yield"] = {}) {
+    return this.invoke("sessions_yield", args);
   }
 
   /** The tools this caller may use (`GET /v1/tools`), as JSON-Schema function definitions. */

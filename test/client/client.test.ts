@@ -61,6 +61,8 @@ describe("typed client against the Worker", () => {
     const spawned = await sb.sessionsSpawn({ task: "do a thing" });
     expect(spawned).toMatchObject({ status: "accepted" });
     expect(await sb.agentsList()).toMatchObject({ requester: "main" });
+    // sessions_yield ends a model turn; a client has none to end (test/tools/sessions-yield.test.ts).
+    expect(await sb.sessionsYield()).toEqual({ status: "error", error: "Yield not supported in this context" });
     // A refusal is a result, as over /tools/invoke.
     const missing = crypto.randomUUID();
     expect(await sb.sessionsHistory({ sessionKey: missing })).toEqual({

@@ -255,6 +255,11 @@ const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     attachAs: field(objectOf({ mountPath: field(fc.constantFrom("/data", "../..")) })),
   }),
   agents_list: objectOf({}),
+  sessions_yield: objectOf({
+    message: field(fc.string({ maxLength: 40 })),
+    acknowledgment: field(fc.string({ maxLength: 20 })),
+    waitFor: field(fc.constantFrom("message", "children", "")),
+  }),
 };
 const TOOL_NAMES = Object.keys(TOOL_ARGS);
 const tokenArb = fc.constantFrom(GATEWAY, GATEWAY, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN);
