@@ -7,7 +7,7 @@ import { getRequesterSpawnState } from "../../src/spawn/requester-side";
 import { YIELD_WAIT_MAX_MS } from "../../src/spawn/yield-batch";
 import { FINDINGS_HEADER, SETTLED_LINE, YIELD_CONTEXT_NOTE, YIELDED_LINE } from "../../src/spawn/yield-settlement";
 import { DEFAULT_ACKNOWLEDGMENT } from "../../src/tools/sessions-yield";
-import { advance, call, enc, sendAndWait, sessionStub } from "../helpers/http";
+import { advance, call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
 import { quiesce } from "../helpers/quiesce";
 import { delivered, drive, unfinished } from "../helpers/requester-turns";
 import { crash } from "../helpers/restart";
@@ -142,6 +142,20 @@ describe("sessions_yield: the yielded batch", () => {
     expect((await getRequesterSpawnState(env, req)).activeChildren).toBe(0);
   });
 
+  it("a resume turn that fails: each child's direct announce is told instead, once", async () => {
+    const base = yieldingAnswers(2);
+    const { req, fakes } = await start(2, (c) => (isResume(c) ? { error: "model down" } : base(c)));
+    const kids = await childrenOf(req);
+    for (const kid of kids) await settle(kid);
+    await runDurableObjectAlarm(sessionStub(req));
+    await sessionStub(req).waitRun((await resumeRuns(req))[0].id, 10_000);
+    await quiesce();
+    expect((await resumeRuns(req)).map((r) => r.status)).toEqual(["error"]);
+    expect((await batchesOf(req)).map((b) => b.state)).toEqual(["fallback"]);
+    for (const kid of kids) expect(await announcesIn(req, kid)).toHaveLength(1);
+    expect(delivered(fakes, req).map((d) => d.kind)).toEqual(["reply", "subagent_announce", "subagent_announce"]);
+  });
+
   it("a child's data block cannot close itself: < and > are escaped", async () => {
     const { req, fakes } = await start(
       1,
@@ -265,6 +279,44 @@ describe("sessions_yield: the yielded batch", () => {
       DEFAULT_ACKNOWLEDGMENT,
       "final answer from 1 results",
     ]);
+  });
+
+  it("a sub-agent that yields is paused: its requester hears from it once, after its resumed turn", async () => {
+    setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
+    const fakes = installFakes((c) => {
+      if (isResume(c)) return `synthesis of ${/result of leaf job/.test(c.lastUser) ? "the leaf" : "nothing"}`;
+      if (c.step === "announce") return "notes";
+      if (c.step !== "task") return "hi";
+      if (taskOf(c) === "leaf job") return "result of leaf job";
+      return c.toolResults === 0
+        ? { toolCall: { name: "sessions_spawn", args: { task: "leaf job", label: "leaf" } } }
+        : { toolCall: { name: "sessions_yield", args: {} } };
+    });
+    const req = requesterKey("yield");
+    await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
+    const orch = (await invoke("sessions_spawn", { task: "orchestrate", label: "orch" }, { sessionKey: req })).details
+      .childSessionKey;
+    const [leaf] = await until(async () => {
+      const k = await childrenOf(orch);
+      expect(k).toHaveLength(1);
+      expect((await batchesOf(orch)).map((b) => b.state)).toEqual(["waiting"]);
+      return k;
+    });
+    // Paused: the orchestrator's task ended (yielded, no reply), but its announce waits.
+    const own = (await childState(orch)).flows.filter(
+      (f) => f.id.startsWith("announce:") && !f.id.startsWith("announce:v1:"),
+    );
+    expect(own.map((f) => f.state)).toEqual(["waiting"]);
+    expect(await announcesIn(req)).toEqual([]);
+
+    await settle(leaf);
+    await settle(orch);
+    expect((await batchesOf(orch)).map((b) => b.state)).toEqual(["done"]);
+    expect(fakes.model.filter(isResume)).toHaveLength(1);
+    const told = await announcesIn(req, orch);
+    expect(told).toHaveLength(1);
+    expect(told[0].text).toContain("Result: synthesis of the leaf");
+    expect(told[0].text).toContain(leaf);
   });
 
   it("a child that never reports ends the wait visibly: the resumed turn names it", async () => {
