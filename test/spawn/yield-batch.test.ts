@@ -281,43 +281,55 @@ describe("sessions_yield: the yielded batch", () => {
     ]);
   });
 
-  it("a sub-agent that yields is paused: its requester hears from it once, after its resumed turn", async () => {
-    setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
-    const fakes = installFakes((c) => {
-      if (isResume(c)) return `synthesis of ${/result of leaf job/.test(c.lastUser) ? "the leaf" : "nothing"}`;
-      if (c.step === "announce") return "notes";
-      if (c.step !== "task") return "hi";
-      if (taskOf(c) === "leaf job") return "result of leaf job";
-      return c.toolResults === 0
-        ? { toolCall: { name: "sessions_spawn", args: { task: "leaf job", label: "leaf" } } }
-        : { toolCall: { name: "sessions_yield", args: {} } };
-    });
-    const req = requesterKey("yield");
-    await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
-    const orch = (await invoke("sessions_spawn", { task: "orchestrate", label: "orch" }, { sessionKey: req })).details
-      .childSessionKey;
-    const [leaf] = await until(async () => {
-      const k = await childrenOf(orch);
-      expect(k).toHaveLength(1);
-      expect((await batchesOf(orch)).map((b) => b.state)).toEqual(["waiting"]);
-      return k;
-    });
-    // Paused: the orchestrator's task ended (yielded, no reply), but its announce waits.
-    const own = (await childState(orch)).flows.filter(
-      (f) => f.id.startsWith("announce:") && !f.id.startsWith("announce:v1:"),
-    );
-    expect(own.map((f) => f.state)).toEqual(["waiting"]);
-    expect(await announcesIn(req)).toEqual([]);
+  it.each([
+    ["while its child runs", false],
+    ["after its child already announced", true],
+  ])(
+    "a sub-agent that yields %s is paused: its requester hears from it once, after its resumed turn",
+    async (_, early) => {
+      setConfigOverride(subagentConfig({ subagents: { maxSpawnDepth: 2 } }));
+      const leafDone = deferred<void>();
+      const fakes = installFakes(async (c) => {
+        if (isResume(c)) return `synthesis of ${/result of leaf job/.test(c.lastUser) ? "the leaf" : "nothing"}`;
+        if (c.step === "announce") return "notes";
+        if (c.step !== "task") return "hi";
+        if (taskOf(c) === "leaf job") return "result of leaf job";
+        if (c.toolResults === 0)
+          return { toolCall: { name: "sessions_spawn", args: { task: "leaf job", label: "leaf" } } };
+        if (early) await leafDone.promise;
+        return { toolCall: { name: "sessions_yield", args: {} } };
+      });
+      const req = requesterKey("yield");
+      await sendAndWait(req, "hello", { channel: "webchat", to: "alice" });
+      const orch = (await invoke("sessions_spawn", { task: "orchestrate", label: "orch" }, { sessionKey: req })).details
+        .childSessionKey;
+      const [leaf] = await until(async () => {
+        const k = await childrenOf(orch);
+        expect(k).toHaveLength(1);
+        return k;
+      });
+      if (early) {
+        await settle(leaf);
+        leafDone.resolve();
+      }
+      await until(async () => expect((await batchesOf(orch)).length).toBe(1));
+      // Paused: the orchestrator's task ended (yielded, no reply), but its announce waits.
+      await until(async () => {
+        const own = (await childState(orch)).flows.filter((f) => /^announce:(?!v1:)/.test(f.id));
+        expect(own.map((f) => f.state)).toEqual(["waiting"]);
+      });
+      expect(await announcesIn(req)).toEqual([]);
 
-    await settle(leaf);
-    await settle(orch);
-    expect((await batchesOf(orch)).map((b) => b.state)).toEqual(["done"]);
-    expect(fakes.model.filter(isResume)).toHaveLength(1);
-    const told = await announcesIn(req, orch);
-    expect(told).toHaveLength(1);
-    expect(told[0].text).toContain("Result: synthesis of the leaf");
-    expect(told[0].text).toContain(leaf);
-  });
+      if (!early) await settle(leaf);
+      await settle(orch);
+      expect((await batchesOf(orch)).map((b) => b.state)).toEqual(["done"]);
+      expect(fakes.model.filter(isResume)).toHaveLength(1);
+      const told = await announcesIn(req, orch);
+      expect(told).toHaveLength(1);
+      expect(told[0].text).toContain("Result: synthesis of the leaf");
+      expect(told[0].text).toContain(leaf);
+    },
+  );
 
   it("a child that never reports ends the wait visibly: the resumed turn names it", async () => {
     const { req, fakes } = await start(
