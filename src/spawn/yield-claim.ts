@@ -91,6 +91,10 @@ export function claimSync(host: SessionHost, arg: ClaimArgs): ClaimResult {
       ...(arg.acknowledgment ? { acknowledgment: arg.acknowledgment } : {}),
     };
     putFlowRow(host.sql, { id, kind: YIELD_FLOW, state: "claimed", data: batch }, "update");
+    // The turn is over once claimed: if its executor is lost before the run ends, its lease ends it (lost)
+    // instead of running the turn again (src/session/run-queue.ts `onLeaseExpired` retries below 2 attempts),
+    // which would spawn its children a second time. The batch goes on either way (yield-batch.ts).
+    host.sql.exec("UPDATE runs SET attempts = MAX(attempts, 2) WHERE id = ?", arg.runId);
     absorbWaitingEvents(host, id, kids);
     return { status: "yielded", children: kids.length };
   }
