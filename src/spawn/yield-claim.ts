@@ -72,7 +72,8 @@ export function claimSync(host: SessionHost, arg: ClaimArgs): ClaimResult {
   // started was reserved by this run.
   const kids = host.sql
     .exec<{ id: string }>(
-      "SELECT id FROM flows WHERE kind = ? AND created_at >= ? ORDER BY created_at, rowid LIMIT ?",
+      // A slot released "gone" held a spawn that failed (or a child deleted since): nothing of it to wait for.
+      "SELECT id FROM flows WHERE kind = ? AND created_at >= ? AND state != 'gone' ORDER BY created_at, rowid LIMIT ?",
       CHILD_FLOW,
       since,
       MAX_BATCH_CHILDREN,
