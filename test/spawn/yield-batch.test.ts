@@ -138,6 +138,12 @@ describe("sessions_yield: the yielded batch", () => {
       ["reply", "final answer from 2 results"],
     ]);
     expect(await announcesIn(req)).toEqual([]);
+    // The hidden note and the settlement input are model context: history shows neither.
+    const history = await invoke("sessions_history", { sessionKey: req }, { sessionKey: req });
+    const shown = JSON.stringify(history.details.messages);
+    expect(shown).toContain("final answer from 2 results");
+    expect(shown).not.toContain(YIELD_CONTEXT_NOTE);
+    expect(shown).not.toContain(FINDINGS_HEADER);
     expect((await batchesOf(req))[0].state).toBe("done");
     expect((await getRequesterSpawnState(env, req)).activeChildren).toBe(0);
   });
