@@ -132,7 +132,17 @@ function onRunEnded(host: SessionHost, event: RunEndedEvent): void {
       run.runId,
       "subagent_completion",
     );
-    const batch: YieldBatch = { ...own.data, waitingSince: now, giveUpAt: now + YIELD_WAIT_MAX_MS };
+    // The answer goes where the request's reply would have gone: a message that asked for delivery (or a
+    // resumed turn of one, yielding again) gets it on its route; any other turn's answer stays in the session.
+    const parent =
+      typeof input.data?.yieldBatch === "string" ? getFlowRow<YieldBatch>(host.sql, input.data.yieldBatch) : null;
+    const deliver = input.kind === "inbound" ? input.deliver === true : parent?.data.deliver === true;
+    const batch: YieldBatch = {
+      ...own.data,
+      waitingSince: now,
+      giveUpAt: now + YIELD_WAIT_MAX_MS,
+      ...(deliver ? { deliver } : {}),
+    };
     moveFlowRow(host.sql, id, "waiting", { data: batch, now });
     host.timers.set(YIELD_TIMER, id, now + RECHECK_MS);
     host.timers.set(YIELD_TIMER, id + GIVE_UP, now + YIELD_WAIT_MAX_MS);
@@ -152,7 +162,7 @@ function resumeEnded(host: SessionHost, id: string, { run }: RunEndedEvent, now:
   // A resume turn that yielded again hands the work to its own batch: nothing to say yet, nothing lost.
   const yieldedAgain = getFlowRow(host.sql, batchIdOf(run.runId), YIELD_FLOW) !== null;
   const answered = run.status === "ok" && (silent || reply.length > 0 || yieldedAgain);
-  if (answered && !silent && reply && !isSubagentSession(host)) {
+  if (answered && !silent && reply && row.data.deliver && !isSubagentSession(host)) {
     const route = recordedRoute(host);
     if (route) queueDelivery(host, { kind: "reply", route, message: reply, idempotencyKey: `reply:${run.runId}` });
   }

@@ -34,6 +34,8 @@ export interface YieldBatch {
   /** Children still running when the wait gave up. */
   missing?: string[];
   resumeRunId?: string;
+  /** The resume turn's reply goes to the session's route: the yielded turn was a message asking for delivery. */
+  deliver?: boolean;
 }
 
 /** Whether a yield of this session still owes a resumed turn (a sub-agent's announce waits for it). */

@@ -162,6 +162,24 @@ describe("sessions_yield: the yielded batch", () => {
     expect(delivered(fakes, req).map((d) => d.kind)).toEqual(["reply", "subagent_announce", "subagent_announce"]);
   });
 
+  it("a message that did not ask for delivery: the resumed answer is the resume run's reply, sent nowhere", async () => {
+    setConfigOverride(subagentConfig());
+    const fakes = installFakes(yieldingAnswers(1));
+    const req = requesterKey("yield");
+    expect(await sendAndWait(req, "go", { channel: "webchat", to: "alice" })).toMatchObject({
+      reply: DEFAULT_ACKNOWLEDGMENT,
+    });
+    for (const kid of await childrenOf(req)) await settle(kid);
+    await runDurableObjectAlarm(sessionStub(req));
+    const [resume] = await resumeRuns(req);
+    expect(await sessionStub(req).waitRun(resume.id, 10_000)).toMatchObject({
+      status: "ok",
+      reply: "final answer from 1 results",
+    });
+    await quiesce();
+    expect(delivered(fakes, req)).toEqual([]);
+  });
+
   it("a child's data block cannot close itself: < and > are escaped", async () => {
     const { req, fakes } = await start(
       1,
