@@ -1,8 +1,9 @@
-import { runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import type { SessionObject } from "../../src/session/session-object";
 import { CRON_REFUSAL, NO_CLAIM, NOT_SUPPORTED, WAIT_FOR_MESSAGE_UNSUPPORTED } from "../../src/spawn/yield-claim";
+import { SETTLED_LINE } from "../../src/spawn/yield-settlement";
 import {
   ALREADY_PENDING_END,
   DEFAULT_ACKNOWLEDGMENT,
@@ -19,6 +20,7 @@ import {
   type ModelCall,
   releaseHangingRequests,
   requesterKey,
+  settle,
   subagentConfig,
 } from "../helpers/subagents";
 
@@ -157,6 +159,37 @@ describe("sessions_yield inside a run", () => {
     );
     expect(res.message.endsWith(ALREADY_PENDING_END)).toBe(true);
     releaseHangingRequests();
+  });
+
+  it("the resumed turn may spawn and yield again: a new batch, and one answer at the end", async () => {
+    setConfigOverride(subagentConfig());
+    const fakes = installFakes((c) => {
+      if (c.step === "task") return `done: ${/\[Subagent Task\]: (.*)$/m.exec(c.lastUser)?.[1]}`;
+      if (c.step === "announce") return "notes";
+      if (c.lastUser.includes(SETTLED_LINE)) {
+        if (c.lastUser.includes("done: second")) return "both parts are done";
+        return c.toolResults === 0 ? { toolCall: spawn("second") } : { toolCall: yieldCall() };
+      }
+      return c.toolResults === 0 ? { toolCall: spawn("first") } : { toolCall: yieldCall() };
+    });
+    const key = requesterKey("y");
+    await sendAndWait(key, "go", { channel: "webchat", to: "alice", deliver: true });
+    const children = async () =>
+      (await childState(key)).flows.filter((f) => f.id.startsWith("child:")).map((f) => f.id.slice("child:".length));
+    const drain = async () => {
+      for (const kid of await children()) await settle(kid);
+      await runDurableObjectAlarm(sessionStub(key));
+      for (const id of (await childState(key)).pendingRuns) await sessionStub(key).waitRun(id, 10_000);
+    };
+    await drain();
+    expect(await children()).toHaveLength(2);
+    await drain();
+    await quiesce();
+    const flows = (await childState(key)).flows.filter((f) => f.id.startsWith("yield:"));
+    expect(flows.map((f) => f.state)).toEqual(["done", "done"]);
+    expect(fakes.model.filter((c) => c.lastUser.includes(SETTLED_LINE) && c.toolResults === 0)).toHaveLength(2);
+    const answers = fakes.hooks.map((h) => h.body.message).filter((m) => m !== DEFAULT_ACKNOWLEDGMENT);
+    expect(answers).toEqual(["both parts are done"]);
   });
 
   it('a cron session cannot yield; waitFor "message" is refused honestly', async () => {
