@@ -1,7 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
+import { RunQueue } from "../../src/session/run-queue";
 import type { SessionObject } from "../../src/session/session-object";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
 import { YIELD_WAIT_MAX_MS } from "../../src/spawn/yield-batch";
@@ -259,6 +260,39 @@ describe("sessions_yield: the yielded batch", () => {
     await sessionStub(req).waitRun((await resumeRuns(req))[0].id, 10_000);
     expect(await resumeRuns(req)).toHaveLength(1);
     expect(fakes.model.find(isResume)!.lastUser.match(/status: ok/g)).toHaveLength(3);
+  });
+
+  it("the yielding run's executor lost after its claim: the turn is not run again, the batch goes on", async () => {
+    setConfigOverride(subagentConfig());
+    const fakes = installFakes(yieldingAnswers(2));
+    // The instance is lost between the claim and the run's end: its end is never written by this executor.
+    const realFinish = RunQueue.prototype.finishRun;
+    let dropped = 0;
+    vi.spyOn(RunQueue.prototype, "finishRun").mockImplementation(function (this: RunQueue, runId, outcome) {
+      if (dropped === 0 && outcome.reply === DEFAULT_ACKNOWLEDGMENT) {
+        dropped++;
+        return Promise.resolve();
+      }
+      return realFinish.call(this, runId, outcome);
+    });
+    const req = requesterKey("yield");
+    const sent = await call("POST", `/v1/sessions/${enc(req)}/messages`, {
+      message: "go",
+      channel: "webchat",
+      to: "alice",
+    });
+    await until(async () => expect(dropped).toBe(1));
+    await advance(req, 60_000); // its lease finds no executor
+    expect(await sessionStub(req).waitRun(sent.json.runId, 10_000)).toMatchObject({ status: "lost" });
+    const kids = await childrenOf(req);
+    expect(kids).toHaveLength(2);
+    expect((await batchesOf(req)).map((b) => [b.state, b.data.children])).toEqual([["waiting", kids]]);
+    for (const kid of kids) await settle(kid);
+    await runDurableObjectAlarm(sessionStub(req));
+    await sessionStub(req).waitRun((await resumeRuns(req))[0].id, 10_000);
+    expect(await resumeRuns(req)).toHaveLength(1);
+    expect(fakes.model.filter((c) => c.lastUser === "go")).toHaveLength(3);
+    expect(fakes.model.find(isResume)!.lastUser.match(/status: ok/g)).toHaveLength(2);
   });
 
   it('"requester" delivery: a child that finished before the yield is delivered by the batch, not its own turn', async () => {
