@@ -161,6 +161,26 @@ describe("sessions_yield inside a run", () => {
     releaseHangingRequests();
   });
 
+  it("a new message while the session waits on its batch: a yield there is already_pending, wakeArmed", async () => {
+    setConfigOverride(subagentConfig());
+    installFakes((c) => {
+      if (c.step === "task") return "hang";
+      if (c.lastUser === "first") return c.toolResults === 0 ? { toolCall: spawn("slow") } : { toolCall: yieldCall() };
+      if (c.lastUser === "meanwhile") return c.toolResults === 0 ? { toolCall: yieldCall() } : "still waiting";
+      return "x";
+    });
+    const key = requesterKey("y");
+    expect(await sendAndWait(key, "first")).toMatchObject({ reply: DEFAULT_ACKNOWLEDGMENT });
+    // The session is not blocked while it waits: a new message runs a normal turn.
+    expect(await sendAndWait(key, "meanwhile")).toMatchObject({ reply: "still waiting" });
+    const [, second] = await toolResults(key);
+    expect(second.status).toBe("already_pending");
+    expect(second.pendingChildren).toEqual([
+      expect.objectContaining({ label: "slow", state: "running", wakeArmed: true }),
+    ]);
+    releaseHangingRequests();
+  });
+
   it("the resumed turn may spawn and yield again: a new batch, and one answer at the end", async () => {
     setConfigOverride(subagentConfig());
     const fakes = installFakes((c) => {
