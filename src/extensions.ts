@@ -16,6 +16,7 @@ import { requesterTurnExtension } from "./spawn/requester-turn";
 import { subagentLaneExtension } from "./spawn/subagent-lane-client";
 import { subagentLifecycleExtension } from "./spawn/subagent-lifecycle";
 import { threadBindingExtension } from "./spawn/thread-binding";
+import { yieldBatchExtension } from "./spawn/yield-batch";
 
 /**
  * What a session object is made of beyond its core (src/session/session-object.ts): its extensions, in
@@ -34,6 +35,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   sendCommandExtension, // runner: the owner's standalone /send on|off|inherit
   requesterTurnExtension, // requester: sub-agent results reach its model in completion turns
   requesterExtension, // requester: child slots, announces handed to it, undelivered-announce notices
+  yieldBatchExtension, // requester: sessions_yield — one resume turn once a yielded turn's children all ended
   threadBindingExtension, // thread=true: a thread key whose inbound messages run in the sub-agent
   subagentLifecycleExtension, // child: announce, hand-off, archive and delete
   subagentLaneExtension, // child: maxConcurrent — a task starts when the lane grants it a slot

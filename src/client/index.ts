@@ -24,6 +24,7 @@ import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sess
 import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
+import type { SessionsYieldResult, sessionsYieldSchema } from "../tools/sessions-yield";
 
 import { SwitchboardApiError } from "./errors";
 import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
@@ -39,6 +40,7 @@ export interface ToolArgs {
   sessions_spawn: z.input<typeof sessionsSpawnSchema>;
   agents_list: z.input<typeof agentsListSchema>;
   session_status: z.input<typeof sessionStatusSchema>;
+  sessions_yield: z.input<typeof sessionsYieldSchema>;
 }
 
 /** Payload of each tool (`result.details` of /tools/invoke). Refusals are results, not errors. */
@@ -49,6 +51,7 @@ export interface ToolResults {
   sessions_spawn: SessionsSpawnAccepted | Refusal;
   agents_list: AgentsListResult;
   session_status: SessionStatusResult | Refusal;
+  sessions_yield: SessionsYieldResult | Refusal;
 }
 
 export type ToolName = keyof ToolArgs;
@@ -129,6 +132,10 @@ export class SwitchboardClient {
   /** The status card (`statusText`) and facts of a session; `model` sets its override, `changesSince` lists state changes. */
   sessionStatus(args: ToolArgs["session_status"] = {}) {
     return this.invoke("session_status", args);
+  }
+  /** Ends a model turn inside a built-in run; over HTTP there is none, so this answers the spec's error (docs/subagents.md). */
+  sessionsYield(args: ToolArgs["sessions_yield"] = {}) {
+    return this.invoke("sessions_yield", args);
   }
 
   /** The tools this caller may use (`GET /v1/tools`), as JSON-Schema function definitions. */

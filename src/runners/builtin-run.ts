@@ -7,7 +7,8 @@ import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunInput, TranscriptMessage } from "../session/types";
 import { attachmentParts } from "../spawn/attachment-parts";
-import { buildRunTools } from "../tools/run-tools";
+import { buildRunTools, type RunTurn } from "../tools/run-tools";
+import { yieldedTurnReply } from "../tools/sessions-yield";
 import { type RunLiveOutput, type RunnerResult, runModel } from "./model-runner";
 import { type ResolvedModel, resolveModel } from "./models";
 import { parseThinkingLevel } from "./thinking";
@@ -44,11 +45,14 @@ export async function runBuiltinModel(
   ]
     .filter(Boolean)
     .join("\n\n");
-  return runModel({
+  const turn: RunTurn = { runId, yielded: null };
+  const result = await runModel({
     model,
     system,
     history: context.history,
-    tools: buildRunTools(host.bindings, meta),
+    tools: buildRunTools(host.bindings, meta, turn),
+    // A sessions_yield call ended the turn (its claim is already durable): no further step (docs/subagents.md).
+    stop: () => turn.yielded !== null,
     signal,
     providerOptions: model.thinkingOptions(thinking),
     ...(meta.subagent ? { taskParts: attachmentParts(host) } : {}),
@@ -56,6 +60,10 @@ export async function runBuiltinModel(
     live: streams(model, host) ? live : undefined,
     steering: () => drainSteers(host, runId),
   });
+  // A yielded turn produces no reply of its own: a user's turn gets the waiting acknowledgment instead.
+  return turn.yielded
+    ? { ...result, reply: yieldedTurnReply(input.kind, Boolean(meta.subagent), turn.yielded.acknowledgment) }
+    : result;
 }
 
 /**

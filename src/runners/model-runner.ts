@@ -28,6 +28,8 @@ export interface ModelRunRequest {
   taskParts?: AttachmentPart[];
   /** Called with each step's messages as soon as the step finishes. */
   onStep: (messages: TranscriptMessage[]) => void;
+  /** Checked after each step: true ends the run there (a sessions_yield claimed the turn; src/tools/run-tools.ts). */
+  stop?: () => boolean;
   /** Watchers of the run's text (src/events/session-events.ts): given, the run streams (which do: src/runners/builtin-run.ts). */
   live?: RunLiveOutput;
   /**
@@ -51,7 +53,7 @@ export async function runModel(req: ModelRunRequest): Promise<RunnerResult> {
     messages: toModelMessages(req.history, req.taskParts),
     tools: hasTools ? req.tools : undefined,
     ...(req.providerOptions ? { providerOptions: req.providerOptions } : {}),
-    stopWhen: isStepCount(hasTools ? 8 : 1),
+    stopWhen: req.stop ? [isStepCount(hasTools ? 8 : 1), () => req.stop!()] : isStepCount(hasTools ? 8 : 1),
     abortSignal: req.signal,
     maxRetries: 1,
     onStepEnd: (step: StepResult<ToolSet>) => req.onStep(stepMessages(req.model, step)),

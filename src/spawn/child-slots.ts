@@ -2,6 +2,7 @@ import { getFlowRow, moveFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import { resumeDeferredAnnounces } from "./announce-flow";
 import type { ChildFinding, ChildOutcome } from "./announce-format";
+import { yieldPending } from "./yield-rows";
 
 /**
  * A requester's active-children slots (one `subagent_child` flow row per child): reserved before a
@@ -35,8 +36,9 @@ export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: C
   host.timers.clear(SLOT_TIMER, childKey);
   if (row?.state !== "running") return;
   moveFlowRow(host.sql, id, outcome ? "ended" : "gone", { data: { ...row.data, ...(outcome ? { outcome } : {}) } });
-  // No child runs any more: an announce this session deferred for its descendants goes out now.
-  if (countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
+  // No child runs any more: an announce this session deferred for its descendants goes out now — unless a
+  // yield still owes its resume turn, whose answer the announce reports (src/spawn/yield-batch.ts starts it then).
+  if (countActiveChildren(host) === 0 && !yieldPending(host)) resumeDeferredAnnounces(host);
 }
 
 /**

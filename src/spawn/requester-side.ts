@@ -10,6 +10,7 @@ import type { DeadDelivery, SessionMeta } from "../session/types";
 import { CHILD_FLOW, childFlowId, countActiveChildren, releaseSlotSync, SLOT_TIMER } from "./child-slots";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, internalMessage, recordDirectAnnounce } from "./direct-announce";
 import { acceptForTurn } from "./requester-turn";
+import { absorbIntoBatch } from "./yield-batch";
 
 /**
  * The requester's half of the sub-agent lifecycle, in the requester's own object:
@@ -42,6 +43,8 @@ export interface AnnounceHandoffResult {
   requesterGone?: boolean;
   /** "requester" delivery: the completion waits for this session's turn. */
   turnQueued?: boolean;
+  /** The child belongs to a yielded batch: its result waits for the batch's resume turn (src/spawn/yield-batch.ts). */
+  batched?: boolean;
   delivery?: { id: string; status: string };
 }
 
@@ -101,6 +104,8 @@ async function receiveAnnounce(host: SessionHost, h: AnnounceHandoff): Promise<A
   assertOpen(host, host.key);
   const result = host.storage.transactionSync((): AnnounceHandoffResult => {
     if (hasFlowRow(host.sql, h.idempotencyKey)) return { duplicate: true, recorded: false };
+    // A child of a yielded turn: its result waits for the batch's one resume turn, not a delivery of its own.
+    if (absorbIntoBatch(host, h)) return { duplicate: false, recorded: false, batched: true };
     if (turn) {
       acceptForTurn(host, { ...h, ...turn });
       return { duplicate: false, recorded: false, turnQueued: true };
@@ -232,7 +237,8 @@ export const requesterExtension: SessionExtension = {
   // Announce dedupe keys outlive any hand-off retry by far (the child retries within minutes until acknowledged).
   finishedFlows: {
     [CHILD_FLOW]: ["ended", "gone"],
-    [ANNOUNCE_IN_FLOW]: ["recorded", "silent", "turn_done", "fallback"],
+    // "batched": kept by a yield batch (src/spawn/yield-batch.ts), which reads it until its resume turn ends.
+    [ANNOUNCE_IN_FLOW]: ["recorded", "silent", "turn_done", "fallback", "batched"],
     [DEAD_NOTICE_FLOW]: ["recorded"],
   },
   rpc: requesterRpc,

@@ -36,6 +36,7 @@ import { handAnnounceToRequester, releaseChildSlot } from "./requester-side";
 import { latestSynthesis } from "./requester-turn";
 import { ANNOUNCE_STEP_MESSAGE, subagentAnnouncePrompt } from "./subagent-prompt";
 import { costOf, latestToolResultText, outcomeOf, partialProgressOf } from "./task-outcome";
+import { yieldPending } from "./yield-rows";
 
 /**
  * The child's half of the sub-agent lifecycle (docs/contract.md, "Flows"; test/spawn/subagent-announce.test.ts),
@@ -91,7 +92,8 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
         : latestToolResult;
     // Its own children still run: announcing now would report their work as missing, so the
     // announce waits for their announces (test/spawn/subagent-descendants.test.ts), bounded by a cap timer.
-    const waitForChildren = countActiveChildren(host) > 0;
+    // A task that yielded (sessions_yield) is paused the same way: its announce reports the resumed turn.
+    const waitForChildren = countActiveChildren(host) > 0 || yieldPending(host);
     writeFlow(host, waitForChildren ? "waiting" : "step", {
       taskRunId: run.runId,
       outcome,

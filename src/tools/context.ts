@@ -24,6 +24,11 @@ export interface ToolContext {
    * send's time goes"); absent outside HTTP (built-in runs calling tools), where it is a no-op.
    */
   time?: <T>(phase: string, work: Promise<T>) => Promise<T>;
+  /**
+   * Set for a tool call a model makes inside a built-in run (src/tools/run-tools.ts): the run, and how many
+   * other tool calls of the same model response came before this one (sessions_yield's "deferred").
+   */
+  turn?: { runId: string; earlierCallsInStep: number };
 }
 
 /** `ctx.time(phase, work)` when the context records timings, else just `work`. */

@@ -9,6 +9,7 @@ import { sessionsHistoryTool } from "./sessions-history";
 import { sessionsListTool } from "./sessions-list";
 import { sessionsSendTool } from "./sessions-send";
 import { sessionsSpawnTool } from "./sessions-spawn";
+import { sessionsYieldTool } from "./sessions-yield";
 
 export type { ToolDefinition } from "./definition";
 
@@ -25,6 +26,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   sessionsSendTool,
   sessionsSpawnTool,
   sessionStatusTool,
+  sessionsYieldTool,
 ];
 
 /**

@@ -63,6 +63,8 @@ describe("typed client against the Worker", () => {
     expect(await sb.agentsList()).toMatchObject({ requester: "main" });
     const status = await sb.sessionStatus({ changesSince: 0 });
     expect(isRefusal(status) ? status : [status.sessionKey, status.stateChanges?.historyGap]).toEqual([me, false]);
+    // sessions_yield ends a model turn; a client has none to end (test/tools/sessions-yield.test.ts).
+    expect(await sb.sessionsYield()).toEqual({ status: "error", error: "Yield not supported in this context" });
     // A refusal is a result, as over /tools/invoke.
     const missing = crypto.randomUUID();
     expect(await sb.sessionsHistory({ sessionKey: missing })).toEqual({

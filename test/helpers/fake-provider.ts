@@ -1,6 +1,6 @@
 import { vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
-import { chatCompletionStream } from "./wire-streams";
+import { chatCompletionStream, sseResponse } from "./wire-streams";
 
 /**
  * A fake OpenAI-compatible model server (`https://llm.test/v1`), answered from the test: the Worker,
@@ -106,6 +106,33 @@ export function useFakeProvider(opts: { auto?: (call: FakeCall) => void; extraCo
   };
 }
 
+/** Several tool calls in one streamed answer (a model calling tools in parallel), each at its own index. */
+function parallelToolCallStream(
+  calls: { id: string; function: { name: string; arguments: string } }[],
+  usage: { prompt: number; completion: number },
+  request: { stream_options?: { include_usage?: boolean } },
+): Response {
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    data: { id: "chatcmpl-fake", object: "chat.completion.chunk", created: 1, model: "m1", choices, ...extra },
+  });
+  const delta = (d: Record<string, unknown>, finish: string | null = null) =>
+    chunk([{ index: 0, delta: d, finish_reason: finish }]);
+  const events = [
+    delta({ role: "assistant", content: "" }),
+    ...calls.map((c, index) => delta({ tool_calls: [{ index, id: c.id, type: "function", function: c.function }] })),
+    delta({}, "tool_calls"),
+  ];
+  if (request.stream_options?.include_usage) {
+    const u = {
+      prompt_tokens: usage.prompt,
+      completion_tokens: usage.completion,
+      total_tokens: usage.prompt + usage.completion,
+    };
+    events.push(chunk([], { usage: u }));
+  }
+  return sseResponse([...events, { data: "[DONE]" }]);
+}
+
 /**
  * An OpenAI-compatible chat.completion answer (shared by every fake model in the tests): for a request
  * that asked to stream (`stream: true`, as every run does), the same answer as chat.completion.chunk
@@ -119,7 +146,7 @@ export function completion(
 ): Response {
   if (request?.stream) {
     const calls = message.tool_calls ?? [];
-    if (calls.length > 1) throw new Error("the fake streams at most one tool call per answer");
+    if (calls.length > 1) return parallelToolCallStream(calls, usage, request);
     const answer = calls[0]
       ? { tool: calls[0].function.name, args: JSON.parse(calls[0].function.arguments), id: calls[0].id }
       : { text: message.content ?? "" };

@@ -13,14 +13,21 @@ export const MODEL_BASE = "https://llm.test/v1";
 export const HOOK_URL = "https://hooks.test/webchat";
 
 export type ModelStep = "task" | "announce" | "other";
-/** What the fake model answers: text, an error (HTTP 400 → the run fails), a tool call, or "hang" (until aborted). */
-export type ModelAnswer = string | { error: string } | { toolCall: { name: string; args: unknown } } | "hang";
+/** What the fake model answers: text, an error (HTTP 400 → the run fails), a tool call (or several in one response), or "hang" (until aborted). */
+export type ModelAnswer =
+  | string
+  | { error: string }
+  | { toolCall: { name: string; args: unknown } }
+  | { toolCalls: { name: string; args: unknown }[] }
+  | "hang";
 
 export interface ModelCall {
   step: ModelStep;
   lastUser: string;
   system: string;
   hasToolResult: boolean;
+  /** Tool results the request carries (the steps of this run so far). */
+  toolResults: number;
 }
 
 export interface Fakes {
@@ -60,15 +67,20 @@ export function subagentConfig(
 function reply(
   request: Parameters<typeof completion>[3],
   text: string,
-  toolCall?: { name: string; args: unknown },
+  toolCall?: { name: string; args: unknown } | { name: string; args: unknown }[],
 ): Response {
-  const message = toolCall
-    ? {
-        content: null,
-        tool_calls: [{ id: "call_1", function: { name: toolCall.name, arguments: JSON.stringify(toolCall.args) } }],
-      }
-    : { content: text };
-  return completion(message, toolCall ? "tool_calls" : "stop", { prompt: 1200, completion: 34 }, request);
+  const calls = toolCall === undefined ? [] : Array.isArray(toolCall) ? toolCall : [toolCall];
+  const message =
+    calls.length > 0
+      ? {
+          content: null,
+          tool_calls: calls.map((c, i) => ({
+            id: `call_${i + 1}`,
+            function: { name: c.name, arguments: JSON.stringify(c.args) },
+          })),
+        }
+      : { content: text };
+  return completion(message, calls.length > 0 ? "tool_calls" : "stop", { prompt: 1200, completion: 34 }, request);
 }
 
 function textOfContent(c: unknown): string {
@@ -86,7 +98,7 @@ export function releaseHangingRequests(): void {
   HANGING.clear();
 }
 
-export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
+export function installFakes(answer: (call: ModelCall) => ModelAnswer | Promise<ModelAnswer>): Fakes {
   const fakes: Fakes = { model: [], hooks: [], hookStatus: () => 200 };
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input: any, init?: any) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.toString() : input.url;
@@ -113,9 +125,11 @@ export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
       : lastUser.includes("[Subagent Task]:")
         ? "task"
         : "other";
-    const call: ModelCall = { step, lastUser, system, hasToolResult: messages.some((m) => m.role === "tool") };
+    const toolResults = messages.filter((m) => m.role === "tool").length;
+    const call: ModelCall = { step, lastUser, system, hasToolResult: toolResults > 0, toolResults };
     fakes.model.push(call);
-    const a = answer(call);
+    // An answer may wait (a test holds a model call open until something else happened first).
+    const a = await answer(call);
     if (a === "hang") {
       const signal: AbortSignal | undefined = init?.signal ?? (input instanceof Request ? input.signal : undefined);
       return new Promise<Response>((_, reject) => {
@@ -125,6 +139,7 @@ export function installFakes(answer: (call: ModelCall) => ModelAnswer): Fakes {
     }
     if (typeof a === "string") return reply(body, a);
     if ("toolCall" in a) return reply(body, "", a.toolCall);
+    if ("toolCalls" in a) return reply(body, "", a.toolCalls);
     return new Response(JSON.stringify({ error: { message: a.error } }), {
       status: 400,
       headers: { "content-type": "application/json" },

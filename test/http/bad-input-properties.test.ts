@@ -261,6 +261,11 @@ const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     model: field(fc.constantFrom("builtin/echo", "nope/x", "default", "", "DEFAULT")),
     changesSince: field(fc.constantFrom(0, 1, 200, -1, 1.5, 1e308)),
   }),
+  sessions_yield: objectOf({
+    message: field(fc.string({ maxLength: 40 })),
+    acknowledgment: field(fc.string({ maxLength: 20 })),
+    waitFor: field(fc.constantFrom("message", "children", "")),
+  }),
 };
 const TOOL_NAMES = Object.keys(TOOL_ARGS);
 const tokenArb = fc.constantFrom(GATEWAY, GATEWAY, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN);

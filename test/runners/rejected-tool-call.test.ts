@@ -98,7 +98,7 @@ describe("a model's tool call the AI SDK rejects", () => {
       content: [
         {
           type: "text",
-          text: "AI_NoSuchToolError: Model tried to call unavailable tool 'shell_exec'. Available tools: sessions_list, sessions_history, agents_list, sessions_send, sessions_spawn.",
+          text: "AI_NoSuchToolError: Model tried to call unavailable tool 'shell_exec'. Available tools: sessions_list, sessions_history, agents_list, sessions_send, sessions_spawn, sessions_yield.",
         },
       ],
       isError: true,

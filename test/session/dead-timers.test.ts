@@ -17,6 +17,7 @@ import {
   childState,
   installFakes as installSubagentFakes,
   requesterKey,
+  settle,
   subagentConfig,
 } from "../helpers/subagents";
 
@@ -202,6 +203,38 @@ describe("dead timers", () => {
       ]),
     );
     expect((await call("GET", `/v1/sessions/${enc(child)}/timers/dead`)).json.count).toBe(0);
+  });
+
+  it("a yield batch whose resume turn can never be queued dies after 8 attempts: each child's announce is told directly", async () => {
+    setConfigOverride(subagentConfig());
+    installSubagentFakes((c) => {
+      if (c.step === "task") return "the part";
+      if (c.step === "announce") return "notes";
+      if (c.lastUser !== "go") return "hi";
+      return c.toolResults === 0
+        ? { toolCall: { name: "sessions_spawn", args: { task: "p", label: "p" } } }
+        : { toolCall: { name: "sessions_yield", args: {} } };
+    });
+    const realEnqueue = SessionObject.prototype.enqueue;
+    vi.spyOn(SessionObject.prototype, "enqueue").mockImplementation(function (this: SessionObject, req, also) {
+      if (req.input.data?.yieldBatch) return Promise.reject(new Error("queue unavailable"));
+      return realEnqueue.call(this, req, also);
+    });
+    const req = requesterKey("dead-yield");
+    const run = await sendAndWait(req, "go", { channel: "webchat", to: "alice" });
+    const child = (await childState(req)).flows.find((f) => f.id.startsWith("child:"))!.id.slice("child:".length);
+    await settle(child);
+    const batch = `yield:${run.runId}`;
+    for (let pass = 0; pass < 10 && (await timerRow(req, "subagent-yield", batch)); pass++) await advance(req, FAR);
+    expect((await childState(req)).flows.find((f) => f.id === batch)?.state).toBe("failed");
+    const dead = (await call("GET", `/v1/sessions/${enc(req)}/timers/dead`)).json.timers;
+    expect(dead).toEqual([
+      expect.objectContaining({ kind: "subagent-yield", ref: batch, attempts: 8, retryable: false }),
+    ]);
+    expect((await announcesIn(req, child)).map((a) => a.text.split("\n")[0])).toEqual([
+      "Status: completed successfully",
+    ]);
+    expect((await childState(req)).runs.filter((r) => r.kind === "subagent_completion")).toEqual([]);
   });
 
   it("dead timers are bounded per session: the oldest are dropped past the cap", async () => {

@@ -16,6 +16,11 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       expect(r.status).toBe(404);
       expect(r.body.error).toEqual({ type: "not_found", message: `Tool not available for this session: ${tool}` });
     }
+    // sessions_yield is every sub-agent's: over HTTP it is offered, and refuses for want of a model turn to end.
+    expect((await invoke("sessions_yield", {}, { sessionKey: child })).details).toEqual({
+      status: "error",
+      error: "Yield not supported in this context",
+    });
     setConfigOverride(subagentConfig({ tools: { subagents: { tools: { allow: ["sessions_list"] } } } }));
     expect((await invoke("sessions_list", {}, { sessionKey: child })).status).toBe(200);
     expect((await invoke("sessions_spawn", { task: "x" }, { sessionKey: child })).status).toBe(404);
@@ -40,7 +45,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
         (await invoke(tool, { sessionKey: "main", message: "m" }, { sessionKey: orchestrator })).body.error,
       ).toEqual(notAvailable(tool));
     }
-    // The depth-2 child is a leaf: no session tool at all, over /tools/invoke and in its MCP tool list.
+    // The depth-2 child is a leaf: no session tool but sessions_yield, over /tools/invoke and in its MCP tool list.
     const leafKey = leaf.details.childSessionKey;
     for (const tool of ["sessions_spawn", "sessions_list", "sessions_history"]) {
       expect((await invoke(tool, { task: "x", sessionKey: leafKey }, { sessionKey: leafKey })).body.error).toEqual(
@@ -61,14 +66,21 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       "sessions_history",
       "sessions_list",
       "sessions_spawn",
+      "sessions_yield",
     ]);
     // The tool catalog a runtime offers its model matches what the gateway allows, at each depth.
     const catalog = async (key: string) =>
       (await call("GET", "/v1/tools", undefined, { headers: { "X-Session-Key": key } })).json.tools
         .map((t: any) => t.name)
         .sort();
-    expect(await catalog(orchestrator)).toEqual(["sessions_history", "sessions_list", "sessions_spawn"]);
-    expect(await catalog(leafKey)).toEqual([]);
+    expect(await catalog(orchestrator)).toEqual([
+      "sessions_history",
+      "sessions_list",
+      "sessions_spawn",
+      "sessions_yield",
+    ]);
+    // Every sub-agent keeps sessions_yield, a leaf too (as in OpenClaw): it has no other session tool.
+    expect(await catalog(leafKey)).toEqual(["sessions_yield"]);
 
     setConfigOverride(
       subagentConfig({
