@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
+import { TOOLS } from "../../src/tools/registry";
 import { call, enc, sendAndWait } from "../helpers/http";
 import {
   installFakes,
@@ -98,7 +99,8 @@ describe("a model's tool call the AI SDK rejects", () => {
       content: [
         {
           type: "text",
-          text: "AI_NoSuchToolError: Model tried to call unavailable tool 'shell_exec'. Available tools: sessions_list, sessions_history, agents_list, sessions_send, sessions_spawn, sessions_yield.",
+          // A main session is offered every tool, in the registry's order.
+          text: `AI_NoSuchToolError: Model tried to call unavailable tool 'shell_exec'. Available tools: ${TOOLS.map((t) => t.name).join(", ")}.`,
         },
       ],
       isError: true,

@@ -7,6 +7,7 @@ import { ARCHIVE_TIMER } from "../../src/spawn/child-removal";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
 import { quiesce } from "../helpers/quiesce";
 import { drive, setup, spawnChildren } from "../helpers/requester-turns";
+import { rewindSchemaBefore } from "../helpers/schema-rewind";
 import {
   childState,
   HOOK_URL,
@@ -86,9 +87,8 @@ describe("the requester-mode completion event is hidden from the conversation", 
       const sql = state.storage.sql;
       sql.exec("UPDATE messages SET is_tool = 0 WHERE role = 'user'");
       sql.exec("UPDATE message_heads SET is_tool = 0 WHERE seq IN (SELECT seq FROM messages WHERE role = 'user')");
-      sql.exec("UPDATE schema_version SET version = version - 2");
-      sql.exec("DROP TABLE compactions");
-      sql.exec("DROP INDEX messages_turns");
+      // Back to just before the step that marks them (test/helpers/schema-rewind.ts).
+      rewindSchemaBefore(sql, "kind = 'subagent_completion'");
     });
     const shown = async () =>
       JSON.stringify((await invoke("sessions_history", { sessionKey: req, limit: 50 }, { sessionKey: req })).details);

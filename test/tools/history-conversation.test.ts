@@ -1,8 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
-import { MIGRATIONS, migrate } from "../../src/session/schema";
+import { migrate } from "../../src/session/schema";
 import { call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
+import { rewindSchemaBefore } from "../helpers/schema-rewind";
 import { installFakes, requesterKey, settle, subagentConfig } from "../helpers/subagents";
 
 /**
@@ -121,15 +122,8 @@ describe("sessions_history hides control tokens and internal prompts", () => {
       const sql = state.storage.sql;
       sql.exec("UPDATE messages SET is_tool = 0");
       sql.exec("UPDATE message_heads SET is_tool = 0");
-      // Back to just before the marking step: the tables and indexes every later step of
-      // src/session/schema.ts creates go, so those steps run again too (however many are appended).
-      const marking = MIGRATIONS.findIndex((s) => typeof s === "string" && s.includes("'NO_REPLY', 'REPLY_SKIP'"));
-      const later = MIGRATIONS.slice(marking + 1).filter((s): s is string => typeof s === "string");
-      for (const step of later.reverse()) {
-        for (const [, kind, name] of step.matchAll(/CREATE (TABLE|INDEX) (\w+)/g))
-          sql.exec(`DROP ${kind} IF EXISTS ${name}`);
-      }
-      sql.exec("UPDATE schema_version SET version = ?", marking);
+      // Back to just before the marking step (test/helpers/schema-rewind.ts): later steps run again too.
+      rewindSchemaBefore(sql, "'NO_REPLY', 'REPLY_SKIP'");
     });
     expect(texts((await history(key, "limit=50")).messages)).toContain("assistant:NO_REPLY");
     await runInDurableObject(sessionStub(key), (_obj, state) => migrate(state.storage.sql));
