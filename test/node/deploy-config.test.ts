@@ -44,4 +44,18 @@ describe("wrangler.jsonc: the production environment", () => {
     expect(scripts["deploy:check"]).toBe("npm run deploy -- --dry-run --outdir .wrangler/dry-run");
     expect(readFileSync(".ci/run", "utf8")).toMatch(/^npm run deploy:check\b/m);
   });
+
+  it("docs/deploy.md names every binding production gets and its number of Durable Object classes", () => {
+    const doc = readFileSync("docs/deploy.md", "utf8");
+    const names = [
+      ...production.durable_objects.bindings.map((b: { name: string }) => b.name),
+      ...production.r2_buckets.map((b: { binding: string }) => b.binding),
+      ...production.ratelimits.map((r: { name: string }) => r.name),
+      ...Object.keys(production.vars),
+    ];
+    const listed = doc.match(/It lists the bindings production gets \(([^)]*)\)/)?.[1] ?? "";
+    expect(names.filter((n) => !listed.includes(`\`${n}\``))).toEqual([]);
+    const classes = new Set(production.durable_objects.bindings.map((b: { class_name: string }) => b.class_name)).size;
+    expect(doc).toContain(`One Worker with ${["zero", "one", "two", "three", "four"][classes]} Durable Object classes`);
+  });
 });
