@@ -12,7 +12,8 @@ import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
-import { benchSends, profileSendCpu } from "./sends.mjs";
+import { profileSendCpu } from "./send-profile.mjs";
+import { benchSends } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 import { startSlowProvider } from "./slow-provider.mjs";
 
