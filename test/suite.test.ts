@@ -152,3 +152,38 @@ describe("paths in the docs", () => {
     expect(missing).toEqual([]);
   });
 });
+
+/**
+ * Every file a reader opens stays readable in one sitting: AGENTS.md asks for files under ~400 lines. The
+ * check allows 450, so a file a little over is a prompt to split it, not a failed build at the first line.
+ */
+const MAX_LINES = 450;
+const CODE: Record<string, string> = {
+  ...Object.fromEntries(
+    Object.entries(
+      import.meta.glob<string>(
+        [
+          "../src/**/*.ts",
+          "./**/*.ts",
+          "../console/**/*.{ts,tsx}",
+          "../bench/**/*.{ts,mjs}",
+          "../scripts/**/*.mjs",
+          "!../**/*.d.ts",
+        ],
+        { query: "?raw", import: "default", eager: true },
+      ),
+    ).map(([path, text]) => [path.startsWith("./") ? `test/${path.slice(2)}` : path.slice(3), text]),
+  ),
+  "test/suite.test.ts": self,
+};
+
+describe("file sizes", () => {
+  it(`no source, test, console, bench or script file is longer than ${MAX_LINES} lines`, () => {
+    expect(Object.keys(CODE).length).toBeGreaterThan(300);
+    const long = Object.entries(CODE)
+      .map(([file, text]) => [file, text.split("\n").length] as const)
+      .filter(([, n]) => n > MAX_LINES)
+      .map(([file, n]) => `${file}: ${n} lines`);
+    expect(long).toEqual([]);
+  });
+});
