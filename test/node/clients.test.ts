@@ -1,6 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createMCPClient } from "@ai-sdk/mcp";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { MCPServerStreamableHttp } from "@openai/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unstable_startWorker } from "wrangler";
@@ -126,6 +129,36 @@ describe("clients of docs/clients.md", () => {
       expect(JSON.parse((spawned[0] as unknown as { text: string }).text)).toMatchObject({ status: "accepted" });
     } finally {
       await server.close();
+    }
+  });
+
+  it("the .mcp.json-style config of docs/clients.md, read as a host reads it, connects and calls the tools", async () => {
+    // The page's JSON block, with its URL pointed here and ${SWITCHBOARD_TOKEN} expanded from the environment.
+    const block = /### A `\.mcp\.json`-style client config[\s\S]*?```json\n([\s\S]*?)```/.exec(
+      readFileSync("docs/clients.md", "utf8"),
+    )?.[1];
+    expect(block).toBeDefined();
+    const server = JSON.parse(block!).mcpServers.switchboard;
+    expect(server.type).toBe("http");
+    const env: Record<string, string> = { SWITCHBOARD_TOKEN: TOKEN };
+    const headers = Object.fromEntries(
+      Object.entries(server.headers as Record<string, string>).map(([k, v]) => [
+        k,
+        v.replace(/\$\{(\w+)\}/g, (_, name) => env[name]),
+      ]),
+    );
+    // The page's URL has a placeholder host (<your-subdomain>): its path, on this Worker.
+    const url = new URL(/^https:\/\/[^/]+(\/.*)$/.exec(server.url)![1], base);
+    const client = new Client({ name: "mcp-json-host", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((t) => t.name)).toContain("sessions_list");
+      const listed = await client.callTool({ name: "sessions_list", arguments: { limit: 1 } });
+      expect(listed.isError).toBeFalsy();
+      expect(listed.structuredContent).toMatchObject({ count: expect.any(Number) });
+    } finally {
+      await client.close();
     }
   });
 
