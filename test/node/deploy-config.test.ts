@@ -58,4 +58,22 @@ describe("wrangler.jsonc: the production environment", () => {
     const classes = new Set(production.durable_objects.bindings.map((b: { class_name: string }) => b.class_name)).size;
     expect(doc).toContain(`One Worker with ${["zero", "one", "two", "three", "four"][classes]} Durable Object classes`);
   });
+
+  it("docs/deploy.md's first deploy carries the required secrets, from a file git ignores", () => {
+    // wrangler refuses to create a Worker whose config requires secrets it was not given, and `wrangler secret
+    // put` cannot set one before the Worker exists: the first `npm run deploy` of the page must bring them.
+    expect(production.secrets?.required?.length).toBeGreaterThan(0);
+    const doc = readFileSync("docs/deploy.md", "utf8");
+    const first = doc.split("\n").find((line) => /^npm run deploy(\s|$)/.test(line));
+    const file = first?.match(/--secrets-file (\S+)/)?.[1];
+    expect(file, first).toBeDefined();
+    const ignored = readFileSync(".gitignore", "utf8")
+      .split("\n")
+      .filter((l) => l.includes("*"))
+      .map((l) => new RegExp(`^${l.trim().replace(/[.]/g, "\\.").replaceAll("*", "[^/]*")}$`));
+    expect(ignored.some((re) => re.test(file!))).toBe(true);
+    // The page writes every required secret into that file.
+    const written = doc.slice(0, doc.indexOf(first!));
+    for (const name of production.secrets!.required!) expect(written).toContain(`${name}: `);
+  });
 });
