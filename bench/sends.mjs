@@ -1,14 +1,11 @@
 // The sends part of the benchmark: 1,000 concurrent fire-and-forget sends into one session (then prove
 // all ran, in acceptance order, none lost, none twice) and 1,000 sends spread over 1,000 sessions,
-// each next to a burst of bare object calls of the same shape, so the per-send overhead is visible.
-import { profileCalls } from "./cpu-profile.mjs";
-import { measureInterleaved, runPool, summarize } from "./load.mjs";
+// each next to a burst of bare object calls of the same shape, so the per-send overhead is visible. The calls
+// themselves: bench/send-calls.mjs; where a send's time goes: bench/send-profile.mjs.
+import { measureInterleaved, runPool } from "./load.mjs";
+import { answersSince, burst, pinger, SEND_TEXT, sender, sendRaw, WAIT_DEADLINE_MS, waitAll } from "./send-calls.mjs";
+import { profilePhases } from "./send-profile.mjs";
 
-const WAIT_DEADLINE_MS = 240_000;
-const SEND_ATTEMPTS = 5;
-/** A call inside a 1,000-wide burst waits behind up to 999 others on this 2-core machine. */
-const BURST_CALL_TIMEOUT_MS = 180_000;
-const SEND_TEXT = (n) => `bench-send #${String(n).padStart(4, "0")}`;
 const SEND_TEXT_RE = /^bench-send #(\d{4})$/;
 
 /** `sessions_send` (timeoutSeconds: 0) when the tool is registered, else the REST inbound route (same queue). */
@@ -25,106 +22,6 @@ export async function detectSendPath(request, requesterKey) {
     if (err.status === 404) return "rest";
     throw err;
   }
-}
-
-/**
- * A send with an idempotency key, retried (same key) when the local dev proxy drops the connection
- * under 1,000 concurrent requests (wrangler's proxy answers 503 "worker restarted mid-request").
- * That is what a careful client does, and the checks below prove it never yields a second run.
- */
-function sender(request, path, requesterKey, retries) {
-  const once =
-    path === "sessions_send"
-      ? async (key, text, idempotencyKey) => {
-          const res = await request(
-            "POST",
-            "/tools/invoke",
-            {
-              tool: "sessions_send",
-              sessionKey: requesterKey,
-              args: { sessionKey: key, message: text, timeoutSeconds: 0, idempotencyKey },
-            },
-            { timeoutMs: BURST_CALL_TIMEOUT_MS },
-          );
-          const d = res.json.result.details;
-          if (d.status !== "accepted" || !d.runId)
-            throw new Error(`sessions_send did not accept: ${JSON.stringify(d).slice(0, 300)}`);
-          return d.runId;
-        }
-      : async (key, text, idempotencyKey) => {
-          const res = await request(
-            "POST",
-            `/v1/sessions/${encodeURIComponent(key)}/messages`,
-            { message: text, idempotencyKey },
-            { timeoutMs: BURST_CALL_TIMEOUT_MS },
-          );
-          if (res.json.status !== "accepted" || !res.json.runId)
-            throw new Error(`inbound message not accepted: ${res.text.slice(0, 300)}`);
-          return res.json.runId;
-        };
-  return (key, text) => {
-    const idempotencyKey = `bench:${key}:${text}`;
-    return withRetry(() => once(key, text, idempotencyKey), retries);
-  };
-}
-
-/** Retry a call that is safe to repeat (idempotency key, or no side effect) after a dropped connection. */
-async function withRetry(fn, retries) {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      const transient = err.status === 503 || err.status === undefined;
-      if (!transient || attempt >= SEND_ATTEMPTS) throw err;
-      retries.count++;
-      await new Promise((r) => setTimeout(r, 100 * attempt));
-    }
-  }
-}
-
-/** One burst: `count` calls all in flight at once; per-call latency plus client-side send/answer times. */
-async function burst(name, count, fn) {
-  const sentAt = new Array(count);
-  const answeredAt = new Array(count);
-  const results = new Array(count);
-  const t0 = performance.now();
-  const lat = await runPool(count, count, async (i) => {
-    sentAt[i] = performance.now();
-    results[i] = await fn(i);
-    answeredAt[i] = performance.now();
-  });
-  const wall = performance.now() - t0;
-  return { stats: summarize(name, lat, wall, { wall }), sentAt, answeredAt, results, t0 };
-}
-
-/** Wait until every run has ended (server-side waits, re-called until a deadline). Returns final snapshots. */
-async function waitAll(request, runIds, concurrency) {
-  const deadline = Date.now() + WAIT_DEADLINE_MS;
-  const out = new Array(runIds.length);
-  await runPool(runIds.length, concurrency, async (i) => {
-    for (;;) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`run ${runIds[i]} did not end within ${WAIT_DEADLINE_MS / 1000}s`);
-      let res;
-      try {
-        res = await request(
-          "GET",
-          `/v1/runs/${encodeURIComponent(runIds[i])}/wait?timeoutMs=${Math.min(left, 20_000)}`,
-          undefined,
-          { timeoutMs: 45_000 },
-        );
-      } catch (err) {
-        // A wait is safe to repeat: a dropped or parked connection just means "ask again".
-        if (err.status === undefined || err.status === 503) continue;
-        throw err;
-      }
-      if (!["queued", "running"].includes(res.json.status)) {
-        out[i] = res.json;
-        return;
-      }
-    }
-  });
-  return out;
 }
 
 /** Poll a session's queue until no run is queued or running (bounded); returns the runs in queue order. */
@@ -240,26 +137,6 @@ function checkFanIn({ runIds, texts, sentAt, answeredAt, runOrder, bySeq }) {
     outOfOrder,
     constrained,
   };
-}
-
-/**
- * The bare call (bench/routes.ts), retried like a send after a dropped connection; `retries` counts them.
- * POST: a GET dropped by the dev proxy would be parked forever instead of failing.
- */
-function pinger(request, retries) {
-  return (key) =>
-    withRetry(
-      () =>
-        request("POST", `/v1/_bench/ping/${encodeURIComponent(key)}`, undefined, { timeoutMs: BURST_CALL_TIMEOUT_MS }),
-      retries,
-    );
-}
-
-/** Until the slow provider has answered `expected` model calls since it had answered `since` (bounded). */
-async function answersSince(provider, since, expected) {
-  const deadline = Date.now() + WAIT_DEADLINE_MS;
-  while (provider.stats.requests - since < expected && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 500));
 }
 
 /** Run the send bursts and checks; returns rows for the report and the fan-in check. */
@@ -381,123 +258,6 @@ export async function benchSends({
     },
   };
   return { path, count, rows, check, spreadBad, overhead, steady, profile, slowModel };
-}
-
-/** `name;dur=12.3, other;dur=4` → { name: 12.3, other: 4 } (the Server-Timing header app.ts adds). */
-export function parseServerTiming(header) {
-  const out = {};
-  for (const part of header.split(",")) {
-    const [name, ...params] = part.trim().split(";");
-    const dur = params.map((p) => /^dur=([\d.]+)$/.exec(p.trim())).find(Boolean);
-    if (name && dur) out[name] = Number(dur[1]);
-  }
-  return out;
-}
-
-/**
- * Where a send's time goes: the Server-Timing phases of sessions_send (auth, caller, resolve, requester,
- * enqueue, total) next to a bare object call's, p50 over 200 calls each at concurrency 8, plus the
- * client-side latency (what is not in "total" is the dev proxy and the network stack).
- */
-async function profilePhases(request, requesterKey, ping) {
-  const N = 200;
-  const scenarios = [
-    { name: "bare object call", call: () => ping("agent:send:profile") },
-    { name: "bare object call → a new object", call: (i) => ping(`agent:send:profile-bare-${i}`) },
-    {
-      name: "sessions_send → one session",
-      call: (i) => sendRaw(request, requesterKey, "agent:send:profile", `profile #${i}`),
-    },
-    {
-      name: "sessions_send → a new session",
-      call: (i) => sendRaw(request, requesterKey, `agent:send:profile-${i}`, `profile #${i}`),
-    },
-  ];
-  const rows = [];
-  for (const s of scenarios) {
-    const phases = {};
-    const client = [];
-    await runPool(N, 8, async (i) => {
-      const t0 = performance.now();
-      const res = await s.call(i);
-      client.push(performance.now() - t0);
-      for (const [k, v] of Object.entries(parseServerTiming(res.serverTiming))) {
-        phases[k] ??= [];
-        phases[k].push(v);
-      }
-    });
-    const p50 = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    rows.push({
-      name: s.name,
-      client: p50(client),
-      phases: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, p50(v)])),
-    });
-  }
-  return rows;
-}
-
-function sendRaw(request, requesterKey, key, text) {
-  return request("POST", "/tools/invoke", {
-    tool: "sessions_send",
-    sessionKey: requesterKey,
-    args: { sessionKey: key, message: text, timeoutSeconds: 0 },
-  });
-}
-
-/** Calls per profiled scenario, and how long the profile keeps running after the last answer (the runs' tail). */
-const CPU = { calls: 200, concurrency: 8, tailMs: 3_000 };
-
-/**
- * What a call costs the machine, by source file (bench/cpu-profile.mjs): each scenario's calls at concurrency 8,
- * then a quiet tail so the runs the sends started (reply and announce step) end inside the profile. The runs
- * are checked to have ended afterwards, outside the profile. Taken first, on a fresh gateway: connecting the
- * profiler after the bench's heavy parts failed here (wrangler's proxy process ran out of its 20,000 file
- * descriptors, or refused the connection). A profile that cannot be taken is reported, never fatal.
- */
-export async function profileSendCpu({ request, inspectorPort, moduleOf, requesterKey = "agent:send:main" }) {
-  const ping = pinger(request, { count: 0 });
-  await runPool(40, 8, (i) => ping(`agent:send:cpu-warm-${i}`));
-  await runPool(40, 8, (i) => sendRaw(request, requesterKey, `agent:send:cpu-warm-${i}`, `warm-up ${i}`));
-  try {
-    return { scenarios: await profileScenarios(request, requesterKey, ping, { inspectorPort, moduleOf }) };
-  } catch (err) {
-    return { error: err instanceof Error ? err.message : String(err) };
-  }
-}
-
-async function profileScenarios(request, requesterKey, ping, { inspectorPort, moduleOf }) {
-  const scenarios = [
-    { name: "bare call → a new object each", call: (i) => ping(`agent:send:cpu-bare-${i}`) },
-    {
-      name: "sessions_send → a new session each",
-      call: (i) => sendRaw(request, requesterKey, `agent:send:cpu-new-${i}`, `cpu #${i}`),
-    },
-    { name: "bare call → one object", call: () => ping("agent:send:cpu-one") },
-    {
-      name: "sessions_send → one session",
-      call: (i) => sendRaw(request, requesterKey, "agent:send:cpu-one", `cpu #${i}`),
-    },
-  ];
-  const out = [];
-  for (const s of scenarios) {
-    const runIds = [];
-    const res = await profileCalls({
-      inspectorPort,
-      moduleOf,
-      calls: CPU.calls,
-      fn: async () => {
-        await runPool(CPU.calls, CPU.concurrency, async (i) => {
-          const r = await s.call(i);
-          const runId = r.json?.result?.details?.runId;
-          if (runId) runIds.push(runId);
-        });
-        await new Promise((resolve) => setTimeout(resolve, CPU.tailMs));
-      },
-    });
-    const ended = runIds.length ? (await waitAll(request, runIds, 8)).filter((r) => r.status === "ok").length : null;
-    out.push({ name: s.name, runs: runIds.length, ended, ...res });
-  }
-  return out;
 }
 
 /**

@@ -1,5 +1,8 @@
 /// <reference types="vite/client" />
 import { describe, expect, it } from "vitest";
+import agentsMd from "../AGENTS.md?raw";
+import rootReadme from "../README.md?raw";
+import fixturesReadme from "./fixtures/openclaw/README.md?raw";
 import readme from "./README.md?raw";
 import self from "./suite.test.ts?raw";
 
@@ -102,5 +105,85 @@ describe("citations", () => {
         line,
       ).toBe(true);
     expect(FOREIGN.some((re) => re.test('expect(announce).toContain("Round 1 reply: initial")'))).toBe(false);
+  });
+});
+
+/** The prose a reader follows: what it says is proven by a file must name a file that is there. */
+const PROSE: Record<string, string> = {
+  "README.md": rootReadme,
+  "AGENTS.md": agentsMd,
+  "test/README.md": readme,
+  "test/fixtures/openclaw/README.md": fixturesReadme,
+  ...Object.fromEntries(
+    Object.entries(import.meta.glob<string>("../docs/*.md", { query: "?raw", import: "default", eager: true })).map(
+      ([path, text]) => [path.slice(3), text],
+    ),
+  ),
+};
+/** Every file of the folders prose cites, as `<folder>/<path>` (keys only: nothing is loaded); a glob leaves out this file. */
+const REPO_FILES = [
+  ...Object.keys(
+    import.meta.glob(["../src/**/*", "./**/*", "../docs/**/*", "../scripts/**/*", "../console/**/*", "../bench/**/*"]),
+  ).map((p) => (p.startsWith("./") ? `test/${p.slice(2)}` : p.slice(3))),
+  "test/suite.test.ts",
+];
+/**
+ * Paths prose names that are not in the repository on purpose: written by a run (`npm run bench`), or the
+ * example of a file a recipe would add.
+ */
+const NOT_COMMITTED = new Set(["bench/out/results.md", "src/http/routes/a2a.ts"]);
+/** A repository path in prose (`test/session/runs.test.ts`, `test/spawn/subagent-*.test.ts`); `<…>` placeholders are skipped. */
+const CITED_PATH =
+  /(?<![\w./-])((?:src|test|docs|scripts|console|bench)\/[\w./*<>-]+\.(?:ts|tsx|md|mjs|json|css|html|png))/g;
+
+describe("paths in the docs", () => {
+  it("every file README.md, AGENTS.md, docs/ and the test maps cite exists (a glob matches at least one)", () => {
+    expect(REPO_FILES.length).toBeGreaterThan(300);
+    const missing: string[] = [];
+    for (const [doc, text] of Object.entries(PROSE))
+      text.split("\n").forEach((line, i) => {
+        for (const [, path] of line.matchAll(CITED_PATH)) {
+          if (path.includes("<") || NOT_COMMITTED.has(path)) continue;
+          const re = new RegExp(`^${path.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replaceAll("*", "[^/]*")}$`);
+          if (!REPO_FILES.some((f) => re.test(f))) missing.push(`${doc}:${i + 1}: ${path}`);
+        }
+      });
+    expect(Object.keys(PROSE).length).toBeGreaterThan(15);
+    expect(missing).toEqual([]);
+  });
+});
+
+/**
+ * Every file a reader opens stays readable in one sitting: AGENTS.md asks for files under ~400 lines. The
+ * check allows 450, so a file a little over is a prompt to split it, not a failed build at the first line.
+ */
+const MAX_LINES = 450;
+const CODE: Record<string, string> = {
+  ...Object.fromEntries(
+    Object.entries(
+      import.meta.glob<string>(
+        [
+          "../src/**/*.ts",
+          "./**/*.ts",
+          "../console/**/*.{ts,tsx}",
+          "../bench/**/*.{ts,mjs}",
+          "../scripts/**/*.mjs",
+          "!../**/*.d.ts",
+        ],
+        { query: "?raw", import: "default", eager: true },
+      ),
+    ).map(([path, text]) => [path.startsWith("./") ? `test/${path.slice(2)}` : path.slice(3), text]),
+  ),
+  "test/suite.test.ts": self,
+};
+
+describe("file sizes", () => {
+  it(`no source, test, console, bench or script file is longer than ${MAX_LINES} lines`, () => {
+    expect(Object.keys(CODE).length).toBeGreaterThan(300);
+    const long = Object.entries(CODE)
+      .map(([file, text]) => [file, text.split("\n").length] as const)
+      .filter(([, n]) => n > MAX_LINES)
+      .map(([file, n]) => `${file}: ${n} lines`);
+    expect(long).toEqual([]);
   });
 });

@@ -1,6 +1,9 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createMCPClient } from "@ai-sdk/mcp";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { MCPServerStreamableHttp } from "@openai/agents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { unstable_startWorker } from "wrangler";
@@ -126,6 +129,40 @@ describe("clients of docs/clients.md", () => {
       expect(JSON.parse((spawned[0] as unknown as { text: string }).text)).toMatchObject({ status: "accepted" });
     } finally {
       await server.close();
+    }
+  });
+
+  it("the .mcp.json-style configs of docs/clients.md and README.md, read as a host reads them, connect and call the tools", async () => {
+    // Each page's JSON block with its URL's path on this Worker (docs/clients.md's host is a placeholder,
+    // <your-subdomain>) and ${SWITCHBOARD_TOKEN} expanded from the environment, as hosts that expand variables do.
+    const blockOf = (file: string) =>
+      [...readFileSync(file, "utf8").matchAll(/```json\n([\s\S]*?)```/g)]
+        .map((m) => m[1])
+        .find((b) => b.includes('"mcpServers"'));
+    for (const file of ["docs/clients.md", "README.md"]) {
+      const block = blockOf(file);
+      expect(block, file).toBeDefined();
+      const server = JSON.parse(block!).mcpServers.switchboard;
+      expect(server.type, file).toBe("http");
+      const env: Record<string, string> = { SWITCHBOARD_TOKEN: TOKEN };
+      const headers = Object.fromEntries(
+        Object.entries(server.headers as Record<string, string>).map(([k, v]) => [
+          k,
+          v.replace(/\$\{(\w+)\}/g, (_, name) => env[name]),
+        ]),
+      );
+      const url = new URL(/^https?:\/\/[^/]+(\/.*)$/.exec(server.url)![1], base);
+      const client = new Client({ name: "mcp-json-host", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+      try {
+        const { tools } = await client.listTools();
+        expect(tools.map((t) => t.name)).toContain("sessions_list");
+        const listed = await client.callTool({ name: "sessions_list", arguments: { limit: 1 } });
+        expect(listed.isError, file).toBeFalsy();
+        expect(listed.structuredContent).toMatchObject({ count: expect.any(Number) });
+      } finally {
+        await client.close();
+      }
     }
   });
 

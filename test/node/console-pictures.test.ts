@@ -175,7 +175,11 @@ describe.skipIf(!CHROMIUM)("the console's pictures in Chromium", () => {
     expect(await page.evaluate("window.__notReloaded")).toBe(true);
     // A box leads to that session's own tree.
     await node(bench.childSessionKey).click();
-    await expect.poll(() => page.locator("svg[data-testid=subagent-tree] g[data-node]").count()).toBe(2);
+    // The new page reads that session's tree first (vitest's default poll gives up after 1 s: too short on a
+    // loaded machine).
+    await expect
+      .poll(() => page.locator("svg[data-testid=subagent-tree] g[data-node]").count(), { timeout: 20_000 })
+      .toBe(2);
   });
 
   it("draws an agent-to-agent exchange as the sequence of its turns", async () => {

@@ -44,4 +44,36 @@ describe("wrangler.jsonc: the production environment", () => {
     expect(scripts["deploy:check"]).toBe("npm run deploy -- --dry-run --outdir .wrangler/dry-run");
     expect(readFileSync(".ci/run", "utf8")).toMatch(/^npm run deploy:check\b/m);
   });
+
+  it("docs/deploy.md names every binding production gets and its number of Durable Object classes", () => {
+    const doc = readFileSync("docs/deploy.md", "utf8");
+    const names = [
+      ...production.durable_objects.bindings.map((b: { name: string }) => b.name),
+      ...production.r2_buckets.map((b: { binding: string }) => b.binding),
+      ...production.ratelimits.map((r: { name: string }) => r.name),
+      ...Object.keys(production.vars),
+    ];
+    const listed = doc.match(/It lists the bindings production gets \(([^)]*)\)/)?.[1] ?? "";
+    expect(names.filter((n) => !listed.includes(`\`${n}\``))).toEqual([]);
+    const classes = new Set(production.durable_objects.bindings.map((b: { class_name: string }) => b.class_name)).size;
+    expect(doc).toContain(`One Worker with ${["zero", "one", "two", "three", "four"][classes]} Durable Object classes`);
+  });
+
+  it("docs/deploy.md's first deploy carries the required secrets, from a file git ignores", () => {
+    // wrangler refuses to create a Worker whose config requires secrets it was not given, and `wrangler secret
+    // put` cannot set one before the Worker exists: the first `npm run deploy` of the page must bring them.
+    expect(production.secrets?.required?.length).toBeGreaterThan(0);
+    const doc = readFileSync("docs/deploy.md", "utf8");
+    const first = doc.split("\n").find((line) => /^npm run deploy(\s|$)/.test(line));
+    const file = first?.match(/--secrets-file (\S+)/)?.[1];
+    expect(file, first).toBeDefined();
+    const ignored = readFileSync(".gitignore", "utf8")
+      .split("\n")
+      .filter((l) => l.includes("*"))
+      .map((l) => new RegExp(`^${l.trim().replace(/[.]/g, "\\.").replaceAll("*", "[^/]*")}$`));
+    expect(ignored.some((re) => re.test(file!))).toBe(true);
+    // The page writes every required secret into that file.
+    const written = doc.slice(0, doc.indexOf(first!));
+    for (const name of production.secrets!.required!) expect(written).toContain(`${name}: `);
+  });
 });

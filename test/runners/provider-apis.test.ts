@@ -78,14 +78,24 @@ describe.each(APIS)("provider api %s (through its AI SDK provider, against a fak
 });
 
 describe("thinking levels", () => {
-  it("each level maps to reasoning_effort for OpenAI-compatible providers (xhigh → high)", async () => {
+  it("each of OpenClaw's levels maps to reasoning_effort for OpenAI-compatible providers (docs/models.md: xhigh, max, ultra → high; adaptive → medium)", async () => {
     useApi("openai-completions", "levels");
     const calls = fakeWire("openai-completions", () => ({ text: "ok" }));
-    for (const level of ["minimal", "low", "medium", "high", "xhigh"]) {
+    const levels = ["minimal", "low", "medium", "high", "xhigh", "max", "ultra", "adaptive"];
+    for (const level of levels) {
       await call("PATCH", "/v1/sessions/main", { thinkingLevel: level });
       await sendAndWait("main", level);
     }
-    expect(calls.map((c) => c.body.reasoning_effort)).toEqual(["minimal", "low", "medium", "high", "high"]);
+    expect(calls.map((c) => c.body.reasoning_effort)).toEqual([
+      "minimal",
+      "low",
+      "medium",
+      "high",
+      "high",
+      "high",
+      "high",
+      "medium",
+    ]);
   });
 
   it("an unknown thinkingLevel is a 400 naming the field; nothing changes", async () => {
