@@ -16,6 +16,8 @@ import type { SessionTree } from "../registry/subagent-tree";
 import type { RunCompletion } from "../runners/webhook-runner";
 import type { runHeartbeatSchema } from "../session/run-schema";
 import type { RunSnapshot } from "../session/types";
+import type { TaskAudit } from "../tasks/task-audit";
+import type { TaskRecord } from "../tasks/task-types";
 import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
 import type { Refusal } from "../tools/context";
 import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
@@ -27,7 +29,18 @@ import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessio
 import { SwitchboardApiError } from "./errors";
 import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
 
-export type { JsonSchema, Refusal, RunSnapshot, SessionRow, SessionTree, StreamEvent, ToolDescriptor, WatchOptions };
+export type {
+  JsonSchema,
+  Refusal,
+  RunSnapshot,
+  SessionRow,
+  SessionTree,
+  StreamEvent,
+  TaskAudit,
+  TaskRecord,
+  ToolDescriptor,
+  WatchOptions,
+};
 export { SwitchboardApiError };
 
 /** Arguments of each tool, as a caller sends them (derived from the tool's zod schema). */
@@ -173,6 +186,20 @@ export class SwitchboardClient {
   /** The session and its sub-agents, level by level, with status, run time, tokens and cost. */
   sessionTree(sessionKey: string): Promise<SessionTree> {
     return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tree`);
+  }
+  /** The session's own task ledger: open tasks and those updated within `recentMinutes` (docs/tasks.md). */
+  listTasks(
+    sessionKey: string,
+    query: { recentMinutes?: number; limit?: number } = {},
+  ): Promise<{ sessionKey: string; tasks: TaskRecord[] }> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tasks${qs(query)}`);
+  }
+  /** What looks wrong in the session's ledger: stale, lost and undelivered tasks. */
+  auditTasks(sessionKey: string): Promise<TaskAudit> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tasks/audit`);
+  }
+  getTask(taskId: string): Promise<TaskRecord> {
+    return this.request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`);
   }
   getRun(runId: string): Promise<RunSnapshot> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ERROR_TYPES } from "../errors";
 import { sessionRowSchema } from "../registry/row-schema";
 import { runSummarySchema } from "../session/runs-list-rpc";
+import { taskRecordSchema } from "../tasks/task-types";
 
 /**
  * Response bodies of the HTTP API as zod schemas. Routes type their answers with these (`satisfies`),
@@ -199,3 +200,13 @@ export const runsPageSchema = z.strictObject({
   count: z.number().int(),
   runs: z.array(runSummarySchema),
 });
+
+/** `GET /v1/sessions/{key}/tasks` (src/http/routes/tasks.ts; docs/tasks.md). */
+export const taskListSchema = z
+  .strictObject({
+    sessionKey: z.string().describe("The ledger's session"),
+    tasks: z
+      .array(taskRecordSchema)
+      .describe("Open tasks and those updated within `recentMinutes`, newest update first"),
+  })
+  .meta({ id: "TaskList", description: "A session's task ledger." });

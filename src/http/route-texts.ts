@@ -39,3 +39,9 @@ export const MCP_TEXT =
 
 export const HEALTHZ_TEXT =
   "With the operator token also `warnings` — agents that cannot run and models that do not resolve, values mapped or clamped, every ignored key (grouped, never cut; docs/openclaw-carry-over.md) — and the archive bucket's status. A token that is sent is checked (401, 429).";
+
+export const TASK_LIST_TEXT =
+  "Every background task this session started (a sub-agent today) with its status: `queued`, `running`, then one of `succeeded`, `failed`, `timed_out`, `cancelled`, `lost`, which never changes once reached. Open tasks and those updated within `recentMinutes`, newest update first. Ended tasks are kept 7 days, lost ones 24 h (docs/tasks.md).";
+
+export const TASK_AUDIT_TEXT =
+  "OpenClaw's audit codes over this session's ledger: `stale_queued` (queued > 10 min), `stale_running` (running > 30 min, an error), `lost`, `delivery_failed`, `missing_cleanup`, `inconsistent_timestamps`; at most 200 findings (docs/tasks.md).";

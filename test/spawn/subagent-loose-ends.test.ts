@@ -86,7 +86,7 @@ describe("the requester-mode completion event is hidden from the conversation", 
       const sql = state.storage.sql;
       sql.exec("UPDATE messages SET is_tool = 0 WHERE role = 'user'");
       sql.exec("UPDATE message_heads SET is_tool = 0 WHERE seq IN (SELECT seq FROM messages WHERE role = 'user')");
-      sql.exec("UPDATE schema_version SET version = version - 2");
+      sql.exec("UPDATE schema_version SET version = version - 3");
       sql.exec("DROP TABLE compactions");
       sql.exec("DROP INDEX messages_turns");
     });
