@@ -25,6 +25,8 @@ import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sess
 import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
+import type { CancelResult, ListResult, subagentsSchema } from "../tools/subagents";
+import type { WaitResult } from "../tools/subagents-wait";
 
 import { SwitchboardApiError } from "./errors";
 import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
@@ -50,6 +52,7 @@ export interface ToolArgs {
   sessions_send: z.input<typeof sessionsSendSchema>;
   sessions_spawn: z.input<typeof sessionsSpawnSchema>;
   agents_list: z.input<typeof agentsListSchema>;
+  subagents: z.input<typeof subagentsSchema>;
 }
 
 /** Payload of each tool (`result.details` of /tools/invoke). Refusals are results, not errors. */
@@ -59,6 +62,7 @@ export interface ToolResults {
   sessions_send: SessionsSendResult;
   sessions_spawn: SessionsSpawnAccepted | Refusal;
   agents_list: AgentsListResult;
+  subagents: ListResult | WaitResult | CancelResult | Refusal;
 }
 
 export type ToolName = keyof ToolArgs;
@@ -135,6 +139,10 @@ export class SwitchboardClient {
   }
   agentsList() {
     return this.invoke("agents_list", {});
+  }
+  /** The task ledger of this session's tree: `list`, `wait` for `taskIds`, `cancel` a `taskId` and all below it. */
+  subagents(args: ToolArgs["subagents"] = {}) {
+    return this.invoke("subagents", args);
   }
 
   /** The tools this caller may use (`GET /v1/tools`), as JSON-Schema function definitions. */

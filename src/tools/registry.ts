@@ -8,6 +8,7 @@ import { sessionsHistoryTool } from "./sessions-history";
 import { sessionsListTool } from "./sessions-list";
 import { sessionsSendTool } from "./sessions-send";
 import { sessionsSpawnTool } from "./sessions-spawn";
+import { subagentsTool } from "./subagents";
 
 export type { ToolDefinition } from "./definition";
 
@@ -23,6 +24,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   agentsListTool,
   sessionsSendTool,
   sessionsSpawnTool,
+  subagentsTool,
 ];
 
 /**

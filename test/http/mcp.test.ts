@@ -59,6 +59,7 @@ describe("/mcp with the official SDK client", () => {
       agents_list: {},
       sessions_send: { sessionKey: sibling, message: "ping from mcp", timeoutSeconds: 0 },
       sessions_spawn: { task: "say hi" },
+      subagents: { action: "list" },
     };
     const history = await client.callTool({ name: "sessions_history", arguments: { sessionKey: key } });
     const rest = await call("POST", "/tools/invoke", {

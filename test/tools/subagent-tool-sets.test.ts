@@ -42,7 +42,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     }
     // The depth-2 child is a leaf: no session tool at all, over /tools/invoke and in its MCP tool list.
     const leafKey = leaf.details.childSessionKey;
-    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history"]) {
+    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history", "subagents"]) {
       expect((await invoke(tool, { task: "x", sessionKey: leafKey }, { sessionKey: leafKey })).body.error).toEqual(
         notAvailable(tool),
       );
@@ -61,13 +61,14 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       "sessions_history",
       "sessions_list",
       "sessions_spawn",
+      "subagents",
     ]);
     // The tool catalog a runtime offers its model matches what the gateway allows, at each depth.
     const catalog = async (key: string) =>
       (await call("GET", "/v1/tools", undefined, { headers: { "X-Session-Key": key } })).json.tools
         .map((t: any) => t.name)
         .sort();
-    expect(await catalog(orchestrator)).toEqual(["sessions_history", "sessions_list", "sessions_spawn"]);
+    expect(await catalog(orchestrator)).toEqual(["sessions_history", "sessions_list", "sessions_spawn", "subagents"]);
     expect(await catalog(leafKey)).toEqual([]);
 
     setConfigOverride(
