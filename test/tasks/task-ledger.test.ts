@@ -1,14 +1,16 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { setConfigOverride } from "../../src/config/load";
 import { callExtension } from "../../src/session/extensions";
-import type { SessionObject } from "../../src/session/session-object";
+import { SessionObject } from "../../src/session/session-object";
 import { createTask, updateTask } from "../../src/tasks/task-api";
 import { BACKING_GONE } from "../../src/tasks/task-audit";
 import { newTaskId, ownerKeyOfTask } from "../../src/tasks/task-id";
 import { MAX_TASKS_PER_SESSION } from "../../src/tasks/task-store";
 import { LOST_TASK_RETENTION_MS, TASK_RETENTION_MS, type TaskInit } from "../../src/tasks/task-types";
-import { call, enc, sessionStub } from "../helpers/http";
-import { age, ledgerOf } from "../helpers/tasks";
+import { advance, call, enc, sessionStub } from "../helpers/http";
+import { childState, installFakes, requesterKey, settle, subagentConfig } from "../helpers/subagents";
+import { age, ledgerOf, spawn } from "../helpers/tasks";
 
 /**
  * The task ledger's rules (src/tasks/; docs/tasks.md), driven through the owner's RPC — as a child's reports
@@ -140,6 +142,53 @@ describe("notify policies (a runtime in the owner's object: the in-object API)",
     ]);
     const rows = Object.fromEntries((await ledgerOf(key)).map((r) => [r.taskId, r.deliveryStatus]));
     expect(rows).toEqual({ [ids.done]: "delivered", [ids.changes]: "delivered", [ids.silent]: "not_applicable" });
+  });
+});
+
+describe("delivery", () => {
+  it("a succeeded task whose announce hand-off died is blocked (its result never arrived); an operator retry delivers it", async () => {
+    setConfigOverride(subagentConfig());
+    installFakes((c) => (c.step === "task" ? "the answer" : c.step === "announce" ? "" : "hi"));
+    const req = requesterKey("ledger-blocked");
+    await sessionStub(req).ensureSession();
+    const realCall = SessionObject.prototype.extensionCall;
+    let refuse = true;
+    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+      this: SessionObject,
+      name,
+      method,
+      arg,
+    ) {
+      if (refuse && this.key === req && method === "receiveAnnounce")
+        return Promise.reject(new Error("requester unreachable"));
+      return realCall.call(this, name, method, arg);
+    });
+    const t = await spawn(req, { task: "find it" });
+    const stub = sessionStub(t.childSessionKey);
+    await stub.waitRun(t.runId, 10_000);
+    for (let i = 0; i < 5 && !(await childState(t.childSessionKey)).flows.some((f) => f.state === "handoff"); i++) {
+      for (const id of (await childState(t.childSessionKey)).pendingRuns) await stub.waitRun(id, 10_000);
+      await runDurableObjectAlarm(stub);
+    }
+    // Until the hand-off dies (not further: the child would then be archived an hour later).
+    const handoff = async () => (await childState(t.childSessionKey)).timers.some((x) => x.kind === "subagent-handoff");
+    for (let pass = 0; pass < 12 && (await handoff()); pass++) await advance(t.childSessionKey, 20 * 60_000);
+    await runDurableObjectAlarm(stub);
+    const blocked = await callExtension(sessionStub(req), "task-ledger", "get", [t.taskId]);
+    expect(blocked[0]).toMatchObject({ status: "succeeded", deliveryStatus: "failed", terminalOutcome: "blocked" });
+    refuse = false;
+    const retried = await call(
+      "POST",
+      `/v1/sessions/${enc(t.childSessionKey)}/timers/dead/subagent-handoff/${t.runId}/retry`,
+    );
+    expect(retried.status).toBe(200);
+    await settle(t.childSessionKey);
+    const delivered = await callExtension(sessionStub(req), "task-ledger", "get", [t.taskId]);
+    expect(delivered[0]).toMatchObject({
+      status: "succeeded",
+      deliveryStatus: "delivered",
+      terminalOutcome: "succeeded",
+    });
   });
 });
 
