@@ -15,6 +15,7 @@ import { client, fmt, measureInterleaved } from "./load.mjs";
 import { benchSends, profileSendCpu } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 import { startSlowProvider } from "./slow-provider.mjs";
+import { benchTasks } from "./tasks.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
@@ -44,7 +45,8 @@ const BAR = 1.25;
 // send costs exactly its primary run (plus the announce step), which is what the check counts.
 const CONFIG = {
   agents: {
-    defaults: { model: "builtin/echo" },
+    // Depth 3: the task ledger's cancel runs through a 3-level tree (bench/tasks.mjs).
+    defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 3 } },
     list: [
       { id: "main", default: true },
       { id: "small" },
@@ -281,7 +283,7 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index|events runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|events|tasks runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   let cpuProfile = null;
   if (only === undefined || only === "sends") {
@@ -291,7 +293,7 @@ async function main() {
   }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
-  if (only !== "sizes" && only !== "index" && only !== "events") {
+  if (only !== "sizes" && only !== "index" && only !== "events" && only !== "tasks") {
     await seed(request);
     await sanityCheck(request);
   }
@@ -348,6 +350,14 @@ async function main() {
     log("", events.lines.join("\n"), "");
   }
 
+  let tasks = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "tasks") {
+    log("Measuring the task ledger (subagents wait, a cascading cancel)…");
+    // Before the sends: the slow model's port is the tree's, answered by bench/tasks.mjs's own provider meanwhile.
+    tasks = await benchTasks({ request, log, provider: { port: SLOW_MODEL.port, model: "slow/bench" } });
+    log("", tasks.lines.join("\n"), "");
+  }
+
   let sends = null;
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
@@ -389,6 +399,10 @@ async function main() {
     "## Event streams (docs/events.md)",
     "",
     ...events.lines,
+    "",
+    "## Task ledger (docs/tasks.md)",
+    "",
+    ...tasks.lines,
     "",
     "## Sends (1,000 fire-and-forget sends)",
     "",

@@ -92,5 +92,14 @@ export async function cancelTree(host: SessionHost, arg: { reason: string }): Pr
       .map((r) => r.id);
   });
   await host.timers.arm();
+  // The next level starts now rather than when the alarm comes round; a step that fails here is left to the
+  // alarm's retry (its timer row stays), and a step the alarm runs meanwhile as well repeats only idempotent calls.
+  void runDueSteps(host);
   return { runIds };
+}
+
+/** This session's due cascade steps, side by side (one per child: at most maxChildrenPerAgent). */
+async function runDueSteps(host: SessionHost): Promise<void> {
+  const due = host.timers.dueOfKinds([TASK_CANCEL_TIMER], Date.now(), MAX_CANCELLED_TASKS);
+  await Promise.all(due.map((t) => cascadeStep(host, t).catch(() => undefined)));
 }
