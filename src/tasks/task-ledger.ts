@@ -3,7 +3,7 @@ import type { SessionHost } from "../session/host";
 import { createTask, TASK_PRUNE_TIMER, TASK_SWEEP_TIMER, updateTask } from "./task-api";
 import { auditTasks, backingOf, pruneLedger, sweepTasks } from "./task-audit";
 import { cancelTask, cancelTree, cascadeStep, TASK_CANCEL_TIMER } from "./task-cancel";
-import { reportRunEnded, sendTaskReport, TASK_REPORT_TIMER } from "./task-report";
+import { reportRunEnded, sendDueReports, sendTaskReport, TASK_REPORT_TIMER } from "./task-report";
 import { getTaskRow, listTaskRows, recordOf } from "./task-store";
 import { isTerminalTask, type TaskInit, type TaskRecord, type TaskUpdate } from "./task-types";
 import { taskWaiters } from "./task-waiters";
@@ -22,11 +22,11 @@ export const TASK_LIST_MAX = 100;
 const WAIT_MAX_MS = 60_000;
 
 /** A sub-agent child's task recorded by `sessions_spawn`, or a report arriving from its child. */
-function record(host: SessionHost, init: TaskInit): TaskRecord | null {
+async function record(host: SessionHost, init: TaskInit): Promise<TaskRecord | null> {
   // Never creates the session: a ledger lives only in a session that exists.
   if (!host.meta) return null;
   const rec = host.storage.transactionSync(() => createTask(host, init));
-  void host.timers.arm();
+  await host.timers.arm();
   return rec;
 }
 
@@ -101,6 +101,11 @@ declare module "../session/extensions" {
 export const taskLedgerExtension: SessionExtension = {
   name: LEDGER_EXTENSION,
   onRunEnded: reportRunEnded,
+  // The end goes to the owner now, not when the alarm comes round: a `subagents wait` is woken by it.
+  afterRunEnded: (host) => sendDueReports(host),
+  // A child removed (cleanup "delete", archived) sends what it still owes its owner's ledger first (best effort:
+  // a report lost here leaves the owner's sweep to find the child gone).
+  beforeDelete: (host) => sendDueReports(host, Number.MAX_SAFE_INTEGER),
   rpc: ledgerRpc,
   timers: {
     // The owner may be busy or restarting: about an hour of attempts, then the owner's sweep finds the task's

@@ -75,3 +75,10 @@ export async function sendTaskReport(host: SessionHost, timer: TimerRow): Promis
       host.timers.clear(TASK_REPORT_TIMER, timer.ref);
   });
 }
+
+/** Send this child's pending report now (due ones, or all with `upTo` ∞); a failure stays for the alarm's retry. */
+export async function sendDueReports(host: SessionHost, upTo = Date.now()): Promise<void> {
+  if (!host.hasStorage || !host.meta?.subagent?.taskId) return;
+  for (const t of host.timers.dueOfKinds([TASK_REPORT_TIMER], upTo, 1))
+    await sendTaskReport(host, t).catch(() => undefined);
+}

@@ -146,6 +146,17 @@ describe("notify policies (a runtime in the owner's object: the in-object API)",
 });
 
 describe("delivery", () => {
+  it('a child spawned with cleanup "delete" leaves its task succeeded and delivered once it is gone', async () => {
+    setConfigOverride(subagentConfig());
+    installFakes((c) => (c.step === "task" ? "the answer" : c.step === "announce" ? "" : "hi"));
+    const req = requesterKey("ledger-delete");
+    const t = await spawn(req, { task: "find it", cleanup: "delete" });
+    const gone = await settle(t.childSessionKey);
+    expect(gone.exists).toBe(false);
+    const [task] = await callExtension(sessionStub(req), "task-ledger", "get", [t.taskId]);
+    expect(task).toMatchObject({ status: "succeeded", deliveryStatus: "delivered", terminalSummary: "the answer" });
+  });
+
   it("a succeeded task whose announce hand-off died is blocked (its result never arrived); an operator retry delivers it", async () => {
     setConfigOverride(subagentConfig());
     installFakes((c) => (c.step === "task" ? "the answer" : c.step === "announce" ? "" : "hi"));
