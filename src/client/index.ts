@@ -209,6 +209,10 @@ export class SwitchboardClient {
   getTask(taskId: string): Promise<TaskRecord> {
     return this.request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`);
   }
+  /** Cancel a task and every task below it (the same cascade as the `subagents` tool's `cancel`). */
+  cancelTask(taskId: string): Promise<{ taskId: string; found: true; cancelled: boolean; reason?: string }> {
+    return this.request("POST", `/v1/tasks/${encodeURIComponent(taskId)}/cancel`);
+  }
   getRun(runId: string): Promise<RunSnapshot> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);
   }

@@ -210,3 +210,16 @@ export const taskListSchema = z
       .describe("Open tasks and those updated within `recentMinutes`, newest update first"),
   })
   .meta({ id: "TaskList", description: "A session's task ledger." });
+
+/** `POST /v1/tasks/{taskId}/cancel` (src/http/routes/tasks.ts; docs/tasks.md, "Cancel"). */
+export const taskCancelSchema = z
+  .strictObject({
+    taskId: z.string(),
+    found: z.literal(true),
+    cancelled: z.boolean().describe("False when the task had already ended (or has no child session to stop)"),
+    reason: z
+      .string()
+      .optional()
+      .describe('Why not: "Task is already terminal." or "Task has no cancellable child session."'),
+  })
+  .meta({ id: "TaskCancel", description: "What a cancel did: the task and every task below it are cancelled." });

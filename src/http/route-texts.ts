@@ -45,3 +45,6 @@ export const TASK_LIST_TEXT =
 
 export const TASK_AUDIT_TEXT =
   "OpenClaw's audit codes over this session's ledger: `stale_queued` (queued > 10 min), `stale_running` (running > 30 min, an error), `lost`, `delivery_failed`, `missing_cleanup`, `inconsistent_timestamps`; at most 200 findings (docs/tasks.md).";
+
+export const TASK_CANCEL_TEXT =
+  "The task is recorded `cancelled` (\"Cancelled by operator.\"), its child's runs are aborted, and so, level by level, are every task and run below it, each through a durable step that survives restarts; each cancelled child tells its parent once. Answered once the first level's runs have ended (docs/tasks.md).";

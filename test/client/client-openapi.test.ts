@@ -76,6 +76,7 @@ describe("typed client against /openapi.json", () => {
     await sb.sessionsSpawn({ task: "checked task" });
     const { tasks } = await sb.listTasks("main", { limit: 5 });
     await sb.getTask(tasks[0].taskId);
+    await sb.cancelTask(tasks[0].taskId);
     await sb.auditTasks("main");
     await sb.agentsList();
     await sb.abortRun(accepted.runId); // an ended run: answered as it is

@@ -192,6 +192,14 @@ describe("responses match /openapi.json", () => {
     ).toBe(403);
     expect((await check("GET /v1/tasks/{taskId}", request("GET", "/v1/tasks/no-such-task"))).status).toBe(404);
     expect((await check("GET /v1/tasks/{taskId}", request("GET", `/v1/tasks/${"x".repeat(1025)}`))).status).toBe(400);
+    // The operator's cancel of an ended task: answered, nothing cancelled.
+    const cancel = (id: string, opts = {}) =>
+      request("POST", `/v1/tasks/${encodeURIComponent(id)}/cancel`, undefined, opts);
+    const ended = await check("POST /v1/tasks/{taskId}/cancel", cancel(taskId));
+    expect(ended.json).toEqual({ taskId, found: true, cancelled: false, reason: "Task is already terminal." });
+    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel(taskId, byResearch))).status).toBe(403);
+    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel("no-such-task"))).status).toBe(404);
+    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel("x".repeat(1025)))).status).toBe(400);
   });
 
   it("deliveries, dead timers and attachments (rows written into the session's tables)", async () => {

@@ -203,6 +203,31 @@ describe("delivery", () => {
   });
 });
 
+describe("over REST", () => {
+  it("POST /v1/tasks/{taskId}/cancel cancels a running child as subagents cancel does; GET /v1/tasks/{taskId} shows it", async () => {
+    setConfigOverride(subagentConfig());
+    installFakes((c) => (c.step === "task" ? "hang" : "ok"));
+    const req = requesterKey("ledger-rest");
+    const t = await spawn(req, { task: "slow crawl" });
+    const r = await call("POST", `/v1/tasks/${encodeURIComponent(t.taskId)}/cancel`);
+    expect([r.status, r.json]).toEqual([200, { taskId: t.taskId, found: true, cancelled: true }]);
+    expect((await sessionStub(t.childSessionKey).getRun(t.runId))?.status).toBe("aborted");
+    // Once its announce is handed over, the task does not change any more.
+    await settle(t.childSessionKey);
+    await runDurableObjectAlarm(sessionStub(req));
+    const shown = (await call("GET", `/v1/tasks/${encodeURIComponent(t.taskId)}`)).json;
+    expect(shown).toMatchObject({
+      taskId: t.taskId,
+      status: "cancelled",
+      error: "Cancelled by operator.",
+      runtime: "subagent",
+    });
+    const listed = (await call("GET", `/v1/sessions/${enc(req)}/tasks`)).json;
+    expect(listed).toEqual({ sessionKey: req, tasks: [shown] });
+    expect(shown.deliveryStatus).toBe("delivered");
+  });
+});
+
 describe("retention, sweep and audit", () => {
   it("forgets an ended task 7 days after it ended, a lost one after 24 h, from the task-prune timer", async () => {
     const key = await owner();

@@ -3,15 +3,15 @@ import { z } from "zod";
 import { notFound } from "../../errors";
 import { keyContextOf, type ParsedKey, parseSessionKey } from "../../keys";
 import { taskAuditSchema } from "../../tasks/task-audit";
-import { auditTasksOf, getTask, listTasks } from "../../tasks/task-client";
+import { auditTasksOf, cancelTaskOf, getTask, listTasks } from "../../tasks/task-client";
 import { ownerKeyOfTask } from "../../tasks/task-id";
 import { taskRecordSchema } from "../../tasks/task-types";
-import { taskListSchema } from "../api-schemas";
+import { taskCancelSchema, taskListSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
 import { authorizeKey } from "../auth";
 import { routeDoc } from "../route-doc";
 import { keyParam, rpc, targetOf } from "../route-helpers";
-import { TASK_AUDIT_TEXT, TASK_LIST_TEXT } from "../route-texts";
+import { TASK_AUDIT_TEXT, TASK_CANCEL_TEXT, TASK_LIST_TEXT } from "../route-texts";
 import { intQuery, valid } from "../validate";
 
 /** `recentMinutes` of a REST listing: a week, the ledger's retention of ended tasks (docs/tasks.md). */
@@ -94,5 +94,30 @@ export const tasksApp = new Hono<AppEnv>()
       const task = await rpc(getTask(c.env, taskId));
       if (!task) throw notFound(`Task not found: ${taskId}`);
       return c.json(task satisfies z.infer<typeof taskRecordSchema>);
+    },
+  )
+  // The operator's cancel (OpenClaw's `openclaw tasks cancel`): the same cascade as `subagents cancel`,
+  // scoped by the owner session's key instead of the caller's session tree (src/tasks/task-cancel.ts).
+  .post(
+    "/tasks/:taskId/cancel",
+    routeDoc({
+      tag: "sessions",
+      summary: "Cancel a task and every task below it",
+      description: TASK_CANCEL_TEXT,
+      ok: { description: "What the cancel did", schema: taskCancelSchema },
+      errors: [400, 403, 404],
+    }),
+    valid("param", taskParam),
+    async (c) => {
+      const { taskId } = c.req.valid("param");
+      const owner = taskOwner(c, taskId);
+      const answer = await rpc(cancelTaskOf(c.env, owner, taskId));
+      if (!answer.found) throw notFound(`Task not found: ${taskId}`);
+      return c.json({
+        taskId,
+        found: true,
+        cancelled: answer.cancelled,
+        ...(answer.reason ? { reason: answer.reason } : {}),
+      } satisfies z.infer<typeof taskCancelSchema>);
     },
   );
