@@ -18,6 +18,7 @@ import { profileSendCpu } from "./send-profile.mjs";
 import { benchSends } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 import { startSlowProvider } from "./slow-provider.mjs";
+import { benchTasks } from "./tasks.mjs";
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const OUT = join(root, "bench", "out");
@@ -46,7 +47,8 @@ const LOAD = { concurrency: 8, requests: 2_000, warmup: 200, rounds: 20 };
 // send costs exactly its primary run (plus the announce step), which is what the check counts.
 const CONFIG = {
   agents: {
-    defaults: { model: "builtin/echo" },
+    // Depth 3: the task ledger's cancel runs through a 3-level tree (bench/tasks.mjs).
+    defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 3 } },
     list: [
       { id: "main", default: true },
       { id: "small" },
@@ -200,7 +202,7 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index|events|lane runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|events|lane|tasks runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   let cpuProfile = null;
   if (only === undefined || only === "sends") {
@@ -210,7 +212,7 @@ async function main() {
   }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
-  if (only !== "sizes" && only !== "index" && only !== "events" && only !== "lane") {
+  if (only !== "sizes" && only !== "index" && only !== "events" && only !== "lane" && only !== "tasks") {
     await seed(request);
     await sanityCheck(request);
   }
@@ -273,6 +275,14 @@ async function main() {
     log("", lane.lines.join("\n"), "");
   }
 
+  let tasks = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "tasks") {
+    log("Measuring the task ledger (subagents wait, a cascading cancel)…");
+    // Before the sends: the slow model's port is the tree's, answered by bench/tasks.mjs's own provider meanwhile.
+    tasks = await benchTasks({ request, log, provider: { port: SLOW_MODEL.port, model: "slow/bench" } });
+    log("", tasks.lines.join("\n"), "");
+  }
+
   let sends = null;
   let sendLines = [`(skipped: BENCH_ONLY=${only})`];
   if (only === undefined || only === "sends") {
@@ -318,6 +328,10 @@ async function main() {
     "## Sub-agent lane: spawn admission with 1 and 50 agents (docs/subagent-lane.md)",
     "",
     ...lane.lines,
+    "",
+    "## Task ledger (docs/tasks.md)",
+    "",
+    ...tasks.lines,
     "",
     "## Sends (1,000 fire-and-forget sends)",
     "",

@@ -17,6 +17,7 @@ import { subagentLaneExtension } from "./spawn/subagent-lane-client";
 import { subagentLifecycleExtension } from "./spawn/subagent-lifecycle";
 import { threadBindingExtension } from "./spawn/thread-binding";
 import { yieldBatchExtension } from "./spawn/yield-batch";
+import { taskLedgerExtension } from "./tasks/task-ledger";
 
 /**
  * What a session object is made of beyond its core (src/session/session-object.ts): its extensions, in
@@ -39,6 +40,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   threadBindingExtension, // thread=true: a thread key whose inbound messages run in the sub-agent
   subagentLifecycleExtension, // child: announce, hand-off, archive and delete
   subagentLaneExtension, // child: maxConcurrent — a task starts when the lane grants it a slot
+  taskLedgerExtension, // task ledger: the tasks this session started, and reports on the one it runs (docs/tasks.md)
   deadTimersExtension, // dead timers over /v1 (GET …/timers/dead, retry)
   sendIntoExtension, // sessions_send: target checks + enqueue in one call
   sendModesExtension, // sessions_send steer/notify: durable rows, drained at a step / the next turn

@@ -16,6 +16,8 @@ import type { SessionTree } from "../registry/subagent-tree";
 import type { RunCompletion } from "../runners/webhook-runner";
 import type { runHeartbeatSchema } from "../session/run-schema";
 import type { RunSnapshot } from "../session/types";
+import type { TaskAudit } from "../tasks/task-audit";
+import type { TaskRecord } from "../tasks/task-types";
 import type { AgentsListResult, agentsListSchema } from "../tools/agents-list";
 import type { Refusal } from "../tools/context";
 import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
@@ -25,11 +27,24 @@ import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-l
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
 import type { SessionsYieldResult, sessionsYieldSchema } from "../tools/sessions-yield";
+import type { CancelResult, ListResult, subagentsSchema } from "../tools/subagents";
+import type { WaitResult } from "../tools/subagents-wait";
 
 import { SwitchboardApiError } from "./errors";
 import { type StreamEvent, type WatchOptions, watchEvents } from "./watch";
 
-export type { JsonSchema, Refusal, RunSnapshot, SessionRow, SessionTree, StreamEvent, ToolDescriptor, WatchOptions };
+export type {
+  JsonSchema,
+  Refusal,
+  RunSnapshot,
+  SessionRow,
+  SessionTree,
+  StreamEvent,
+  TaskAudit,
+  TaskRecord,
+  ToolDescriptor,
+  WatchOptions,
+};
 export { SwitchboardApiError };
 
 /** Arguments of each tool, as a caller sends them (derived from the tool's zod schema). */
@@ -41,6 +56,7 @@ export interface ToolArgs {
   agents_list: z.input<typeof agentsListSchema>;
   session_status: z.input<typeof sessionStatusSchema>;
   sessions_yield: z.input<typeof sessionsYieldSchema>;
+  subagents: z.input<typeof subagentsSchema>;
 }
 
 /** Payload of each tool (`result.details` of /tools/invoke). Refusals are results, not errors. */
@@ -52,6 +68,7 @@ export interface ToolResults {
   agents_list: AgentsListResult;
   session_status: SessionStatusResult | Refusal;
   sessions_yield: SessionsYieldResult | Refusal;
+  subagents: ListResult | WaitResult | CancelResult | Refusal;
 }
 
 export type ToolName = keyof ToolArgs;
@@ -137,6 +154,10 @@ export class SwitchboardClient {
   sessionsYield(args: ToolArgs["sessions_yield"] = {}) {
     return this.invoke("sessions_yield", args);
   }
+  /** The task ledger of this session's tree: `list`, `wait` for `taskIds`, `cancel` a `taskId` and all below it. */
+  subagents(args: ToolArgs["subagents"] = {}) {
+    return this.invoke("subagents", args);
+  }
 
   /** The tools this caller may use (`GET /v1/tools`), as JSON-Schema function definitions. */
   async tools(): Promise<ToolDescriptor[]> {
@@ -187,6 +208,24 @@ export class SwitchboardClient {
   /** The session and its sub-agents, level by level, with status, run time, tokens and cost. */
   sessionTree(sessionKey: string): Promise<SessionTree> {
     return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tree`);
+  }
+  /** The session's own task ledger: open tasks and those updated within `recentMinutes` (docs/tasks.md). */
+  listTasks(
+    sessionKey: string,
+    query: { recentMinutes?: number; limit?: number } = {},
+  ): Promise<{ sessionKey: string; tasks: TaskRecord[] }> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tasks${qs(query)}`);
+  }
+  /** What looks wrong in the session's ledger: stale, lost and undelivered tasks. */
+  auditTasks(sessionKey: string): Promise<TaskAudit> {
+    return this.request("GET", `/v1/sessions/${encodeURIComponent(sessionKey)}/tasks/audit`);
+  }
+  getTask(taskId: string): Promise<TaskRecord> {
+    return this.request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`);
+  }
+  /** Cancel a task and every task below it (the same cascade as the `subagents` tool's `cancel`). */
+  cancelTask(taskId: string): Promise<{ taskId: string; found: true; cancelled: boolean; reason?: string }> {
+    return this.request("POST", `/v1/tasks/${encodeURIComponent(taskId)}/cancel`);
   }
   getRun(runId: string): Promise<RunSnapshot> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(runId)}`);

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { ERROR_TYPES } from "../errors";
 import { sessionRowSchema } from "../registry/row-schema";
 import { runSummarySchema } from "../session/runs-list-rpc";
+import { taskRecordSchema } from "../tasks/task-types";
 
 /**
  * Response bodies of the HTTP API as zod schemas. Routes type their answers with these (`satisfies`),
@@ -245,3 +246,26 @@ export const mcpCatalogSchema = z
     ),
   })
   .meta({ id: "McpCatalog" });
+
+/** `GET /v1/sessions/{key}/tasks` (src/http/routes/tasks.ts; docs/tasks.md). */
+export const taskListSchema = z
+  .strictObject({
+    sessionKey: z.string().describe("The ledger's session"),
+    tasks: z
+      .array(taskRecordSchema)
+      .describe("Open tasks and those updated within `recentMinutes`, newest update first"),
+  })
+  .meta({ id: "TaskList", description: "A session's task ledger." });
+
+/** `POST /v1/tasks/{taskId}/cancel` (src/http/routes/tasks.ts; docs/tasks.md, "Cancel"). */
+export const taskCancelSchema = z
+  .strictObject({
+    taskId: z.string(),
+    found: z.literal(true),
+    cancelled: z.boolean().describe("False when the task had already ended (or has no child session to stop)"),
+    reason: z
+      .string()
+      .optional()
+      .describe('Why not: "Task is already terminal." or "Task has no cancellable child session."'),
+  })
+  .meta({ id: "TaskCancel", description: "What a cancel did: the task and every task below it are cancelled." });

@@ -16,6 +16,7 @@ import { eventsApp } from "./routes/events";
 import { metaApp } from "./routes/meta";
 import { runsApp } from "./routes/runs";
 import { sessionsApp } from "./routes/sessions";
+import { tasksApp } from "./routes/tasks";
 import { toolsApp } from "./routes/tools";
 import { runTokenWriteScope } from "./scopes";
 import { fromHttpException } from "./validate";
@@ -115,6 +116,7 @@ export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
     .route("/v1/runs", runsApp)
     .route("/v1", eventsApp) // /v1/sessions/{key}/events, /v1/runs/{id}/events
     .route("/", discoveryApp) // /.well-known/mcp/server-card.json, /mcp/server-card, /.well-known/mcp/catalog.json
+    .route("/v1", tasksApp) // /v1/sessions/{key}/tasks[/audit], /v1/tasks/{taskId}
     .route("/", metaApp(app)); // /healthz, /v1/agents, /v1/config, /openapi.json (from every route above), /docs
   if (extra) app.route("/", extra);
   return app;

@@ -196,6 +196,38 @@ export const MIGRATIONS: MigrationStep[] = [
     pruned_state_through INTEGER NOT NULL
   );
   `,
+  // The task ledger (src/tasks/task-store.ts, docs/tasks.md): the background tasks this session started. Listing
+  // reads open tasks and recent updates by a seek on (status, updated_at); retention finds the next expiry by a
+  // seek on cleanup_after; a child's report finds its row by its primary key. IF NOT EXISTS: tests that rewind
+  // the schema version to re-run an earlier step run this one again too.
+  `
+  CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    runtime TEXT NOT NULL,
+    status TEXT NOT NULL,
+    child_key TEXT,
+    run_id TEXT,
+    agent_id TEXT,
+    label TEXT,
+    task TEXT NOT NULL,
+    delivery_status TEXT NOT NULL,
+    notify_policy TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    started_at INTEGER,
+    ended_at INTEGER,
+    last_event_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    cleanup_after INTEGER,
+    error TEXT,
+    terminal_summary TEXT,
+    terminal_outcome TEXT,
+    model TEXT,
+    total_tokens INTEGER
+  );
+  CREATE INDEX IF NOT EXISTS tasks_status_updated ON tasks (status, updated_at);
+  CREATE INDEX IF NOT EXISTS tasks_updated ON tasks (updated_at);
+  CREATE INDEX IF NOT EXISTS tasks_cleanup ON tasks (cleanup_after) WHERE cleanup_after IS NOT NULL;
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

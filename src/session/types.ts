@@ -129,6 +129,10 @@ export interface SubagentInfo {
   thread?: { threadKey: string; threadId: string };
   /** Its task run's place in the sub-agent lane (maxConcurrent, src/spawn/subagent-lane-client.ts); absent for children spawned before the lane. */
   lane?: "waiting" | "running" | "released";
+  /** Its task in the requester's ledger (src/tasks/task-id.ts): the id carries the requester's key. Absent for children spawned before the ledger. */
+  taskId?: string;
+  /** Set by `subagents cancel` (src/tasks/task-cancel.ts): its task run's end is then `cancelled` and its announce skips the model step. */
+  cancelled?: { at: number; reason: string };
 }
 
 export type RunStatus = (typeof RUN_STATUSES)[number];

@@ -2,6 +2,7 @@ import { getFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { DeadTimer, TimerKind } from "../session/timer-policy";
 import type { SubagentInfo } from "../session/types";
+import { reportTaskSync } from "../tasks/task-report";
 import { announceResult, type ChildFinding, type ChildOutcome, type RunOutcome, statusLabel } from "./announce-format";
 import type { CompletionEvent } from "./completion-event";
 
@@ -109,6 +110,8 @@ function announceGaveUp(host: SessionHost, dead: DeadTimer): void {
     ...flow.material,
     failure: { timer: dead.kind, attempts: dead.attempts, error: dead.lastError },
   });
+  // Its requester's ledger learns the result will not arrive: a succeeded task becomes `blocked` (docs/tasks.md).
+  reportTaskSync(host, { deliveryStatus: "failed", terminalOutcome: "blocked" });
 }
 
 function reviveAnnounce(host: SessionHost, dead: DeadTimer): boolean {
@@ -116,6 +119,7 @@ function reviveAnnounce(host: SessionHost, dead: DeadTimer): boolean {
   if (flow?.state !== "failed" || flow.material.failure?.timer !== dead.kind) return false;
   const { failure: _failure, ...material } = flow.material;
   writeFlow(host, ANNOUNCE_TIMER_STATES[dead.kind], material);
+  reportTaskSync(host, { deliveryStatus: "pending", terminalOutcome: "succeeded" });
   return true;
 }
 

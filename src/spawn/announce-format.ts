@@ -7,7 +7,7 @@ import { cutText, storedTextBytes } from "../session/byte-budget";
  * claims success in its reply but timed out is still reported as `timed out`.
  */
 
-export type RunOutcome = "ok" | "timeout" | "error" | "aborted" | "lost";
+export type RunOutcome = "ok" | "timeout" | "error" | "aborted" | "lost" | "cancelled";
 
 export type SilentToken = "ANNOUNCE_SKIP" | "REPLY_SKIP" | "NO_REPLY";
 
@@ -23,6 +23,11 @@ export function statusLabel(outcome: RunOutcome, error?: string): string {
     }
     case "aborted":
       return "failed: aborted";
+    case "cancelled": {
+      // Ended by `subagents cancel`, its own or an ancestor's (src/tasks/task-cancel.ts): the reason it was given.
+      const e = typeof error === "string" ? error.trim() : "";
+      return e ? `cancelled: ${e}` : "cancelled";
+    }
     case "lost": {
       // Not "failed": nobody knows how far the child got, only that nothing runs it any more (docs/subagents.md).
       const e = typeof error === "string" ? error.trim() : "";

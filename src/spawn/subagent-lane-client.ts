@@ -2,6 +2,7 @@ import { agentLaneName, type LaneCaller } from "../lane/subagent-lane";
 import { PUMP_TIMER } from "../session/core-timers";
 import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
+import { reportTaskSync } from "../tasks/task-report";
 
 /**
  * The child's side of the sub-agent lane (src/lane/subagent-lane-object.ts, docs/subagent-lane.md): its task
@@ -60,6 +61,8 @@ async function acquire(host: SessionHost): Promise<void> {
       if (answer.granted) {
         sub.lane = "running";
         host.saveMeta();
+        // Granted its lane slot, the task runs: `queued` → `running` in the requester's ledger (docs/tasks.md).
+        reportTaskSync(host, { status: "running" });
         host.timers.clear(LANE_TIMER, ACQUIRE);
       } else {
         host.timers.set(LANE_TIMER, ACQUIRE, Date.now() + LANE_BACKSTOP_MS);

@@ -7,10 +7,12 @@ import type { SessionHost } from "../session/host";
 import { timerGuard } from "../session/run-audit";
 import type { RunEndedEvent } from "../session/run-types";
 import type { SubagentInfo } from "../session/types";
+import { reportTaskSync } from "../tasks/task-report";
 import {
   ANNOUNCE_FLOW,
   ANNOUNCE_TIMER,
   ANNOUNCE_TIMER_KINDS,
+  type AnnounceMaterial,
   announcedOutcome,
   DESCENDANTS_TIMER,
   type FlowState,
@@ -77,7 +79,16 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const now = Date.now();
   if (input.kind === "subagent_task") {
     const outcome = outcomeOf(run.status);
-    sub.status = outcome === "ok" ? "done" : outcome === "timeout" || outcome === "lost" ? outcome : "failed";
+    // Cancelled (src/tasks/task-cancel.ts): its children are cancelled too, and nobody asked for notes, so the
+    // announce goes out at once without the model step: the parent is told once, by the usual hand-off.
+    const cancelled = sub.cancelled !== undefined && run.status === "aborted";
+    sub.status = cancelled
+      ? "killed"
+      : outcome === "ok"
+        ? "done"
+        : outcome === "timeout" || outcome === "lost"
+          ? outcome
+          : "failed";
     sub.outcome = run.status;
     sub.runId = run.runId;
     sub.startedAt = sub.startedAt ?? run.startedAt;
@@ -93,11 +104,11 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
     // Its own children still run: announcing now would report their work as missing, so the
     // announce waits for their announces (test/spawn/subagent-descendants.test.ts), bounded by a cap timer.
     // A task that yielded (sessions_yield) is paused the same way: its announce reports the resumed turn.
-    const waitForChildren = countActiveChildren(host) > 0 || yieldPending(host);
-    writeFlow(host, waitForChildren ? "waiting" : "step", {
+    const waitForChildren = !cancelled && (countActiveChildren(host) > 0 || yieldPending(host));
+    const material: AnnounceMaterial = {
       taskRunId: run.runId,
-      outcome,
-      ...(run.error ? { error: run.error } : {}),
+      outcome: cancelled ? "cancelled" : outcome,
+      ...(cancelled ? { error: sub.cancelled?.reason } : run.error ? { error: run.error } : {}),
       finalReply,
       fallbackResult: freeze(fallback),
       taskStartedAt: run.startedAt ?? sub.startedAt ?? now,
@@ -106,9 +117,16 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
       runtimeMs: run.startedAt !== undefined && run.endedAt !== undefined ? run.endedAt - run.startedAt : undefined,
       usage,
       costUsd: costOf(host, run.model, usage),
-    });
-    if (waitForChildren) host.timers.set(DESCENDANTS_TIMER, run.runId, now + DESCENDANT_WAIT_MAX_MS);
-    else host.timers.set(ANNOUNCE_TIMER, run.runId, now);
+    };
+    if (cancelled) {
+      material.message = formatSubagentAnnounce(announceInputOf(host, material, ""));
+      writeFlow(host, "handoff", material);
+      host.timers.set(HANDOFF_TIMER, run.runId, now);
+    } else {
+      writeFlow(host, waitForChildren ? "waiting" : "step", material);
+      if (waitForChildren) host.timers.set(DESCENDANTS_TIMER, run.runId, now + DESCENDANT_WAIT_MAX_MS);
+      else host.timers.set(ANNOUNCE_TIMER, run.runId, now);
+    }
   } else if (input.kind === "subagent_announce") {
     const taskRunId = String(input.data?.taskRunId ?? "");
     const flow = readFlow(host, taskRunId);
@@ -120,20 +138,7 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
     // falls back to announcing without notes, as OpenClaw does; ANNOUNCE_SKIP stays explicit silence.
     const silent = isSilentToken(reply, "ANNOUNCE_SKIP") || (isSilentToken(reply, "NO_REPLY") && !m.deferred);
     const notes = isSilentToken(reply, "NO_REPLY") ? "" : reply;
-    const announce: SubagentAnnounceInput = {
-      outcome: m.outcome,
-      error: m.error,
-      finalReply: m.finalReply,
-      latestToolResult: m.fallbackResult,
-      children: m.children,
-      notes,
-      runtimeMs: m.runtimeMs,
-      usage: m.usage,
-      costUsd: m.costUsd,
-      sessionKey: host.meta!.key,
-      sessionId: host.meta!.sessionId,
-      transcriptPath: transcriptPathOf(host.meta!.key),
-    };
+    const announce = announceInputOf(host, m, notes);
     m.message = silent ? null : formatSubagentAnnounce(announce);
     // "requester" delivery: the requester runs a turn on this event; the message above is its fallback.
     if (!silent && sub.announceDelivery === "requester")
@@ -147,6 +152,24 @@ function onRunEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
   const archiveMinutes = host.cfg.agents.defaults.subagents.archiveAfterMinutes;
   if (sub.cleanup === "keep" && sub.mode !== "session" && archiveMinutes > 0)
     host.timers.set(ARCHIVE_TIMER, "child", now + archiveMinutes * 60_000);
+}
+
+/** The announce's input from the frozen material (the step's notes, or none). */
+function announceInputOf(host: SessionHost, m: AnnounceMaterial, notes: string): SubagentAnnounceInput {
+  return {
+    outcome: m.outcome,
+    error: m.error,
+    finalReply: m.finalReply,
+    latestToolResult: m.fallbackResult,
+    children: m.children,
+    notes,
+    runtimeMs: m.runtimeMs,
+    usage: m.usage,
+    costUsd: m.costUsd,
+    sessionKey: host.meta!.key,
+    sessionId: host.meta!.sessionId,
+    transcriptPath: transcriptPathOf(host.meta!.key),
+  };
 }
 
 /**
@@ -228,6 +251,10 @@ async function handOff(host: SessionHost, taskRunId: string): Promise<void> {
   host.storage.transactionSync(() => {
     writeFlow(host, "done", m);
     host.timers.clear(HANDOFF_TIMER, taskRunId);
+    // The task's delivery, in the requester's ledger (docs/tasks.md): with it, or waiting for its completion turn.
+    reportTaskSync(host, {
+      deliveryStatus: res.requesterGone ? "parent_missing" : res.turnQueued ? "session_queued" : "delivered",
+    });
     // "delete" removes the child only once its announce is safely with the requester.
     if (sub.cleanup === "delete") host.timers.set(DELETE_TIMER, "child", Date.now());
   });

@@ -10,6 +10,7 @@ import { sessionsListTool } from "./sessions-list";
 import { sessionsSendTool } from "./sessions-send";
 import { sessionsSpawnTool } from "./sessions-spawn";
 import { sessionsYieldTool } from "./sessions-yield";
+import { subagentsTool } from "./subagents";
 
 export type { ToolDefinition } from "./definition";
 
@@ -27,6 +28,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   sessionsSpawnTool,
   sessionStatusTool,
   sessionsYieldTool,
+  subagentsTool,
 ];
 
 /**

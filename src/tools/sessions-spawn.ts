@@ -21,6 +21,8 @@ import {
   subagentTaskMessage,
 } from "../spawn/subagent-prompt";
 import { bindThread, threadKeyFor } from "../spawn/thread-binding";
+import { recordSpawnTask } from "../tasks/task-client";
+import { newTaskId } from "../tasks/task-id";
 import { spawnAllowlist } from "./agents-list";
 import { type Refusal, refusal, type ToolContext } from "./context";
 import { defineTool } from "./definition";
@@ -200,6 +202,7 @@ export async function sessionsSpawn(
   if (!slot.ok) return childrenRefusal(slot.activeChildren, maxChildren);
 
   const childDepth = callerDepth + 1;
+  const taskId = newTaskId(caller.sessionKey);
   const binding = thread ? threadKeyFor(caller.sessionKey, childKey) : null;
   // The requester's agent decides how it hears back from its children.
   const announceDelivery = findAgent(cfg, caller.agentId)?.subagents?.announceDelivery ?? sub.announceDelivery;
@@ -222,6 +225,8 @@ export async function sessionsSpawn(
     ...(binding ? { thread: binding } : {}),
     // The task run starts once the sub-agent lane grants it a slot (maxConcurrent).
     lane: "waiting",
+    // Its task in this requester's ledger (docs/tasks.md): the id routes to the requester's object.
+    taskId,
   };
   const request: SpawnChildRequest = {
     init: {
@@ -278,6 +283,18 @@ export async function sessionsSpawn(
     const e = fromRpcError(err);
     return refusal("error", e instanceof Error ? e.message : String(e), { childSessionKey: childKey });
   }
+  // The task, `queued` until the lane grants the child its slot. Best effort: the child's reports record it
+  // too (src/tasks/task-report.ts), so a lost call only delays the row until the child's first report.
+  await recordSpawnTask(env, caller.sessionKey, {
+    runtime: "subagent",
+    taskId,
+    task: args.task,
+    ...(args.label ? { label: args.label } : {}),
+    childSessionKey: childKey,
+    agentId: targetAgentId,
+    runId,
+    model,
+  }).catch((err) => log.warn("task_record_failed", { sessionKey: caller.sessionKey, taskId, error: err }));
   // Ask the sub-agent lane now, so a child with a free slot starts before this call returns. Best effort:
   // the child's own timer asks again if this call is lost (src/spawn/subagent-lane-client.ts).
   await callExtension(env.SESSIONS.getByName(childKey), "subagent-lane", "ask").catch((err) =>

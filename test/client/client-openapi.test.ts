@@ -77,6 +77,10 @@ describe("typed client against /openapi.json", () => {
     await sb.sessionsList({ limit: 5 });
     await sb.as(key).sessionsHistory({ sessionKey: key });
     await sb.sessionsSpawn({ task: "checked task" });
+    const { tasks } = await sb.listTasks("main", { limit: 5 });
+    await sb.getTask(tasks[0].taskId);
+    await sb.cancelTask(tasks[0].taskId);
+    await sb.auditTasks("main");
     await sb.agentsList();
     await sb.abortRun(accepted.runId); // an ended run: answered as it is
     // Only the run's own token may complete it: the operator's is refused with a documented 403.

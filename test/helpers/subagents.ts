@@ -188,7 +188,7 @@ export function isOwnAnnounceFlow(id: string): boolean {
   return id.startsWith("announce:") && !id.startsWith("announce:v1:");
 }
 
-const DRIVEN = new Set(["subagent-announce", "subagent-handoff", "subagent-delete"]);
+const DRIVEN = new Set(["subagent-announce", "subagent-handoff", "subagent-delete", "task-report"]);
 
 /**
  * Drive a child until its announce is handed off (and, for cleanup "delete", it is gone): wait for

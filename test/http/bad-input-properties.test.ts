@@ -111,6 +111,17 @@ const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     acknowledgment: field(fc.string({ maxLength: 20 })),
     waitFor: field(fc.constantFrom("message", "children", "")),
   }),
+  subagents: objectOf({
+    action: field(fc.constantFrom("list", "wait", "cancel", "steer", "LIST")),
+    recentMinutes: field(fc.constantFrom(0, 1, 30, 1440, 1e9, 1.5)),
+    taskIds: field(
+      fc.array(fc.constantFrom("", "x", "not.a-task", "00000000-0000-4000-8000-000000000000.YWdlbnQ6bWFpbjptYWlu"), {
+        maxLength: 40,
+      }),
+    ),
+    timeoutSeconds: field(fc.constantFrom(0, 0, 61, -1, 1e308)),
+    taskId: field(fc.constantFrom("", "x", "00000000-0000-4000-8000-000000000000.YWdlbnQ6bWFpbjptYWlu")),
+  }),
 };
 const TOOL_NAMES = Object.keys(TOOL_ARGS);
 

@@ -61,6 +61,7 @@ describe("/mcp with the official SDK client", () => {
       sessions_spawn: { task: "say hi" },
       session_status: { changesSince: 0 },
       sessions_yield: {},
+      subagents: { action: "list" },
     };
     const history = await client.callTool({ name: "sessions_history", arguments: { sessionKey: key } });
     const rest = await call("POST", "/tools/invoke", {

@@ -22,6 +22,8 @@ const KEY = `agent:main:contract-${crypto.randomUUID().slice(0, 8)}`;
 const OTHER = `agent:main:contract-del-${crypto.randomUUID().slice(0, 8)}`;
 const DELIVERY_ID = `d-${crypto.randomUUID()}`;
 let runId = "";
+/** A task of KEY's ledger once the sub-agent test spawned one (routes that only need to exist get any id). */
+let taskId = "no-such-task";
 
 /** Path values of each template parameter, for requests that only need the route to exist. */
 const fill = (path: string) =>
@@ -30,7 +32,8 @@ const fill = (path: string) =>
     .replace("{id}", path.startsWith("/v1/runs") ? runId : DELIVERY_ID)
     .replace("{kind}", "a2a")
     .replace("{ref}", "contract")
-    .replace("{name}", "notes.txt");
+    .replace("{name}", "notes.txt")
+    .replace("{taskId}", taskId);
 
 const bodyOf = (method: string) => (method === "POST" || method === "PATCH" ? {} : undefined);
 
@@ -156,6 +159,47 @@ describe("responses match /openapi.json", () => {
         )
       ).status,
     ).toBe(404);
+    // Its task in the parent's ledger (docs/tasks.md), the ledger's audit, and the task by its id.
+    const tasks = `/v1/sessions/${enc(KEY)}/tasks`;
+    const listed = await check("GET /v1/sessions/{key}/tasks", request("GET", `${tasks}?limit=5`));
+    const task = listed.json.tasks.find((t: any) => t.childSessionKey === childSessionKey);
+    expect(task).toMatchObject({ runtime: "subagent", status: "succeeded", requesterSessionKey: KEY });
+    taskId = task.taskId;
+    const byResearch = { token: RESEARCH_TOKEN };
+    expect((await check("GET /v1/sessions/{key}/tasks", request("GET", tasks, undefined, byResearch))).status).toBe(
+      403,
+    );
+    const badKey = "/v1/sessions/agent%3A%3Abad";
+    expect((await check("GET /v1/sessions/{key}/tasks", request("GET", `${badKey}/tasks`))).status).toBe(400);
+    const audit = await check("GET /v1/sessions/{key}/tasks/audit", request("GET", `${tasks}/audit`));
+    expect(audit.json).toMatchObject({ sessionKey: KEY, findings: [], truncated: false });
+    expect(
+      (await check("GET /v1/sessions/{key}/tasks/audit", request("GET", `${tasks}/audit`, undefined, byResearch)))
+        .status,
+    ).toBe(403);
+    expect((await check("GET /v1/sessions/{key}/tasks/audit", request("GET", `${badKey}/tasks/audit`))).status).toBe(
+      400,
+    );
+    const one = await check("GET /v1/tasks/{taskId}", request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`));
+    expect(one.json).toEqual(task);
+    expect(
+      (
+        await check(
+          "GET /v1/tasks/{taskId}",
+          request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`, undefined, byResearch),
+        )
+      ).status,
+    ).toBe(403);
+    expect((await check("GET /v1/tasks/{taskId}", request("GET", "/v1/tasks/no-such-task"))).status).toBe(404);
+    expect((await check("GET /v1/tasks/{taskId}", request("GET", `/v1/tasks/${"x".repeat(1025)}`))).status).toBe(400);
+    // The operator's cancel of an ended task: answered, nothing cancelled.
+    const cancel = (id: string, opts = {}) =>
+      request("POST", `/v1/tasks/${encodeURIComponent(id)}/cancel`, undefined, opts);
+    const ended = await check("POST /v1/tasks/{taskId}/cancel", cancel(taskId));
+    expect(ended.json).toEqual({ taskId, found: true, cancelled: false, reason: "Task is already terminal." });
+    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel(taskId, byResearch))).status).toBe(403);
+    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel("no-such-task"))).status).toBe(404);
+    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel("x".repeat(1025)))).status).toBe(400);
   });
 
   it("deliveries, dead timers and attachments (rows written into the session's tables)", async () => {

@@ -84,6 +84,7 @@ describe("clients of docs/clients.md", () => {
         "sessions_list",
         "sessions_send",
         "sessions_spawn",
+        "subagents",
       ]);
       const call = async (name: string, args: Record<string, unknown>) => {
         const r = (await tools[name].execute(args, { toolCallId: name, messages: [] } as never)) as {

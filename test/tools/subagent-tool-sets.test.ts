@@ -47,7 +47,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     }
     // The depth-2 child is a leaf: no session tool but sessions_yield, over /tools/invoke and in its MCP tool list.
     const leafKey = leaf.details.childSessionKey;
-    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history"]) {
+    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history", "subagents"]) {
       expect((await invoke(tool, { task: "x", sessionKey: leafKey }, { sessionKey: leafKey })).body.error).toEqual(
         notAvailable(tool),
       );
@@ -67,6 +67,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       "sessions_list",
       "sessions_spawn",
       "sessions_yield",
+      "subagents",
     ]);
     // The tool catalog a runtime offers its model matches what the gateway allows, at each depth.
     const catalog = async (key: string) =>
@@ -78,6 +79,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       "sessions_list",
       "sessions_spawn",
       "sessions_yield",
+      "subagents",
     ]);
     // Every sub-agent keeps sessions_yield, a leaf too (as in OpenClaw): it has no other session tool.
     expect(await catalog(leafKey)).toEqual(["sessions_yield"]);
