@@ -2,6 +2,7 @@ import { outboxExtension } from "./channels/outbox";
 import { sendCommandExtension } from "./policy/send-command";
 import { modelRunnerExtension } from "./runners/builtin-run";
 import { webhookRunnerExtension } from "./runners/webhook-runner";
+import { searchFeedExtension } from "./search/feed";
 import { a2aFlowExtension } from "./send/a2a-flow";
 import { CORE_TIMER_KINDS } from "./session/core-timers";
 import { deadTimersExtension } from "./session/dead-timer-rpc";
@@ -37,6 +38,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   subagentLaneExtension, // child: maxConcurrent — a task starts when the lane grants it a slot
   deadTimersExtension, // dead timers over /v1 (GET …/timers/dead, retry)
   sendIntoExtension, // sessions_send: target checks + enqueue in one call
+  searchFeedExtension, // sessions_search: new user/assistant messages pushed to the agent's search index
   runLogExtension, // one run_ended log line per run (src/log.ts)
 ];
 

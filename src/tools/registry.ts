@@ -6,6 +6,7 @@ import type { Caller, ToolContext } from "./context";
 import type { ToolDefinition } from "./definition";
 import { sessionsHistoryTool } from "./sessions-history";
 import { sessionsListTool } from "./sessions-list";
+import { sessionsSearchTool } from "./sessions-search";
 import { sessionsSendTool } from "./sessions-send";
 import { sessionsSpawnTool } from "./sessions-spawn";
 
@@ -20,6 +21,7 @@ export type { ToolDefinition } from "./definition";
 export const TOOLS: readonly ToolDefinition[] = [
   sessionsListTool,
   sessionsHistoryTool,
+  sessionsSearchTool,
   agentsListTool,
   sessionsSendTool,
   sessionsSpawnTool,

@@ -81,7 +81,7 @@ describe("the session tools of a built-in run", () => {
     await runWith(model, metaOf("agent:main:subagent:x", { spawnDepth: 1 }));
     const [first, second, sub] = model.doGenerateCalls.map((c) => c.tools ?? []);
     expect(first.map((t) => t.name)).toEqual(TOOLS.map((t) => t.name));
-    expect(sub.map((t) => t.name)).toEqual(["sessions_list", "sessions_history", "sessions_spawn"]);
+    expect(sub.map((t) => t.name)).toEqual(["sessions_list", "sessions_history", "sessions_search", "sessions_spawn"]);
     for (const def of TOOLS) {
       const a = first.find((t) => t.name === def.name)!;
       const b = second.find((t) => t.name === def.name)!;
