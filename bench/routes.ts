@@ -12,6 +12,7 @@ import { INDEX_SHARDS_MAX } from "../src/registry/shard-hash";
 import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
 import { callExtension } from "../src/session/extensions";
 import type { SessionMeta } from "../src/session/types";
+import { addSearchBenchRoutes } from "./search-routes";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 const SEED_SESSIONS_MAX_BATCH = 5_000;
@@ -271,3 +272,4 @@ function syntheticEntry(
 /** The bench routes as one sub-app (bench/worker.ts mounts it after the production routes). */
 export const benchRoutes = new Hono<AppEnv>();
 addBenchRoutes(benchRoutes);
+addSearchBenchRoutes(benchRoutes);

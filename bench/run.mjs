@@ -12,6 +12,7 @@ import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
+import { benchSearch, SEARCH_AGENTS, seedSearch } from "./search.mjs";
 import { benchSends, profileSendCpu } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
 import { startSlowProvider } from "./slow-provider.mjs";
@@ -56,6 +57,8 @@ const CONFIG = {
       { id: SIZE_AGENTS.ordinary },
       { id: INDEX_AGENTS.one },
       { id: INDEX_AGENTS.many },
+      { id: SEARCH_AGENTS.small },
+      { id: SEARCH_AGENTS.big },
       { id: SLOW_MODEL.agentId, model: "slow/bench" },
     ],
   },
@@ -281,7 +284,7 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index|events runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|events|search runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   let cpuProfile = null;
   if (only === undefined || only === "sends") {
@@ -291,7 +294,8 @@ async function main() {
   }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
-  if (only !== "sizes" && only !== "index" && only !== "events") {
+  if (only === undefined || only === "search") await seedSearch(request, log);
+  if (only !== "sizes" && only !== "index" && only !== "events" && only !== "search") {
     await seed(request);
     await sanityCheck(request);
   }
@@ -341,6 +345,12 @@ async function main() {
     log("", index.lines.join("\n"), "");
   }
 
+  let search = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "search") {
+    search = await benchSearch(request, log);
+    log("", search.lines.join("\n"), "");
+  }
+
   let events = { lines: [`(skipped: BENCH_ONLY=${only})`] };
   if (only === undefined || only === "events") {
     log("Measuring event streams…");
@@ -385,6 +395,10 @@ async function main() {
     "## Session index: 1 shard vs 16 (docs/scale.md)",
     "",
     ...index.lines,
+    "",
+    "## sessions_search at 100 and 100,000 sessions (docs/search.md)",
+    "",
+    ...search.lines,
     "",
     "## Event streams (docs/events.md)",
     "",

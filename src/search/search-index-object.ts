@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { runMigrations } from "../migrations";
 import { visToken } from "./hash";
 import { type SearchScope, scopeExpression } from "./query-text";
+import { snippetOf } from "./snippet";
 
 /**
  * One shard of an agent's full-text search index (`search:<agentId>:<shard>`, docs/search.md): the
@@ -16,9 +17,11 @@ import { type SearchScope, scopeExpression } from "./query-text";
  * order and stops here, so a query matching millions of messages costs what one matching this many does.
  * A search that reached it says `truncated` and asks for a narrower query.
  */
-export const SEARCH_CANDIDATES_PER_SHARD = 1000;
-/** Snippet window, in tokens (FTS5's snippet() allows at most 64). */
-const SNIPPET_TOKENS = 48;
+export const SEARCH_CANDIDATES_PER_SHARD = 500;
+/** Sessions per `ingestMany` call: one transaction stays short. */
+export const INGEST_MANY_MAX = 5_000;
+/** FTS rowid of docs row `id` is FTS_ROWID_TOP − id: newer messages get smaller rowids (search()). */
+const FTS_ROWID_TOP = 2 ** 52;
 /** Messages of a removed session deleted per transaction (a large session is purged over several alarms). */
 const PURGE_BATCH = 2000;
 /** A removed session's tombstone (it stops a late push from bringing its messages back) is kept this long. */
@@ -60,6 +63,8 @@ export interface IngestBatch {
 export interface ShardQuery {
   /** FTS5 expression over `body` (src/search/query-text.ts matchExpression). */
   match: string;
+  /** The query's folded words, for the snippets (src/search/snippet.ts queryWords). */
+  words: string[];
   scope: SearchScope;
   /** Only this session (canonical key). */
   onlyKey?: string;
@@ -75,6 +80,16 @@ export interface ShardHit {
   score: number;
   snippet: string;
 }
+
+type Row = {
+  id: number;
+  seq: number;
+  role: "user" | "assistant";
+  ts: number;
+  key: string;
+  session_id: string;
+  score: number;
+};
 
 export interface ShardHits {
   hits: ShardHit[];
@@ -99,35 +114,45 @@ export class SearchIndexObject extends DurableObject<Env> {
    * generation is dropped (its tombstone), so a push racing the removal cannot bring it back.
    */
   async ingest(batch: IngestBatch): Promise<{ indexed: number }> {
-    return this.ctx.storage.transactionSync(() => {
-      const row = this.sql
-        .exec<{ id: number; removed_at: number | null }>(
-          `INSERT INTO sessions (key, session_id, spawned_by) VALUES (?, ?, ?)
-           ON CONFLICT (key, session_id) DO UPDATE SET spawned_by = sessions.spawned_by RETURNING id, removed_at`,
-          batch.key,
-          batch.sessionId,
-          batch.spawnedBy,
+    return this.ctx.storage.transactionSync(() => this.write(batch));
+  }
+
+  /** Many sessions' pushes in one transaction (bulk imports, the bench's seeding; at most INGEST_MANY_MAX). */
+  async ingestMany(batches: IngestBatch[]): Promise<{ indexed: number }> {
+    if (batches.length > INGEST_MANY_MAX) throw new Error(`ingestMany: at most ${INGEST_MANY_MAX} sessions per call`);
+    return this.ctx.storage.transactionSync(() => ({
+      indexed: batches.reduce((n, b) => n + this.write(b).indexed, 0),
+    }));
+  }
+
+  private write(batch: IngestBatch): { indexed: number } {
+    const row = this.sql
+      .exec<{ id: number; removed_at: number | null }>(
+        `INSERT INTO sessions (key, session_id, spawned_by) VALUES (?, ?, ?)
+         ON CONFLICT (key, session_id) DO UPDATE SET spawned_by = sessions.spawned_by RETURNING id, removed_at`,
+        batch.key,
+        batch.sessionId,
+        batch.spawnedBy,
+      )
+      .one();
+    if (row.removed_at !== null) return { indexed: 0 };
+    const vis = [visToken("k", batch.key), ...(batch.spawnedBy ? [visToken("p", batch.spawnedBy)] : [])].join(" ");
+    let indexed = 0;
+    for (const d of batch.docs) {
+      const id = this.sql
+        .exec<{ id: number }>(
+          "INSERT INTO docs (session, seq, role, ts) VALUES (?, ?, ?, ?) ON CONFLICT (session, seq) DO NOTHING RETURNING id",
+          row.id,
+          d.seq,
+          d.role,
+          d.ts,
         )
-        .one();
-      if (row.removed_at !== null) return { indexed: 0 };
-      const vis = [visToken("k", batch.key), ...(batch.spawnedBy ? [visToken("p", batch.spawnedBy)] : [])].join(" ");
-      let indexed = 0;
-      for (const d of batch.docs) {
-        const id = this.sql
-          .exec<{ id: number }>(
-            "INSERT INTO docs (session, seq, role, ts) VALUES (?, ?, ?, ?) ON CONFLICT (session, seq) DO NOTHING RETURNING id",
-            row.id,
-            d.seq,
-            d.role,
-            d.ts,
-          )
-          .toArray()[0]?.id;
-        if (id === undefined) continue;
-        this.sql.exec("INSERT INTO fts (rowid, body, vis) VALUES (?, ?, ?)", id, d.text, vis);
-        indexed++;
-      }
-      return { indexed };
-    });
+        .toArray()[0]?.id;
+      if (id === undefined) continue;
+      this.sql.exec("INSERT INTO fts (rowid, body, vis) VALUES (?, ?, ?)", FTS_ROWID_TOP - id, d.text, vis);
+      indexed++;
+    }
+    return { indexed };
   }
 
   /**
@@ -163,7 +188,7 @@ export class SearchIndexObject extends DurableObject<Env> {
         .toArray()
         .map((r) => r.id);
       const batch = JSON.stringify(ids.slice(0, PURGE_BATCH));
-      this.sql.exec("DELETE FROM fts WHERE rowid IN (SELECT value FROM json_each(?))", batch);
+      this.sql.exec("DELETE FROM fts WHERE rowid IN (SELECT ? - value FROM json_each(?))", FTS_ROWID_TOP, batch);
       this.sql.exec("DELETE FROM docs WHERE id IN (SELECT value FROM json_each(?))", batch);
       return ids.length > PURGE_BATCH;
     });
@@ -198,9 +223,11 @@ export class SearchIndexObject extends DurableObject<Env> {
   async search(q: ShardQuery): Promise<ShardHits> {
     const scope = scopeExpression(q.scope, q.onlyKey);
     const match = scope ? `(${q.match}) AND ${scope}` : q.match;
+    // FTS rowids count down from FTS_ROWID_TOP: ascending rowid order is newest first, the order in which
+    // FTS5 walks a posting list lazily and stops at LIMIT (descending would load whole posting lists).
     const candidates = this.sql
-      .exec<{ id: number; score: number }>(
-        "SELECT rowid AS id, -bm25(fts, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+      .exec<{ rowid: number; score: number }>(
+        "SELECT rowid, -bm25(fts, 1.0, 0.0) AS score FROM fts WHERE fts MATCH ? ORDER BY rowid LIMIT ?",
         match,
         SEARCH_CANDIDATES_PER_SHARD + 1,
       )
@@ -208,23 +235,30 @@ export class SearchIndexObject extends DurableObject<Env> {
     const capped = candidates.length > SEARCH_CANDIDATES_PER_SHARD;
     if (capped) candidates.pop();
     if (candidates.length === 0) return { hits: [], more: false, capped: false };
-    const score = new Map(candidates.map((c) => [c.id, c.score]));
+    // Best score first (stable: newest first among equals). Only the best ones are joined to their
+    // sessions, a chunk at a time, each chunk ending after every candidate of its last score, so the
+    // rows joined are exactly those that can still make the top `limit`.
+    candidates.sort((x, y) => y.score - x.score);
     const [filter, args] = scopeFilter(q.scope, q.onlyKey);
-    const rows = this.sql
-      .exec<{ id: number; seq: number; role: "user" | "assistant"; ts: number; key: string; session_id: string }>(
+    const rows: Row[] = [];
+    let next = 0;
+    while (next < candidates.length && rows.length <= q.limit) {
+      let end = Math.min(candidates.length, next + 2 * (q.limit + 1));
+      while (end < candidates.length && candidates[end].score === candidates[end - 1].score) end++;
+      const chunk = candidates.slice(next, end);
+      const score = new Map(chunk.map((c) => [FTS_ROWID_TOP - c.rowid, c.score]));
+      for (const r of this.sql.exec<Omit<Row, "score">>(
         `SELECT d.id, d.seq, d.role, d.ts, s.key, s.session_id FROM docs d JOIN sessions s ON s.id = d.session
          WHERE d.id IN (SELECT value FROM json_each(?)) AND s.removed_at IS NULL${filter}`,
-        JSON.stringify(candidates.map((c) => c.id)),
+        JSON.stringify([...score.keys()]),
         ...args,
-      )
-      .toArray()
-      .map((r) => ({ ...r, score: score.get(r.id) ?? 0 }));
+      ))
+        rows.push({ ...r, score: score.get(r.id) ?? 0 });
+      next = end;
+    }
     rows.sort(compareHits);
     const top = rows.slice(0, q.limit);
-    const snippets = this.snippetsOf(
-      match,
-      top.map((r) => r.id),
-    );
+    const bodies = this.bodiesOf(top.map((r) => r.id));
     const hits = top.map((r) => ({
       key: r.key,
       sessionId: r.session_id,
@@ -232,25 +266,25 @@ export class SearchIndexObject extends DurableObject<Env> {
       role: r.role,
       ts: r.ts,
       score: r.score,
-      snippet: snippets.get(r.id) ?? "",
+      snippet: snippetOf(bodies.get(r.id) ?? "", q.words),
     }));
-    return { hits, more: rows.length > q.limit, capped };
+    return { hits, more: rows.length > q.limit || next < candidates.length, capped };
   }
 
   /**
-   * The snippets of the few rows kept, in one query. `rowid IN (…)`, not `rowid = ?`: workerd's FTS5
-   * ignores an equality on rowid beside MATCH and answers every match (test/search/search-index.test.ts checks each snippet is its own row's).
+   * The stored texts of the few rows kept, by rowid and without MATCH: beside MATCH, workerd's FTS5
+   * ignores an equality on rowid and walks every match (test/search/search-index.test.ts checks each
+   * snippet is its own row's).
    */
-  private snippetsOf(match: string, ids: number[]): Map<number, string> {
-    const wanted = new Set(ids);
+  private bodiesOf(ids: number[]): Map<number, string> {
+    const wanted = new Map(ids.map((id) => [FTS_ROWID_TOP - id, id]));
     const out = new Map<number, string>();
-    for (const r of this.sql.exec<{ id: number; s: string }>(
-      `SELECT rowid AS id, snippet(fts, 0, '', '', ' … ', ${SNIPPET_TOKENS}) AS s FROM fts
-       WHERE fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))`,
-      match,
-      JSON.stringify(ids),
+    for (const r of this.sql.exec<{ rowid: number; body: string }>(
+      "SELECT rowid, body FROM fts WHERE rowid IN (SELECT value FROM json_each(?))",
+      JSON.stringify([...wanted.keys()]),
     )) {
-      if (wanted.has(r.id)) out.set(r.id, r.s);
+      const id = wanted.get(r.rowid);
+      if (id !== undefined) out.set(id, r.body);
     }
     return out;
   }

@@ -8,6 +8,7 @@ import { sessionIndex } from "../registry/session-index";
 import { matchExpression, SEARCH_QUERY_MAX_CHARS, type SearchScope } from "../search/query-text";
 import { compareHits, type ShardHit, type ShardHits } from "../search/search-index-object";
 import { SEARCH_SHARDS, searchShard, searchShardOf } from "../search/search-shards";
+import { queryWords } from "../search/snippet";
 import { isRefusal, type Refusal, type ToolContext, timed } from "./context";
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
@@ -81,6 +82,7 @@ export async function sessionsSearch(
   const asks = await shardsToAsk(ctx, args);
   if (isRefusal(asks)) return asks;
   const match = matchExpression(args.query);
+  const words = queryWords(args.query);
   // A query of punctuation alone holds no word the index could match.
   if (match === null || asks.length === 0) return { results: [] };
   const answers: ShardHits[] = await timed(
@@ -90,6 +92,7 @@ export async function sessionsSearch(
       asks.map((a) =>
         searchShard(ctx.env, a.agentId, a.shard).search({
           match,
+          words,
           scope: a.scope,
           ...(a.onlyKey !== undefined ? { onlyKey: a.onlyKey } : {}),
           limit,

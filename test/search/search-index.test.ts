@@ -3,13 +3,29 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { matchExpression } from "../../src/search/query-text";
 import { SEARCH_CANDIDATES_PER_SHARD } from "../../src/search/search-index-object";
+import { queryWords, snippetOf } from "../../src/search/snippet";
 
 /** A shard of its own per test (names are free; storage outlives a test). */
 const shard = (name: string) => env.SEARCH.getByName(`search:test:${name}`);
 const doc = (seq: number, text: string, ts = seq) => ({ seq, role: "user" as const, ts, text });
 const agentScope = { type: "agent" as const };
 const find = (name: string, query: string, limit = 10) =>
-  shard(name).search({ match: matchExpression(query)!, scope: agentScope, limit });
+  shard(name).search({ match: matchExpression(query)!, words: queryWords(query), scope: agentScope, limit });
+
+describe("snippets", () => {
+  it('a window of 48 words around the best hit, eight words of lead, " … " where the text is cut, folded matching', () => {
+    const words = Array.from({ length: 100 }, (_, i) => `w${i}`);
+    words[50] = "Crème";
+    const s = snippetOf(words.join(" "), queryWords("creme"));
+    expect(s).toBe(`… ${words.slice(42, 90).join(" ")} …`);
+    // The window with the most distinct query words wins over the first hit.
+    words[5] = "brulee";
+    words[60] = "brûlée";
+    expect(snippetOf(words.join(" "), queryWords("creme brulee")).startsWith("… w42 ")).toBe(true);
+    expect(snippetOf("short text here", queryWords("text"))).toBe("short text here");
+    expect(queryWords("foo-bar FOO Ünïcode")).toEqual(["foo", "bar", "unicode"]);
+  });
+});
 
 describe("SearchIndexObject", () => {
   it("indexes a push once: a retried push adds nothing", async () => {
@@ -82,7 +98,7 @@ describe("SearchIndexObject", () => {
     const r = await find("cap", "papaya", 25);
     expect(r.capped).toBe(true);
     expect(r.more).toBe(true);
-    // All score alike: newest first, and none older than the newest 1,000.
+    // All score alike: newest first, and none older than the newest SEARCH_CANDIDATES_PER_SHARD.
     expect(r.hits[0].seq).toBe(total);
     expect(Math.min(...r.hits.map((h) => h.seq))).toBeGreaterThan(total - SEARCH_CANDIDATES_PER_SHARD);
     expect((await find("cap", "papaya 5")).capped).toBe(false);
@@ -95,7 +111,15 @@ describe("SearchIndexObject", () => {
     await s.ingest({ key: "agent:t:kid", sessionId: "k", spawnedBy: me, docs: [doc(1, "plum kid")] });
     await s.ingest({ key: "agent:t:x", sessionId: "x", spawnedBy: "agent:t:kid", docs: [doc(1, "plum x")] });
     const keys = async (scope: any, onlyKey?: string) =>
-      (await s.search({ match: matchExpression("plum")!, scope, limit: 10, ...(onlyKey ? { onlyKey } : {}) })).hits
+      (
+        await s.search({
+          match: matchExpression("plum")!,
+          words: ["plum"],
+          scope,
+          limit: 10,
+          ...(onlyKey ? { onlyKey } : {}),
+        })
+      ).hits
         .map((h) => h.key)
         .sort();
     expect(await keys({ type: "tree", key: me })).toEqual(["agent:t:kid", me]);

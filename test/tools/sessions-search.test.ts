@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
+import { SEARCH_CANDIDATES_PER_SHARD } from "../../src/search/search-index-object";
 import { searchShardOf } from "../../src/search/search-shards";
 import { SEARCH_CAPPED_WARNING } from "../../src/tools/sessions-search";
 import { invoke, RESEARCH_TOKEN, sendAndWait, sessionStub } from "../helpers/http";
@@ -306,16 +307,20 @@ describe("sessions_search: visibility inside the query", () => {
 
 describe("sessions_search: the cap warning", () => {
   it("says truncated with a warning when a shard reached its candidate cap", async () => {
-    // Two sessions on one agent, 1,001 matches in one shard: the shard ranks only its newest 1,000.
+    // One session, more matches than its shard ranks (SEARCH_CANDIDATES_PER_SHARD): only the newest are.
     const key = "agent:main:search-cap";
     await seedSession(
       key,
-      Array.from({ length: 1001 }, (_, i) => userMsg(`capword ${i}`, i + 1)),
+      Array.from({ length: SEARCH_CANDIDATES_PER_SHARD + 1 }, (_, i) => userMsg(`capword ${i}`, i + 1)),
     );
     for (let i = 0; i < 20; i++) await indexNow(key);
     const r = await search({ query: "capword", limit: 3 }, key);
     expect(r.truncated).toBe(true);
     expect(r.warning).toBe(SEARCH_CAPPED_WARNING);
     expect(r.results).toHaveLength(3);
+    // Equal scores: the newest first.
+    expect(r.results.map((x: any) => x.timestamp)).toEqual(
+      [501, 500, 499].map((t) => t + SEARCH_CANDIDATES_PER_SHARD - 500),
+    );
   });
 });
