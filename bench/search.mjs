@@ -15,10 +15,11 @@ export async function seedSearch(request, log) {
     const t0 = performance.now();
     let indexed = 0;
     for (let from = 0; from < SIZES[side]; from += BATCH) {
-      const r = await request("POST", "/v1/_bench/search/seed", {
-        agentId: SEARCH_AGENTS[side],
-        from,
-        count: Math.min(BATCH, SIZES[side] - from),
+      const body = { agentId: SEARCH_AGENTS[side], from, count: Math.min(BATCH, SIZES[side] - from) };
+      // Seeding is idempotent (a message is indexed once): a batch the local dev proxy dropped is sent again.
+      const r = await request("POST", "/v1/_bench/search/seed", body).catch((err) => {
+        if (err.status !== 503) throw err;
+        return request("POST", "/v1/_bench/search/seed", body);
       });
       indexed += r.json.indexed;
     }

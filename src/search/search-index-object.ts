@@ -15,9 +15,11 @@ import { snippetOf } from "./snippet";
 /**
  * Matches one shard ranks per search, newest first (docs/limits.md): FTS5 walks its posting lists in rowid
  * order and stops here, so a query matching millions of messages costs what one matching this many does.
- * A search that reached it says `truncated` and asks for a narrower query.
+ * A search that reached it says `truncated` and asks for a narrower query. 200: scoring is most of a
+ * common query's cost, and at 200 a word in all of 100,000 sessions costs about 1.5× what it costs in 100
+ * (docs/search.md, "Costs").
  */
-export const SEARCH_CANDIDATES_PER_SHARD = 500;
+export const SEARCH_CANDIDATES_PER_SHARD = 200;
 /** Sessions per `ingestMany` call: one transaction stays short. */
 export const INGEST_MANY_MAX = 5_000;
 /** FTS rowid of docs row `id` is FTS_ROWID_TOP − id: newer messages get smaller rowids (search()). */

@@ -206,6 +206,9 @@ describe("sessions_search: parameters", () => {
     });
     // At the bounds: accepted.
     expect((await search({ query: "x".repeat(4096), limit: 25 })).results).toEqual([]);
+    // 2,048 words of one letter (the most a 4,096-character query holds) and a quote-only word: no FTS5 syntax error.
+    expect((await search({ query: "a ".repeat(2048) })).results).toEqual([]);
+    expect((await search({ query: '" "" """ a"b' })).results).toEqual([]);
     expect((await search({ query: "nothingmatchesthis", limit: 1, session_key: ME })).results).toEqual([]);
   });
 });
