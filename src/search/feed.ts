@@ -129,7 +129,10 @@ export const searchFeedExtension: SessionExtension = {
     // Kept if already set earlier: every message until it fires goes in the same push.
     host.timers.set(SEARCH_FEED_TIMER, FEED_REF, Date.now() + FEED_DELAY_MS, undefined, { keepEarlier: true });
     // The append's callers do not all arm the alarm after their transaction; this runs after it committed.
-    queueMicrotask(() => void host.timers.arm().catch((error) => log.warn("search_feed_arm_failed", { error })));
+    queueMicrotask(() => {
+      // Deleted meanwhile: its storage (and this timer) are gone; an alarm now would only wake an empty object.
+      if (host.hasStorage) void host.timers.arm().catch((error) => log.warn("search_feed_arm_failed", { error }));
+    });
   },
   timers: {
     // A dead feed timer ends nothing: the messages stay in the transcript, and the next message (or an
