@@ -13,6 +13,7 @@ import { MESSAGE_MAX_BYTES } from "../src/session/byte-budget";
 import { callExtension } from "../src/session/extensions";
 import type { SessionMeta } from "../src/session/types";
 import { laneBenchRoutes } from "./lane-routes";
+import { addSearchBenchRoutes } from "./search-routes";
 
 /** Largest batch one seeding request may write: keeps every request short and its RPC payload small. */
 const SEED_SESSIONS_MAX_BATCH = 5_000;
@@ -273,3 +274,4 @@ function syntheticEntry(
 export const benchRoutes = new Hono<AppEnv>();
 addBenchRoutes(benchRoutes);
 benchRoutes.route("/", laneBenchRoutes);
+addSearchBenchRoutes(benchRoutes);

@@ -14,6 +14,7 @@ import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
 import { benchLane } from "./lane.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { readTable, sendTable } from "./report.mjs";
+import { benchSearch, SEARCH_AGENTS, seedSearch } from "./search.mjs";
 import { profileSendCpu } from "./send-profile.mjs";
 import { benchSends } from "./sends.mjs";
 import { benchSizes, SIZE_AGENTS, seedSizes } from "./sizes.mjs";
@@ -60,6 +61,8 @@ const CONFIG = {
       { id: SIZE_AGENTS.ordinary },
       { id: INDEX_AGENTS.one },
       { id: INDEX_AGENTS.many },
+      { id: SEARCH_AGENTS.small },
+      { id: SEARCH_AGENTS.big },
       { id: SLOW_MODEL.agentId, model: "slow/bench" },
     ],
   },
@@ -202,7 +205,7 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index|events|lane|tasks runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|events|lane|tasks|search runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   let cpuProfile = null;
   if (only === undefined || only === "sends") {
@@ -212,7 +215,15 @@ async function main() {
   }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
-  if (only !== "sizes" && only !== "index" && only !== "events" && only !== "lane" && only !== "tasks") {
+  if (only === undefined || only === "search") await seedSearch(request, log);
+  if (
+    only !== "sizes" &&
+    only !== "index" &&
+    only !== "events" &&
+    only !== "lane" &&
+    only !== "tasks" &&
+    only !== "search"
+  ) {
     await seed(request);
     await sanityCheck(request);
   }
@@ -260,6 +271,12 @@ async function main() {
   if (only === undefined || only === "index") {
     index = await benchIndex(request, log);
     log("", index.lines.join("\n"), "");
+  }
+
+  let search = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (only === undefined || only === "search") {
+    search = await benchSearch(request, log);
+    log("", search.lines.join("\n"), "");
   }
 
   let events = { lines: [`(skipped: BENCH_ONLY=${only})`] };
@@ -320,6 +337,10 @@ async function main() {
     "## Session index: 1 shard vs 16 (docs/scale.md)",
     "",
     ...index.lines,
+    "",
+    "## sessions_search at 100 and 100,000 sessions (docs/search.md)",
+    "",
+    ...search.lines,
     "",
     "## Event streams (docs/events.md)",
     "",

@@ -13,6 +13,7 @@ import { benchExtension } from "./session-seeding";
 
 export { SubagentLaneObject } from "../src/lane/subagent-lane-object";
 export { RegistryObject } from "../src/registry/registry-object";
+export { SearchIndexObject } from "../src/search/search-index-object";
 
 /** Every production extension, in production order, then the bench's calls. */
 export const benchExtensions = new SessionExtensions([...SESSION_EXTENSIONS, benchExtension], CORE_TIMER_KINDS);

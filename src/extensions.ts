@@ -2,6 +2,7 @@ import { outboxExtension } from "./channels/outbox";
 import { sendCommandExtension } from "./policy/send-command";
 import { modelRunnerExtension } from "./runners/builtin-run";
 import { webhookRunnerExtension } from "./runners/webhook-runner";
+import { searchFeedExtension } from "./search/feed";
 import { a2aFlowExtension } from "./send/a2a-flow";
 import { sendModesExtension } from "./send/send-modes";
 import { CORE_TIMER_KINDS } from "./session/core-timers";
@@ -45,6 +46,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   sendIntoExtension, // sessions_send: target checks + enqueue in one call
   sendModesExtension, // sessions_send steer/notify: durable rows, drained at a step / the next turn
   sessionStatusExtension, // session_status: the card's facts, the model override, changesSince
+  searchFeedExtension, // sessions_search: new user/assistant messages pushed to the agent's search index
   runLogExtension, // one run_ended log line per run (src/log.ts)
 ];
 

@@ -9,6 +9,7 @@ import { createApp } from "./http/app";
 
 export { SubagentLaneObject } from "./lane/subagent-lane-object";
 export { RegistryObject } from "./registry/registry-object";
+export { SearchIndexObject } from "./search/search-index-object";
 export { SessionObject } from "./session/session-object";
 
 const app = createApp();

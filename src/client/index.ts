@@ -24,6 +24,7 @@ import type { JsonSchema, ToolDescriptor } from "../tools/json-schema";
 import type { SessionStatusResult, sessionStatusSchema } from "../tools/session-status";
 import type { SessionsHistoryResult, sessionsHistorySchema } from "../tools/sessions-history";
 import type { SessionsListResult, sessionsListSchema } from "../tools/sessions-list";
+import type { SessionsSearchResult, sessionsSearchSchema } from "../tools/sessions-search";
 import type { SessionsSendResult, sessionsSendSchema } from "../tools/sessions-send";
 import type { SessionsSpawnAccepted, sessionsSpawnSchema } from "../tools/sessions-spawn-schema";
 import type { SessionsYieldResult, sessionsYieldSchema } from "../tools/sessions-yield";
@@ -51,6 +52,7 @@ export { SwitchboardApiError };
 export interface ToolArgs {
   sessions_list: z.input<typeof sessionsListSchema>;
   sessions_history: z.input<typeof sessionsHistorySchema>;
+  sessions_search: z.input<typeof sessionsSearchSchema>;
   sessions_send: z.input<typeof sessionsSendSchema>;
   sessions_spawn: z.input<typeof sessionsSpawnSchema>;
   agents_list: z.input<typeof agentsListSchema>;
@@ -63,6 +65,7 @@ export interface ToolArgs {
 export interface ToolResults {
   sessions_list: SessionsListResult;
   sessions_history: SessionsHistoryResult | Refusal;
+  sessions_search: SessionsSearchResult | Refusal;
   sessions_send: SessionsSendResult;
   sessions_spawn: SessionsSpawnAccepted | Refusal;
   agents_list: AgentsListResult;
@@ -136,6 +139,10 @@ export class SwitchboardClient {
   }
   sessionsHistory(args: ToolArgs["sessions_history"]) {
     return this.invoke("sessions_history", args);
+  }
+  /** Full-text search; reopen a hit with `sessionsHistory({sessionKey, messageId, sessionId})` (docs/search.md). */
+  sessionsSearch(args: ToolArgs["sessions_search"]) {
+    return this.invoke("sessions_search", args);
   }
   sessionsSend(args: ToolArgs["sessions_send"]) {
     return this.invoke("sessions_send", args);

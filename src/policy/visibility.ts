@@ -4,7 +4,7 @@
  */
 
 export type Visibility = "self" | "tree" | "agent" | "all";
-export type GuardAction = "list" | "history" | "send" | "status";
+export type GuardAction = "list" | "history" | "send" | "status" | "search";
 
 export interface AgentToAgentPolicy {
   enabled?: boolean;
@@ -62,6 +62,7 @@ const SESSION_LABEL: Record<GuardAction, string> = {
   send: "Session send",
   status: "Session status",
   list: "Session list",
+  search: "Session search",
 };
 
 const A2A_DISABLED: Record<GuardAction, string> = {
@@ -69,6 +70,7 @@ const A2A_DISABLED: Record<GuardAction, string> = {
   send: "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.",
   status: "Agent-to-agent status is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
   list: "Agent-to-agent listing is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent visibility.",
+  search: "Agent-to-agent search is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
 };
 
 const A2A_NOUN: Record<GuardAction, string> = {
@@ -76,6 +78,7 @@ const A2A_NOUN: Record<GuardAction, string> = {
   send: "messaging",
   status: "status",
   list: "listing",
+  search: "search",
 };
 
 export type VisibilityErrorKind = "crossAgent" | "a2aDisabled" | "a2aDenied" | "self" | "tree";

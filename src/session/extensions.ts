@@ -6,7 +6,7 @@ import type { FinishedFlowStates } from "./retention";
 import type { RunEndedEvent, RunnerAnswer, RunRow } from "./run-types";
 import { type TimerKind, TimerKinds } from "./timer-policy";
 import type { TimerRow } from "./timers";
-import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot } from "./types";
+import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot, TranscriptMessage } from "./types";
 
 /**
  * Later layers (runners, agent-to-agent flows, the outbox, sub-agent lifecycle) plug into the session
@@ -47,6 +47,11 @@ export interface SessionExtension {
   forwardInbound?(host: SessionHost, req: EnqueueRequest): Promise<RunSnapshot | null> | null;
   /** A queued run that may not start yet (a sub-agent task waiting for its lane slot); its holder kicks the queue later. */
   holdsQueuedRun?(host: SessionHost, run: RunRow): boolean;
+  /**
+   * A message entered the transcript, inside the transaction that wrote it (src/session/transcript.ts):
+   * write the rows and timers that must follow it (the search feed, src/search/feed.ts). Synchronous.
+   */
+  onTranscriptAppend?(host: SessionHost, appended: AppendedMessage): void;
   /** A delivery of this session ended dead (its last attempt failed, or no webhook is configured). */
   onDeliveryDead?(host: SessionHost, delivery: DeadDelivery): Promise<void> | void;
   /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
@@ -68,6 +73,14 @@ export interface SessionExtension {
   /** Methods other objects and routes call through `callExtension` (flow callbacks, delivery listing). */
   // biome-ignore lint/suspicious/noExplicitAny: each extension narrows its own argument type; ExtensionRpc re-types every call
   rpc?: Record<string, (host: SessionHost, arg: any) => unknown>;
+}
+
+/** A transcript row just written, as `onTranscriptAppend` hooks see it. */
+export interface AppendedMessage {
+  seq: number;
+  role: TranscriptMessage["role"];
+  /** Shown only with includeTools (src/session/conversation-rows.ts). */
+  isTool: boolean;
 }
 
 /**
@@ -197,6 +210,11 @@ export class SessionExtensions {
     if (!owner?.onTimer) return false;
     await owner.onTimer(host, timer);
     return true;
+  }
+
+  /** A message entered the transcript (inside its transaction). */
+  onTranscriptAppend(host: SessionHost, appended: AppendedMessage): void {
+    for (const ext of this.list) ext.onTranscriptAppend?.(host, appended);
   }
 
   /** A delivery ended dead (src/channels/outbox-attempts.ts). A throw leaves its timer for the alarm to retry. */

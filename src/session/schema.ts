@@ -228,6 +228,13 @@ export const MIGRATIONS: MigrationStep[] = [
   CREATE INDEX IF NOT EXISTS tasks_updated ON tasks (updated_at);
   CREATE INDEX IF NOT EXISTS tasks_cleanup ON tasks (cleanup_after) WHERE cleanup_after IS NOT NULL;
   `,
+  // The search feed (src/search/feed.ts): the last transcript seq pushed to the agent's search index. A
+  // session that already has messages gets its feed timer, so its transcript is indexed once the object
+  // next arms its alarm (docs/search.md, "Sessions older than the index").
+  `
+  CREATE TABLE search_feed (id INTEGER PRIMARY KEY CHECK (id = 1), after_seq INTEGER NOT NULL);
+  INSERT INTO timers (kind, ref, due_at) SELECT 'search-feed', 'messages', 0 WHERE EXISTS (SELECT 1 FROM messages);
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

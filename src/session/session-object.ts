@@ -60,7 +60,10 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     this.transcript = new Transcript(
       this.sql,
       () => this.cfg.limits.maxMessageBytes,
-      (seq, runId, head, message) => this.events.message(seq, runId, head, message),
+      (seq, runId, head, message, row) => {
+        this.events.message(seq, runId, head, message);
+        this.extensions.onTranscriptAppend(this, { seq, ...row });
+      },
     );
     // Reads of a session that was never written must not create storage, so the schema is only
     // created by the first write; an existing schema is migrated before any call is served.
@@ -311,6 +314,8 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     limit: number;
     before?: number;
     offset?: number;
+    /** Anchored read around this seq (sessions_history `messageId`; transcript.ts pageAround). */
+    around?: number;
     includeTools: boolean;
     maxBytes: number;
     onlyIfSpawnedBy?: string;
@@ -319,7 +324,11 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     if (opts.onlyIfSpawnedBy !== undefined && this.meta?.spawnedBy !== opts.onlyIfSpawnedBy)
       return { ...empty, denied: true };
     if (!this.schemaReady || !this.meta) return empty;
-    return { ...this.transcript.page(opts), sessionId: this.meta.sessionId, spawnedBy: this.meta.spawnedBy };
+    const page =
+      opts.around !== undefined
+        ? this.transcript.pageAround({ ...opts, anchor: opts.around })
+        : this.transcript.page(opts);
+    return { ...page, sessionId: this.meta.sessionId, spawnedBy: this.meta.spawnedBy };
   }
 
   /** The next chunk of the JSONL export after `afterSeq` (at most TRANSCRIPT_CHUNK_BYTES, or one larger message). */

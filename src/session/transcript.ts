@@ -21,12 +21,16 @@ export class Transcript {
   constructor(
     private readonly sql: SqlStorage,
     private readonly generatedMaxBytes: () => number,
-    /** Told of each append inside its transaction (the session's event log, src/events/session-events.ts). */
+    /**
+     * Told of each append inside its transaction (the session's event log, src/events/session-events.ts;
+     * the extensions' `onTranscriptAppend`, src/session/extensions.ts).
+     */
     private readonly onAppend?: (
       seq: number,
       runId: string | null,
       headJson: string,
       message: TranscriptMessage,
+      row: { role: TranscriptMessage["role"]; isTool: boolean },
     ) => void,
   ) {}
 
@@ -61,7 +65,7 @@ export class Transcript {
       head.flags,
       head.json,
     );
-    this.onAppend?.(seq, runId, head.json, stored);
+    this.onAppend?.(seq, runId, head.json, stored, { role: stored.role, isTool: isTool === 1 });
     return seq;
   }
 
@@ -161,6 +165,64 @@ export class Transcript {
     })) as unknown as HistoryPage["messages"];
     const hasMore = sizes.length > count;
     return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: count < within };
+  }
+
+  /**
+   * A page of up to `limit` history heads around the message `anchor` (sessions_history `messageId`,
+   * docs/search.md): the anchor, then alternately one newer and one older message while they fit in
+   * `maxBytes` — read from the covering index, so the cost is the page's, never the transcript's. Empty
+   * when the anchor is not a message shown at this `includeTools`. `hasMore`/`nextBefore` page older.
+   */
+  pageAround(opts: { anchor: number; limit: number; includeTools: boolean; maxBytes: number }): BudgetedPage {
+    const empty: BudgetedPage = { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
+    const [index, visible] = opts.includeTools ? ["messages_sizes", ""] : ["messages_visible", "is_tool = 0 AND "];
+    const older = this.sql
+      .exec<{ seq: number; head_bytes: number }>(
+        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq <= ? ORDER BY seq DESC LIMIT ?`,
+        opts.anchor,
+        opts.limit + 1,
+      )
+      .toArray();
+    if (older[0]?.seq !== opts.anchor) return empty;
+    const newer = this.sql
+      .exec<{ seq: number; head_bytes: number }>(
+        `SELECT seq, head_bytes FROM messages INDEXED BY ${index} WHERE ${visible}seq > ? ORDER BY seq LIMIT ?`,
+        opts.anchor,
+        opts.limit,
+      )
+      .toArray();
+    const cost = (r: { seq: number; head_bytes: number }) => r.head_bytes + 27 + String(r.seq).length;
+    // The anchor always; then newer and older in turn, each side stopping at the first that does not fit.
+    let bytes = 2 + cost(older[0]);
+    let o = 1;
+    let n = 0;
+    let cut = false;
+    for (let turn = 0; o + n < opts.limit && (n < newer.length || o < older.length); turn++) {
+      const side = (turn % 2 === 0 && n < newer.length) || o >= older.length ? "newer" : "older";
+      const next = side === "newer" ? newer[n] : older[o];
+      if (bytes + cost(next) > opts.maxBytes - 2) {
+        cut = true;
+        break;
+      }
+      bytes += cost(next);
+      if (side === "newer") n++;
+      else o++;
+    }
+    const oldest = older[o - 1].seq;
+    const newest = n > 0 ? newer[n - 1].seq : opts.anchor;
+    const heads = this.sql
+      .exec<{ seq: number; flags: number; json: string }>(
+        `SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ?${opts.includeTools ? "" : " AND is_tool = 0"} ORDER BY seq`,
+        oldest,
+        newest,
+      )
+      .toArray();
+    const messages = heads.map((h) => ({
+      ...parseHead(h.json, h.flags),
+      __switchboard: { seq: h.seq },
+    })) as unknown as HistoryPage["messages"];
+    const hasMore = older.length > o;
+    return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: cut };
   }
 
   /**

@@ -7,6 +7,7 @@ import type { ToolDefinition } from "./definition";
 import { sessionStatusTool } from "./session-status";
 import { sessionsHistoryTool } from "./sessions-history";
 import { sessionsListTool } from "./sessions-list";
+import { sessionsSearchTool } from "./sessions-search";
 import { sessionsSendTool } from "./sessions-send";
 import { sessionsSpawnTool } from "./sessions-spawn";
 import { sessionsYieldTool } from "./sessions-yield";
@@ -23,6 +24,7 @@ export type { ToolDefinition } from "./definition";
 export const TOOLS: readonly ToolDefinition[] = [
   sessionsListTool,
   sessionsHistoryTool,
+  sessionsSearchTool,
   agentsListTool,
   sessionsSendTool,
   sessionsSpawnTool,

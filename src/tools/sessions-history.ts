@@ -4,7 +4,7 @@ import { displayKey } from "../keys";
 import { HISTORY_BYTE_CAP, sanitizeHistoryMessages } from "../policy/history-sanitize";
 import type { BudgetedPage } from "../session/transcript";
 import { archivedHistory, archivedRow } from "../spawn/archive-read";
-import { isRefusal, type Refusal, type ToolContext } from "./context";
+import { isRefusal, type Refusal, refusal, type ToolContext } from "./context";
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
 
@@ -37,6 +37,18 @@ export const sessionsHistorySchema = z.strictObject({
     .describe(
       `Skip this many of the newest messages (OpenClaw's paging; at most ${HISTORY_MAX_OFFSET}): pass nextOffset of the previous page. Not with \`before\`.`,
     ),
+  messageId: z
+    .string()
+    .max(32)
+    .optional()
+    .describe(
+      "Read around this message (a messageId from sessions_search, or a message's __switchboard.seq): the message, then newer and older ones in turn. A message not in the session gives an empty page. Not with `before` or `offset`.",
+    ),
+  sessionId: z
+    .string()
+    .max(64)
+    .optional()
+    .describe("With messageId: the sessionId the hit came from; refused when the session was since replaced."),
 });
 export type SessionsHistoryArgs = z.infer<typeof sessionsHistorySchema>;
 
@@ -65,6 +77,9 @@ export async function sessionsHistory(
 ): Promise<SessionsHistoryResult | Refusal> {
   if (args.offset !== undefined && args.before !== undefined)
     throw invalid("offset: not with before (page with one of them)");
+  if (args.sessionId !== undefined && args.messageId === undefined) throw invalid("sessionId requires messageId");
+  if (args.messageId !== undefined && (args.offset !== undefined || args.before !== undefined))
+    throw invalid("messageId: not with before or offset (an anchored read is its own page)");
   const vis = callerVisibility(ctx);
   const target = await resolveSessionReference(ctx, args.sessionKey, { restrictToSpawned: vis.restrictToSpawned });
   if (isRefusal(target)) return target;
@@ -76,10 +91,19 @@ export async function sessionsHistory(
   const read = await readHistory(
     ctx.env,
     target.parsed.canonicalKey,
-    args,
+    { ...args, ...(args.messageId !== undefined ? { around: anchorOf(args.messageId) } : {}) },
     asStranger ? ctx.caller.sessionKey : undefined,
   );
-  return read ?? asStranger!;
+  if (!read) return asStranger!;
+  // The hit's generation is gone (deleted and created again under the same key): its messageId means nothing here.
+  if (args.sessionId !== undefined && read.sessionId !== args.sessionId)
+    return refusal("error", `sessionId ${args.sessionId} is not the current session of ${read.sessionKey}`);
+  return read;
+}
+
+/** A messageId is a transcript seq; anything else names no message (an empty page, never the tail). */
+function anchorOf(messageId: string): number {
+  return /^[1-9][0-9]{0,15}$/.test(messageId) ? Number(messageId) : 0;
 }
 
 /**
@@ -90,7 +114,7 @@ export async function sessionsHistory(
 export async function readHistory(
   env: Env,
   canonicalKey: string,
-  args: { limit?: number; before?: number; offset?: number; includeTools?: boolean },
+  args: { limit?: number; before?: number; offset?: number; around?: number; includeTools?: boolean },
   onlyIfSpawnedBy?: string,
 ): Promise<SessionsHistoryResult | null> {
   const limit = Math.min(HISTORY_MAX_LIMIT, Math.max(1, Math.floor(args.limit ?? HISTORY_DEFAULT_LIMIT)));
@@ -99,6 +123,7 @@ export async function readHistory(
     limit,
     before: args.before !== undefined ? Math.floor(args.before) : undefined,
     ...(offset !== undefined ? { offset } : {}),
+    ...(args.around !== undefined ? { around: args.around } : {}),
     includeTools: args.includeTools === true,
   };
   // A plain type, not the RPC stub's return type: that one is Disposable, which a rebuilt archive page is not.
@@ -114,8 +139,10 @@ export async function readHistory(
     if (row && (onlyIfSpawnedBy === undefined || row.spawnedBy === onlyIfSpawnedBy)) {
       // An archive is read page file by page file from its newest: `before` pages it, an offset would read them all.
       if (offset) throw invalid("offset: an archived session pages with before (nextBefore), not offset");
+      // An archive reads page files from the newest: an anchored read is the page that ends at the message.
+      const archiveOpts = opts.around !== undefined ? { ...opts, before: opts.around + 1 } : opts;
       page = {
-        ...(await archivedHistory(env, row, opts)),
+        ...(await archivedHistory(env, row, archiveOpts)),
         sessionId: row.sessionId,
         ...(row.spawnedBy ? { spawnedBy: row.spawnedBy } : {}),
         archived: true,
@@ -149,7 +176,7 @@ export async function readHistory(
 export const sessionsHistoryTool = defineTool({
   name: "sessions_history",
   description:
-    "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) or an `offset` (nextOffset) to page back through long transcripts. Secrets are redacted and long texts capped.",
+    "Fetch sanitized message history for a visible session. Supports limits, optional tool messages and a `before` cursor (nextBefore) or an `offset` (nextOffset) to page back through long transcripts, or `messageId` to read around a sessions_search hit. Secrets are redacted and long texts capped.",
   schema: sessionsHistorySchema,
   handler: sessionsHistory,
   subagents: "orchestrators",

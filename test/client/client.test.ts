@@ -56,6 +56,7 @@ describe("typed client against the Worker", () => {
     expect(list.sessions.map((s) => s.key)).toContain(other);
     const history = await sb.sessionsHistory({ sessionKey: other });
     expect(isRefusal(history) ? history : history.messages.length).toBe(2);
+    expect(await sb.sessionsSearch({ query: "nowordlikethisanywhere" })).toEqual({ results: [] });
     const sent = await sb.sessionsSend({ sessionKey: other, message: "ping", timeoutSeconds: 10 });
     expect(sent).toMatchObject({ status: "ok", reply: expect.stringMatching(/\nping$/) }); // builtin/echo repeats the marked message
     const spawned = await sb.sessionsSpawn({ task: "do a thing" });

@@ -65,6 +65,12 @@ const TOOL_ARGS: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     limit: field(fc.integer({ min: 1, max: 50 })),
     includeTools: field(fc.boolean()),
     before: field(fc.integer({ min: 1, max: 1000 })),
+    messageId: field(fc.constantFrom("1", "2", "x", "999999", "0")),
+  }),
+  sessions_search: objectOf({
+    query: field(fc.string({ maxLength: 40 })),
+    sessionKey: field(keyArb),
+    limit: field(fc.integer({ min: 0, max: 30 })),
   }),
   sessions_send: objectOf({
     sessionKey: field(keyArb),

@@ -56,6 +56,7 @@ describe("/mcp with the official SDK client", () => {
     const sample: Record<string, Record<string, unknown>> = {
       sessions_list: { limit: 5 },
       sessions_history: { sessionKey: key },
+      sessions_search: { query: "hello" },
       agents_list: {},
       sessions_send: { sessionKey: sibling, message: "ping from mcp", timeoutSeconds: 0 },
       sessions_spawn: { task: "say hi" },

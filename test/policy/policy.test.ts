@@ -301,8 +301,9 @@ describe("checkSessionAccess", () => {
       send: "Session send",
       status: "Session status",
       list: "Session list",
+      search: "Session search",
     };
-    for (const action of ["history", "send", "status", "list"] as GuardAction[]) {
+    for (const action of ["history", "send", "status", "list", "search"] as GuardAction[]) {
       expect(same("self", "agent:main:telegram:group:1", null, action)).toEqual({
         ok: false,
         error: `${labels[action]} visibility is restricted to the current session (tools.sessions.visibility=self).`,
@@ -355,7 +356,7 @@ describe("checkSessionAccess", () => {
   it("cross-agent below all is forbidden with the visibility text per action, whatever a2a says", () => {
     const a2a = { enabled: true, allow: ["*"] };
     for (const visibility of ["self", "tree", "agent"] as Visibility[]) {
-      for (const action of ["history", "send", "status", "list"] as GuardAction[]) {
+      for (const action of ["history", "send", "status", "list", "search"] as GuardAction[]) {
         expect(cross(visibility, action, a2a)).toEqual({
           ok: false,
           error: `Session ${action} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`,
@@ -382,6 +383,7 @@ describe("checkSessionAccess", () => {
       send: "Agent-to-agent messaging is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent sends.",
       status: "Agent-to-agent status is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
       list: "Agent-to-agent listing is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent visibility.",
+      search: "Agent-to-agent search is disabled. Set tools.agentToAgent.enabled=true to allow cross-agent access.",
     };
     for (const action of Object.keys(expected) as GuardAction[]) {
       expect(cross("all", action)).toEqual({ ok: false, error: expected[action] });
@@ -395,6 +397,7 @@ describe("checkSessionAccess", () => {
       send: "Agent-to-agent messaging denied by tools.agentToAgent.allow.",
       status: "Agent-to-agent status denied by tools.agentToAgent.allow.",
       list: "Agent-to-agent listing denied by tools.agentToAgent.allow.",
+      search: "Agent-to-agent search denied by tools.agentToAgent.allow.",
     };
     for (const action of Object.keys(expected) as GuardAction[]) {
       expect(cross("all", action, { enabled: true, allow: ["main"] })).toEqual({ ok: false, error: expected[action] });

@@ -84,6 +84,7 @@ describe("the session tools of a built-in run", () => {
     expect(sub.map((t) => t.name)).toEqual([
       "sessions_list",
       "sessions_history",
+      "sessions_search",
       "sessions_spawn",
       "sessions_yield",
       "subagents",

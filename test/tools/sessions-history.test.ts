@@ -113,6 +113,41 @@ describe("sessions_history", () => {
     expect(seen).toEqual(Array.from({ length: 260 }, (_, i) => i + 1));
   });
 
+  it("messageId reads around one message: newer and older in turn, within limit and the byte budget", async () => {
+    const key = "agent:main:hist-anchor";
+    await seedTranscript(key, (i) => user(`m${i}`), 10);
+    const seqs = async (args: Record<string, unknown>) => {
+      const r = await history({ sessionKey: key, ...args });
+      return r.details.messages.map((m: any) => m.__switchboard.seq);
+    };
+    expect(await seqs({ messageId: "5", limit: 4 })).toEqual([4, 5, 6, 7]);
+    expect(await seqs({ messageId: "5", limit: 1 })).toEqual([5]);
+    // Near the end, the rest of the page comes from older messages.
+    expect(await seqs({ messageId: "10", limit: 3 })).toEqual([8, 9, 10]);
+    const page = await history({ sessionKey: key, messageId: "5", limit: 3 });
+    expect(page.details).toMatchObject({ hasMore: true, nextBefore: 4 });
+    // Not a message of this session: an empty page, never the newest messages.
+    expect(await seqs({ messageId: "11" })).toEqual([]);
+    expect(await seqs({ messageId: "abc" })).toEqual([]);
+    // Large messages: the budget stops the growth, the anchor is always there.
+    const big = "agent:main:hist-anchor-big";
+    await seedTranscript(big, (i) => user(`${i}:${"y".repeat(3500)}`), 60);
+    const r = await history({ sessionKey: big, messageId: "30", limit: 60 });
+    expect(r.details.bytes).toBeLessThanOrEqual(80 * 1024);
+    const got = r.details.messages.map((m: any) => m.__switchboard.seq);
+    expect(got).toContain(30);
+    expect(got.length).toBeLessThan(60);
+    expect(
+      Math.abs(got.filter((s: number) => s > 30).length - got.filter((s: number) => s < 30).length),
+    ).toBeLessThanOrEqual(1);
+    expect(r.details.truncated).toBe(true);
+    for (const bad of [{ before: 3 }, { offset: 1 }]) {
+      const e = await history({ sessionKey: key, messageId: "5", ...bad });
+      expect(e.status).toBe(400);
+      expect(e.body.error.message).toBe("messageId: not with before or offset (an anchored read is its own page)");
+    }
+  });
+
   it("80 oversized messages: truncated, dropped, capped at 80 KB, opaque fields removed", async () => {
     const key = "agent:main:hist-oversized";
     await seedTranscript(

@@ -11,7 +11,14 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     setConfigOverride(subagentConfig());
     installFakes(() => "ok");
     const child = (await invoke("sessions_spawn", { task: "t" })).details.childSessionKey;
-    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history", "sessions_send", "agents_list"]) {
+    for (const tool of [
+      "sessions_spawn",
+      "sessions_list",
+      "sessions_history",
+      "sessions_search",
+      "sessions_send",
+      "agents_list",
+    ]) {
       const r = await invoke(tool, { task: "x", sessionKey: "main", message: "m" }, { sessionKey: child });
       expect(r.status).toBe(404);
       expect(r.body.error).toEqual({ type: "not_found", message: `Tool not available for this session: ${tool}` });
@@ -38,6 +45,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     expect((await invoke("sessions_history", { sessionKey: orchestrator }, { sessionKey: orchestrator })).status).toBe(
       200,
     );
+    expect((await invoke("sessions_search", { query: "t" }, { sessionKey: orchestrator })).status).toBe(200);
     const leaf = await invoke("sessions_spawn", { task: "leaf work" }, { sessionKey: orchestrator });
     expect(leaf.details).toMatchObject({ status: "accepted" });
     for (const tool of ["sessions_send", "agents_list"]) {
@@ -47,7 +55,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     }
     // The depth-2 child is a leaf: no session tool but sessions_yield, over /tools/invoke and in its MCP tool list.
     const leafKey = leaf.details.childSessionKey;
-    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history", "subagents"]) {
+    for (const tool of ["sessions_spawn", "sessions_list", "sessions_history", "sessions_search", "subagents"]) {
       expect((await invoke(tool, { task: "x", sessionKey: leafKey }, { sessionKey: leafKey })).body.error).toEqual(
         notAvailable(tool),
       );
@@ -65,6 +73,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     expect(((await list.json()) as any).result.tools.map((t: any) => t.name).sort()).toEqual([
       "sessions_history",
       "sessions_list",
+      "sessions_search",
       "sessions_spawn",
       "sessions_yield",
       "subagents",
@@ -77,6 +86,7 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
     expect(await catalog(orchestrator)).toEqual([
       "sessions_history",
       "sessions_list",
+      "sessions_search",
       "sessions_spawn",
       "sessions_yield",
       "subagents",
