@@ -1,9 +1,13 @@
 import { exports } from "cloudflare:workers";
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { z } from "zod";
 import { setConfigOverride } from "../../src/config/load";
+import { MCP_CURRENT_REVISION } from "../../src/http/mcp-guard";
+import { TASKS_EXTENSION } from "../../src/http/mcp-tasks";
 import { type FakeCall, useFakeProvider } from "../helpers/fake-provider";
 import { call, GATEWAY, MAIN_TOKEN, sessionStub } from "../helpers/http";
 import { quiesce } from "../helpers/quiesce";
@@ -185,5 +189,91 @@ describe("MCP tasks, protocol 2025-11-25 (the SDK's v1 client)", () => {
     );
     await main.close();
     await call("POST", `/v1/runs/${task.taskId}/abort`);
+  });
+});
+
+describe("MCP tasks, revision 2026-07-28's tasks extension (the SDK's v2 client)", () => {
+  /** A v2 client pinned to 2026-07-28 that declares the extension; the raw answers it receives are kept. */
+  async function modernClient(requester: string, declare = true) {
+    const seen: unknown[] = [];
+    const transport = new ModernTransport(new URL("https://switchboard.test/mcp"), {
+      requestInit: { headers: { Authorization: `Bearer ${GATEWAY}`, "X-Session-Key": requester } },
+      fetch: async (input, init) => {
+        const res = await exports.default.fetch(input instanceof Request ? input : String(input), init);
+        if (res.headers.get("content-type")?.includes("application/json")) seen.push(await res.clone().json());
+        return res;
+      },
+    });
+    const client = new ModernClient(
+      { name: "switchboard-tasks-2026", version: "1.0.0" },
+      {
+        versionNegotiation: { mode: { pin: MCP_CURRENT_REVISION } },
+        capabilities: declare ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
+      },
+    );
+    await client.connect(transport);
+    return { client, seen };
+  }
+  const taskSchema = z.looseObject({ taskId: z.string(), status: z.string() });
+  /** The fields of an acknowledgement besides the SDK's own `_meta` (its server identity). */
+  const ack = (r: Record<string, unknown>) => Object.keys(r).filter((k) => k !== "_meta");
+
+  it("server/discover advertises the extension; a waiting sessions_send answers resultType task; tasks/get carries the result; tasks/cancel acknowledges", async () => {
+    fake = useFakeProvider({ extraConfig: visibleSiblings });
+    const requester = `agent:main:mcp-tasks-2026-${tag()}`;
+    const target = `agent:main:mcp-tasks-2026-target-${tag()}`;
+    const { client, seen } = await modernClient(requester);
+    expect(client.getServerCapabilities()?.extensions).toEqual({ [TASKS_EXTENSION]: {} });
+    // The SDK's v2 client has no task runtime: it refuses the answer, which is on the wire as the extension says.
+    await expect(
+      client.callTool({
+        name: "sessions_send",
+        arguments: { sessionKey: target, message: "ping", timeoutSeconds: 30 },
+      }),
+    ).rejects.toThrow(/Unsupported result type 'task'/);
+    const created = (seen.at(-1) as { result: Record<string, unknown> }).result;
+    expect(created).toMatchObject({ resultType: "task", status: "working", ttlMs: null, pollIntervalMs: 2000 });
+    const taskId = created.taskId as string;
+    expect((await call("GET", `/v1/runs/${taskId}`)).json).toMatchObject({ runId: taskId, sessionKey: target });
+    const ping = () => fake!.pending().find((c: FakeCall) => c.lastUser.includes("ping"));
+    await vi.waitFor(() => expect(ping()).toBeDefined());
+    expect(await client.request({ method: "tasks/get", params: { taskId } }, taskSchema)).toMatchObject({
+      taskId,
+      status: "working",
+    });
+    ping()!.reply("pong");
+    await vi.waitFor(async () =>
+      expect((await client.request({ method: "tasks/get", params: { taskId } }, taskSchema)).status).toBe("completed"),
+    );
+    const done = (seen.at(-1) as { result: Record<string, any> }).result;
+    expect(done).toMatchObject({ resultType: "complete", taskId, status: "completed" });
+    expect(done.result.structuredContent).toMatchObject({ runId: taskId, status: "ok", reply: "pong" });
+    // Cancelling a finished task is acknowledged and changes nothing.
+    expect(ack(await client.request({ method: "tasks/cancel", params: { taskId } }, z.looseObject({})))).toEqual([]);
+    expect((await call("GET", `/v1/runs/${taskId}`)).json.status).toBe("ok");
+    await client.close();
+  });
+
+  it("tasks/cancel ends a spawned child's run; a client that did not declare the extension gets plain results and -32021", async () => {
+    fake = useFakeProvider({ extraConfig: visibleSiblings });
+    const requester = `agent:main:mcp-tasks-2026-cancel-${tag()}`;
+    const { client, seen } = await modernClient(requester);
+    await expect(client.callTool({ name: "sessions_spawn", arguments: { task: "long job" } })).rejects.toThrow(
+      /Unsupported result type 'task'/,
+    );
+    const taskId = (seen.at(-1) as { result: { taskId: string } }).result.taskId;
+    expect(ack(await client.request({ method: "tasks/cancel", params: { taskId } }, z.looseObject({})))).toEqual([]);
+    expect((await call("GET", `/v1/runs/${taskId}`)).json.status).toBe("aborted");
+    expect((await client.request({ method: "tasks/get", params: { taskId } }, taskSchema)).status).toBe("cancelled");
+    await client.close();
+
+    const plain = await modernClient(requester, false);
+    const spawned = await plain.client.callTool({ name: "sessions_spawn", arguments: { task: "plain job" } });
+    expect(spawned.structuredContent).toMatchObject({ status: "accepted" });
+    await expect(plain.client.request({ method: "tasks/get", params: { taskId } }, taskSchema)).rejects.toThrow(
+      /Missing required client capability/,
+    );
+    await call("POST", `/v1/runs/${(spawned.structuredContent as { runId: string }).runId}/abort`);
+    await plain.client.close();
   });
 });
