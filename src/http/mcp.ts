@@ -102,7 +102,11 @@ const jsonRpcRequestSchema = z
   .object({
     jsonrpc: z.literal("2.0"),
     id: jsonRpcId.optional().describe("Absent for a notification (answered 202 with no body)"),
-    method: z.string().describe("initialize, ping, tools/list or tools/call (server/discover on 2026-07-28)"),
+    method: z
+      .string()
+      .describe(
+        "initialize, ping, tools/list, tools/call, tasks/get, tasks/result or tasks/cancel (server/discover on 2026-07-28, without tasks/result)",
+      ),
     params: z.record(z.string(), z.unknown()).optional(),
   })
   .meta({ id: "JsonRpcRequest" });
