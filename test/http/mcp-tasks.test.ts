@@ -267,6 +267,16 @@ describe("MCP tasks, revision 2026-07-28's tasks extension (the SDK's v2 client)
     expect((await client.request({ method: "tasks/get", params: { taskId } }, taskSchema)).status).toBe("cancelled");
     await client.close();
 
+    // A call that starts no run is no task, even from a declaring client: its plain tool result.
+    const again = await modernClient(requester);
+    const refused = await again.client.callTool({
+      name: "sessions_send",
+      arguments: { sessionKey: "agent:research:elsewhere", message: "hi", timeoutSeconds: 30 },
+    });
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toMatchObject({ status: "forbidden" });
+    await again.client.close();
+
     const plain = await modernClient(requester, false);
     const spawned = await plain.client.callTool({ name: "sessions_spawn", arguments: { task: "plain job" } });
     expect(spawned.structuredContent).toMatchObject({ status: "accepted" });
