@@ -1,4 +1,4 @@
-import { ProtocolError, ProtocolErrorCode, Server } from "@modelcontextprotocol/server";
+import { ProtocolError, ProtocolErrorCode, type Server } from "@modelcontextprotocol/server";
 import { fromRpcError, SwitchboardError } from "../errors";
 import { log } from "../log";
 import type { ToolContext } from "../tools/context";
@@ -6,6 +6,9 @@ import { isRefusal } from "../tools/context";
 import { describeTool } from "../tools/json-schema";
 import { findTool, invokeTool, TOOLS, type ToolDefinition, toolResultText, toolsFor } from "../tools/registry";
 import { type ProgressToken, withProgress } from "./mcp-progress";
+import { installTasks, TaskServer, taskCapabilities } from "./mcp-task-handlers";
+import type { TaskFlavour } from "./mcp-tasks";
+import type { Principal } from "./principal";
 
 /**
  * What `/mcp` serves, on the official MCP server SDK (`@modelcontextprotocol/server`): the caller's tools
@@ -34,10 +37,19 @@ function mcpDescription(def: ToolDefinition): string {
   return `${def.description} Over MCP, \`${waitArg}\` is capped at ${MCP_MAX_WAIT_SECONDS} seconds (MCP clients time requests out after 60 s); a longer run returns status "timeout" and keeps going — read its reply later with sessions_history, or pass ${waitArg}: 0 to fire and forget.`;
 }
 
-/** One tool as MCP lists it: name, description, JSON Schema of its zod schema. */
+/**
+ * One tool as MCP lists it: name, description, JSON Schema of its zod schema, and — for a tool that can
+ * answer with its run as a task (`task: true`, src/http/mcp-tasks.ts) — `execution.taskSupport: "optional"`
+ * (2025-11-25; the SDK drops the field on 2026-07-28, whose tasks extension has no per-tool declaration).
+ */
 export function mcpTool(def: ToolDefinition) {
   const d = describeTool(def, mcpDescription(def));
-  return { name: d.name, description: d.description, inputSchema: d.parameters as { type: "object" } };
+  return {
+    name: d.name,
+    description: d.description,
+    inputSchema: d.parameters as { type: "object" },
+    ...(def.task ? { execution: { taskSupport: "optional" as const } } : {}),
+  };
 }
 
 /** Cap the wait argument of a waiting tool (accepting its snake_case spelling too, as the registry does). */
@@ -99,11 +111,13 @@ async function callTool(ctx: ToolContext, name: string, args: unknown, requestId
 
 /**
  * The SDK server for one request of `ctx.caller`: tools/list and tools/call over the registry. A waiting
- * call that carries a progress token reports progress while it waits (src/http/mcp-progress.ts).
+ * call that carries a progress token reports progress while it waits (src/http/mcp-progress.ts). The task
+ * methods of the request's flavour (2025-11-25 core tasks, or the 2026-07-28 extension) run over the runs
+ * the caller's principal may read (src/http/mcp-task-handlers.ts).
  */
-export function mcpServer(ctx: ToolContext, requestId: string): Server {
-  const server = new Server(MCP_SERVER_INFO, {
-    capabilities: { tools: { listChanged: false } },
+export function mcpServer(ctx: ToolContext, requestId: string, principal: Principal, flavour: TaskFlavour): Server {
+  const server = new TaskServer(MCP_SERVER_INFO, {
+    capabilities: { tools: { listChanged: false }, ...taskCapabilities(flavour) },
     instructions: MCP_INSTRUCTIONS,
   });
   server.setRequestHandler("tools/list", async () => ({ tools: toolsFor(ctx.caller, ctx.cfg).map(mcpTool) }));
@@ -115,6 +129,14 @@ export function mcpServer(ctx: ToolContext, requestId: string): Server {
     // No token, or no wait (0, or a tool that answers at once): nothing to report progress on.
     if (token === undefined || !waitSeconds) return work;
     return withProgress({ token, waitSeconds, what: name, notify: (n) => rc.mcpReq.notify(n) }, work);
+  });
+  installTasks(server, {
+    ctx,
+    principal,
+    flavour,
+    call: (name, args) => callTool(ctx, name, args, requestId),
+    waitSeconds: mcpWaitSeconds,
+    maxWaitMs: MCP_MAX_WAIT_SECONDS * 1000,
   });
   return server;
 }

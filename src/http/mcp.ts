@@ -65,6 +65,8 @@ export async function mcpEndpoint(c: Context<AppEnv>): Promise<Response> {
   // Authentication and scope refusals keep their HTTP status and envelope: checked before the SDK answers.
   const ctx = await toolContext(c);
   const requestId = c.get("requestId");
+  // Tasks are read by the token's own rights, as GET /v1/runs/{id} reads runs (src/http/mcp-tasks.ts).
+  const principal = c.get("principal");
   const stream = wantsStream(c.req.header("Accept"), body);
   // The SDK answers 406 unless `Accept` lists both types (the transport spec's client MUST); a client that
   // lists one or neither still gets its JSON answer (`stream` above decides), so the request it sees says both.
@@ -74,10 +76,13 @@ export async function mcpEndpoint(c: Context<AppEnv>): Promise<Response> {
   try {
     if (!(await isLegacyRequest(request, body))) {
       // The current revision: its own dispatch and errors (unknown revisions, envelope checks) are the SDK's.
-      const modern = createMcpHandler(() => mcpServer(ctx, requestId), { legacy: "reject", keepAliveMs: 0 });
+      const modern = createMcpHandler(() => mcpServer(ctx, requestId, principal, "2026"), {
+        legacy: "reject",
+        keepAliveMs: 0,
+      });
       return await modern.fetch(request, { parsedBody: body });
     }
-    const server = mcpServer(ctx, requestId);
+    const server = mcpServer(ctx, requestId, principal, "2025");
     // keepAliveMs 0: the only stream is a progress stream, whose notifications are its heartbeat.
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: !stream, keepAliveMs: 0 });
     await server.connect(transport);
@@ -97,7 +102,11 @@ const jsonRpcRequestSchema = z
   .object({
     jsonrpc: z.literal("2.0"),
     id: jsonRpcId.optional().describe("Absent for a notification (answered 202 with no body)"),
-    method: z.string().describe("initialize, ping, tools/list or tools/call (server/discover on 2026-07-28)"),
+    method: z
+      .string()
+      .describe(
+        "initialize, ping, tools/list, tools/call, tasks/get, tasks/result or tasks/cancel (server/discover on 2026-07-28, without tasks/result)",
+      ),
     params: z.record(z.string(), z.unknown()).optional(),
   })
   .meta({ id: "JsonRpcRequest" });

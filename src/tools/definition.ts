@@ -24,6 +24,12 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
    * it (src/http/mcp.ts) and reports progress while it lasts.
    */
   wait?: { argument: string; defaultSeconds: number };
+  /**
+   * The call starts a run and can answer with that run as an MCP task instead of waiting for it
+   * (src/http/mcp-tasks.ts; docs/protocols.md, "MCP tasks"): its `runId` result field is the task id.
+   * Over MCP such a tool is listed with `execution.taskSupport: "optional"`.
+   */
+  task?: true;
   /** Refuse arguments that need their own message before the schema sees them (throws a 400). */
   rejectArgs?: (args: Record<string, unknown>) => void;
   /** Parameters where an empty string means something (session_status `model: ""` clears), not "absent". */

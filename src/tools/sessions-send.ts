@@ -288,5 +288,6 @@ export const sessionsSendTool = defineTool({
   handler: sessionsSend,
   subagents: "none",
   wait: { argument: "timeoutSeconds", defaultSeconds: SEND_DEFAULT_TIMEOUT_SECONDS },
+  task: true,
   rejectArgs: prepareSendArgs,
 });

@@ -359,6 +359,7 @@ export const sessionsSpawnTool = defineTool({
   schema: sessionsSpawnSchema,
   handler: sessionsSpawn,
   subagents: "orchestrators",
+  task: true,
   rejectArgs: (args: Record<string, unknown>) => {
     for (const key of CHANNEL_DELIVERY_KEYS) {
       if (args[key] !== undefined)
