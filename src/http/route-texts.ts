@@ -42,3 +42,9 @@ export const HEALTHZ_TEXT =
 
 export const MCP_CARD_TEXT =
   "Public (no token): the server's name and version, the `/mcp` remote with the protocol revisions it serves and the headers it takes, and under `_meta` every tool's name and description (docs/protocols.md). Nothing about agents, sessions, tokens or configuration. `Accept: application/mcp-server-card+json` gets that media type.";
+
+export const A2A_CARD_TEXT =
+  "Public (no token): the agent's A2A v1 card — its name, its JSON-RPC endpoint (`/a2a/{agentId}`), streaming, its skill, and the bearer tokens it accepts (the gateway token or that agent's own). Nothing secret: no system prompt, model or token (docs/protocols.md, \"A2A\").";
+
+export const A2A_RPC_TEXT =
+  "A2A v1 JSON-RPC binding (official A2A SDK transport; send `A2A-Version: 1.0`). `SendMessage` / `SendStreamingMessage` queue the message as a run of the session its `contextId` names (`agent:{agentId}:{contextId}`; none: a new `a2a:<uuid>` context); the task id IS the run id (`GET /v1/runs/{id}`). `GetTask`, `CancelTask` (aborts the run), `SubscribeToTask` (resumes from `Last-Event-ID`). Run states map onto task states as docs/protocols.md tabulates. A2A errors are JSON-RPC errors with status 200; authentication errors use the error envelope. The gateway token or this agent's token; another agent's token is a 403.";
