@@ -1,8 +1,12 @@
+import { runInDurableObject } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it, vi } from "vitest";
+import type { SessionObject } from "../../src/session/session-object";
 import { a2aClient, ORIGIN, shape, textMessage } from "../helpers/a2a";
 import { useFakeProvider } from "../helpers/fake-provider";
-import { call, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN } from "../helpers/http";
+import { call, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sessionStub } from "../helpers/http";
+import { SseReader } from "../helpers/sse";
 
 const { COMPLETED, WORKING, SUBMITTED, CANCELED } = {
   COMPLETED: TaskState.TASK_STATE_COMPLETED,
@@ -99,6 +103,59 @@ describe("A2A: every agent an A2A agent (official A2A JS client)", () => {
     expect(rest.at(-1)).toEqual(["status", COMPLETED]);
     // An ended task has no stream to join: GetTask answers it.
     await expect(client.resubscribeTask({ tenant: "", id: taskId }).next()).rejects.toThrow(/already ended/);
+  });
+
+  it("SSE ids are the run stream's event ids: SubscribeToTask with Last-Event-ID continues after it, without repeats", async () => {
+    const fake = useFakeProvider();
+    const rpc = (method: string, params: unknown, headers: Record<string, string> = {}) =>
+      exports.default.fetch(`${ORIGIN}/a2a/main`, {
+        method: "POST",
+        headers: {
+          Authorization: `Bearer ${GATEWAY}`,
+          "A2A-Version": "1.0",
+          "Content-Type": "application/json",
+          ...headers,
+        },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 7, method, params }),
+      });
+    const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hold" }] };
+    const res = await rpc("SendStreamingMessage", { message });
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const sse = new SseReader(res.body!.getReader());
+    const task = JSON.parse((await sse.next())!.data).result.task;
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const generate = (text: string) =>
+      runInDurableObject(sessionStub(`agent:main:${task.contextId}`), (obj: SessionObject) =>
+        obj.events.runs.delta(task.id, text),
+      );
+    const update = (e: { id?: string; data: string }) => {
+      const r = JSON.parse(e.data).result;
+      return r.artifactUpdate
+        ? { id: e.id, text: r.artifactUpdate.artifact.parts[0].text, append: r.artifactUpdate.append ?? false }
+        : { id: e.id, state: r.statusUpdate.status.state };
+    };
+    await generate("Hel");
+    await generate("lo");
+    const seen = (await sse.takeN(3)).map(update);
+    const incarnation = seen[1].id!.split(":")[0];
+    expect(seen).toEqual([
+      { id: undefined, state: "TASK_STATE_WORKING" },
+      { id: `${incarnation}:1`, text: "Hel", append: false },
+      { id: `${incarnation}:2`, text: "lo", append: true },
+    ]);
+    await sse.cancel(); // the connection drops
+    await generate(" world"); // generated while nobody watched
+    const again = new SseReader(
+      (await rpc("SubscribeToTask", { id: task.id }, { "Last-Event-ID": seen[2].id! })).body!.getReader(),
+    );
+    expect(JSON.parse((await again.next())!.data).result.task.status.state).toBe("TASK_STATE_WORKING");
+    expect(update((await again.next())!)).toEqual({ id: `${incarnation}:3`, text: " world", append: true });
+    fake.pending()[0].reply("Hello world");
+    const end = (await again.rest()).map(update);
+    expect(end.slice(-2)).toEqual([
+      { id: undefined, text: "Hello world", append: false },
+      { id: expect.stringMatching(new RegExp(`^${incarnation}:\\d+$`)), state: "TASK_STATE_COMPLETED" },
+    ]);
   });
 
   it("auth: another agent's token is refused; a task of another agent is not found under this one", async () => {
