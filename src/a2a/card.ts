@@ -18,8 +18,8 @@ const bearer = (description: string) => ({
 /**
  * One configured agent as an A2A agent. Public, so nothing secret: no system prompt, model, runtime URL or token —
  * the agent's id and name, what it offers, and which tokens it accepts (the gateway's, or this agent's own from
- * `AGENT_TOKENS`; another agent's token is refused). Skills are what every Switchboard agent offers: a
- * conversation turn in one of its sessions; an agent whose sub-agents may spawn says so too.
+ * `AGENT_TOKENS`; another agent's token is refused). Its one skill is what every Switchboard agent offers: a
+ * conversation turn in one of its sessions (the context id names which).
  */
 export function agentCard(origin: string, agent: AgentConfig): AgentCard {
   const name = agent.name ?? agent.id;

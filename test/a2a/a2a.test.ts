@@ -1,7 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
-import { exports } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it, vi } from "vitest";
+import { mintRunToken } from "../../src/runners/run-token";
 import type { SessionObject } from "../../src/session/session-object";
 import { a2aClient, ORIGIN, shape, textMessage } from "../helpers/a2a";
 import { useFakeProvider } from "../helpers/fake-provider";
@@ -175,5 +176,61 @@ describe("A2A: every agent an A2A agent (official A2A JS client)", () => {
     expect(
       (await call("POST", "/a2a/main", { jsonrpc: "2.0", id: 1, method: "GetTask" }, { token: null })).status,
     ).toBe(401);
+  });
+
+  it("refusals: a run token; no A2A-Version; a taskId; a file part; a context outside the agent's keys", async () => {
+    const fake = useFakeProvider();
+    const held = await call("POST", "/v1/sessions/main/messages", { message: "hold" });
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const runToken = await mintRunToken(env.SIGNING_SECRET as string, {
+      runId: held.json.runId,
+      sessionKey: held.json.sessionKey,
+      agentId: "main",
+      isSubagent: false,
+      expiresAt: Date.now() + 60_000,
+    });
+    const rpc = (method: string, params: unknown, opts: { token?: string; version?: string | null } = {}) =>
+      call(
+        "POST",
+        "/a2a/main",
+        { jsonrpc: "2.0", id: 3, method, params },
+        {
+          token: opts.token ?? GATEWAY,
+          headers: opts.version === null ? {} : { "A2A-Version": opts.version ?? "1.0" },
+        },
+      );
+    const byRun = await rpc("GetTask", { id: held.json.runId }, { token: runToken });
+    expect(byRun.status).toBe(403);
+    expect(byRun.json.error.message).toBe("A2A needs the gateway token or the agent's token, not a run token");
+    expect((await rpc("GetTask", { id: held.json.runId }, { version: null })).json.error.code).toBe(-32009);
+    // The REST-started run is a task of the agent, in its main context.
+    expect((await rpc("GetTask", { id: held.json.runId })).json.result).toMatchObject({
+      id: held.json.runId,
+      contextId: "main",
+      status: { state: "TASK_STATE_WORKING" },
+    });
+    const message = (extra: Record<string, unknown>, parts: unknown[] = [{ text: "hi" }]) => ({
+      message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts, ...extra },
+    });
+    const withTask = await rpc("SendMessage", message({ taskId: held.json.runId }));
+    expect(withTask.json.error).toMatchObject({
+      code: -32004,
+      message: "Each message starts a new task: continue the conversation with its contextId, not a taskId",
+    });
+    const file = await rpc("SendMessage", message({}, [{ url: "https://files.test/a.png" }]));
+    expect(file.json.error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/^Only text and data parts/),
+    });
+    const bad = await rpc("SendMessage", message({ contextId: "two  spaces" }));
+    expect(bad.json.error).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(/^contextId "two {2}spaces" is not usable/),
+    });
+    expect(
+      (await rpc("CreateTaskPushNotificationConfig", { taskId: held.json.runId, url: "https://x.test" })).json.error
+        .code,
+    ).toBe(-32003);
+    fake.pending()[0].reply("done");
   });
 });
