@@ -6,7 +6,7 @@ import { mintRunToken } from "../../src/runners/run-token";
 import type { SessionObject } from "../../src/session/session-object";
 import { a2aClient, ORIGIN, shape, textMessage } from "../helpers/a2a";
 import { useFakeProvider } from "../helpers/fake-provider";
-import { call, GATEWAY, MAIN_TOKEN, RESEARCH_TOKEN, sessionStub } from "../helpers/http";
+import { call, GATEWAY, invoke, MAIN_TOKEN, RESEARCH_TOKEN, sessionStub } from "../helpers/http";
 import { SseReader } from "../helpers/sse";
 
 const { COMPLETED, WORKING, SUBMITTED, CANCELED } = {
@@ -157,6 +157,26 @@ describe("A2A: every agent an A2A agent (official A2A JS client)", () => {
       { id: undefined, text: "Hello world", append: false },
       { id: expect.stringMatching(new RegExp(`^${incarnation}:\\d+$`)), state: "TASK_STATE_COMPLETED" },
     ]);
+  });
+
+  it("one handle: a sessions_send run from /tools/invoke is a task of its target agent; cancelled over A2A, the tool's run is aborted", async () => {
+    // Main's main session sends into a session of agent research (visibility "all", agent-to-agent on).
+    const fake = useFakeProvider({
+      extraConfig: { tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true } } },
+    });
+    const sent = await invoke("sessions_send", {
+      sessionKey: "agent:research:a2a-handle",
+      message: "hold",
+      timeoutSeconds: 0,
+    });
+    expect(sent.details).toMatchObject({ status: "accepted" });
+    const runId = sent.details.runId as string;
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const research = await a2aClient("research", RESEARCH_TOKEN);
+    const task = await research.getTask({ tenant: "", id: runId });
+    expect([task.id, task.contextId]).toEqual([runId, "a2a-handle"]);
+    expect((await research.cancelTask({ tenant: "", id: runId, metadata: undefined })).status?.state).toBe(CANCELED);
+    expect((await call("GET", `/v1/runs/${runId}`)).json.status).toBe("aborted");
   });
 
   it("auth: another agent's token is refused; a task of another agent is not found under this one", async () => {
