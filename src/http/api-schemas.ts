@@ -269,3 +269,73 @@ export const taskCancelSchema = z
       .describe('Why not: "Task is already terminal." or "Task has no cancellable child session."'),
   })
   .meta({ id: "TaskCancel", description: "What a cancel did: the task and every task below it are cancelled." });
+
+const a2aRpcId = z.union([z.string(), z.number(), z.null()]);
+/** A JSON-RPC 2.0 request to an agent's A2A endpoint; the A2A SDK's transport checks the method and its params. */
+export const a2aRpcRequestSchema = z
+  .object({
+    jsonrpc: z.literal("2.0"),
+    id: a2aRpcId.optional(),
+    method: z
+      .string()
+      .describe("SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask (A2A v1 JSON-RPC binding)"),
+    params: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({ id: "A2AJsonRpcRequest" });
+
+/** Its answer: a result (a Task, or `{task}` / `{message}` for SendMessage) or an A2A error (docs/protocols.md). */
+export const a2aRpcResponseSchema = z
+  .union([
+    z.strictObject({ jsonrpc: z.literal("2.0"), id: a2aRpcId, result: z.unknown() }),
+    z.strictObject({
+      jsonrpc: z.literal("2.0"),
+      id: a2aRpcId,
+      error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+    }),
+  ])
+  .meta({ id: "A2AJsonRpcResponse" });
+
+/** An agent's A2A card (A2A v1, JSON form of the SDK's `AgentCard`): public, nothing secret (src/a2a/card.ts). */
+export const a2aCardSchema = z
+  .strictObject({
+    name: z.string(),
+    description: z.string(),
+    supportedInterfaces: z.array(
+      z.strictObject({
+        url: z.string(),
+        protocolBinding: z.literal("JSONRPC"),
+        protocolVersion: z.string(),
+      }),
+    ),
+    version: z.string(),
+    documentationUrl: z.string(),
+    capabilities: z.strictObject({
+      streaming: z.boolean(),
+      pushNotifications: z.boolean(),
+      extendedAgentCard: z.boolean(),
+    }),
+    securitySchemes: z.record(
+      z.string(),
+      z.strictObject({
+        httpAuthSecurityScheme: z.strictObject({
+          description: z.string(),
+          scheme: z.string(),
+          bearerFormat: z.string(),
+        }),
+      }),
+    ),
+    securityRequirements: z.array(z.strictObject({ schemes: z.record(z.string(), z.strictObject({})) })),
+    defaultInputModes: z.array(z.string()),
+    defaultOutputModes: z.array(z.string()),
+    skills: z.array(
+      z.strictObject({
+        id: z.string(),
+        name: z.string(),
+        description: z.string(),
+        tags: z.array(z.string()),
+        inputModes: z.array(z.string()),
+        outputModes: z.array(z.string()),
+      }),
+    ),
+  })
+  .meta({ id: "A2AAgentCard" });

@@ -51,3 +51,9 @@ export const TASK_AUDIT_TEXT =
 
 export const TASK_CANCEL_TEXT =
   "The task is recorded `cancelled` (\"Cancelled by operator.\"), its child's runs are aborted, and so, level by level, are every task and run below it, each through a durable step that survives restarts; each cancelled child tells its parent once. Answered once the first level's runs have ended (docs/tasks.md).";
+
+export const A2A_CARD_TEXT =
+  "Public (no token): the agent's A2A v1 card — its name, its JSON-RPC endpoint (`/a2a/{agentId}`), streaming, its skill, and the bearer tokens it accepts (the gateway token or that agent's own). Nothing secret: no system prompt, model or token (docs/protocols.md, \"A2A\").";
+
+export const A2A_RPC_TEXT =
+  "A2A v1 JSON-RPC binding (official A2A SDK transport; send `A2A-Version: 1.0`). `SendMessage` / `SendStreamingMessage` queue the message as a run of the session its `contextId` names (`agent:{agentId}:{contextId}`; none: a new `a2a:<uuid>` context); the task id IS the run id (`GET /v1/runs/{id}`). `GetTask`, `CancelTask` (aborts the run), `SubscribeToTask` (resumes from `Last-Event-ID`). Run states map onto task states as docs/protocols.md tabulates. A2A errors are JSON-RPC errors with status 200; authentication errors use the error envelope. The gateway token or this agent's token; another agent's token is a 403.";

@@ -329,6 +329,32 @@ describe("responses match /openapi.json", () => {
       expect((await check(`GET ${path}`, request("GET", path, undefined, { token: null }))).status).toBe(200);
   });
 
+  it("A2A: agent cards, and the JSON-RPC endpoint's answer, refusals and unknown agent", async () => {
+    const card = (path: string) =>
+      check(`GET ${path.replace("/main/", "/{agentId}/")}`, request("GET", path, undefined, { token: null }));
+    expect((await card("/.well-known/agent-card.json")).status).toBe(200);
+    expect((await card("/a2a/main/.well-known/agent-card.json")).status).toBe(200);
+    const unknown = request("GET", "/a2a/nobody/.well-known/agent-card.json", undefined, { token: null });
+    expect((await check("GET /a2a/{agentId}/.well-known/agent-card.json", unknown)).status).toBe(404);
+    const rpc = (agentId: string, opts: Parameters<typeof request>[3] = {}) =>
+      check(
+        "POST /a2a/{agentId}",
+        request(
+          "POST",
+          `/a2a/${agentId}`,
+          { jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "nope" } },
+          {
+            ...opts,
+            headers: { "A2A-Version": "1.0", ...(opts.headers ?? {}) },
+          },
+        ),
+      );
+    expect((await rpc("main")).json.error.code).toBe(-32001);
+    expect((await rpc("main", { headers: { "Last-Event-ID": "not an id" } })).status).toBe(400);
+    expect((await rpc("main", { token: RESEARCH_TOKEN })).status).toBe(403);
+    expect((await rpc("nobody")).status).toBe(404);
+  });
+
   it("webhook runs: complete with the run token; a second, racing completion is a 409", async () => {
     setConfigOverride({
       agents: {

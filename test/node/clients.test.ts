@@ -1,6 +1,8 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { SendMessageRequest } from "@a2a-js/sdk";
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { createMCPClient } from "@ai-sdk/mcp";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -174,5 +176,35 @@ describe("clients of docs/clients.md", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
     });
     expect(res.status).toBe(401);
+  });
+
+  it('the official A2A client (docs/clients.md, "A2A") over real HTTP: the card, a send, a stream to its end, and the same id over REST', async () => {
+    const fetchImpl: typeof fetch = (input, init) => {
+      const req = new Request(input, init);
+      req.headers.set("Authorization", `Bearer ${TOKEN}`);
+      return fetch(req);
+    };
+    const client = await new ClientFactory({
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }).createFromUrl(`${base}/a2a/main/`);
+    const message = (text: string, contextId?: string) =>
+      SendMessageRequest.fromJSON({
+        message: { messageId: randomBytes(8).toString("hex"), role: "ROLE_USER", parts: [{ text }], contextId },
+      });
+    const task = await client.sendMessage(message("hello over http"));
+    if (!("id" in task)) throw new Error("expected a task");
+    expect(task.artifacts[0].parts[0].content).toEqual({ $case: "text", value: "hello over http" });
+    const run = (await (await fetch(`${base}/v1/runs/${task.id}`, { headers: headers() })).json()) as {
+      status: string;
+      sessionKey: string;
+    };
+    expect([run.status, run.sessionKey]).toEqual(["ok", `agent:main:${task.contextId}`]);
+    const cases: string[] = [];
+    for await (const e of client.sendMessageStream(message("and streamed", task.contextId)))
+      cases.push(e.payload!.$case);
+    expect(cases[0]).toBe("task");
+    expect(cases.at(-1)).toBe("statusUpdate");
+    expect(cases).toContain("artifactUpdate");
   });
 });
