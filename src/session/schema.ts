@@ -233,7 +233,7 @@ export const MIGRATIONS: MigrationStep[] = [
   // next arms its alarm (docs/search.md, "Sessions older than the index").
   `
   CREATE TABLE search_feed (id INTEGER PRIMARY KEY CHECK (id = 1), after_seq INTEGER NOT NULL);
-  INSERT INTO timers (kind, ref, due_at) SELECT 'search-feed', 'messages', 0 WHERE EXISTS (SELECT 1 FROM messages);
+  INSERT OR IGNORE INTO timers (kind, ref, due_at) SELECT 'search-feed', 'messages', 0 WHERE EXISTS (SELECT 1 FROM messages);
   `,
 ];
 

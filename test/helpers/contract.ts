@@ -120,3 +120,18 @@ export class Contract {
     return v;
   }
 }
+
+/**
+ * The task ledger's operations: test/http/openapi-contract-tasks.test.ts produces their answers (but 401, 429
+ * and 500, which test/http/openapi-contract.test.ts produces for every route).
+ */
+export const TASK_OPERATIONS = [
+  "GET /v1/sessions/{key}/tasks",
+  "GET /v1/sessions/{key}/tasks/audit",
+  "GET /v1/tasks/{taskId}",
+  "POST /v1/tasks/{taskId}/cancel",
+];
+
+/** A documented answer (`METHOD /path status`) another contract file produces. */
+export const ownedElsewhere = (answer: string) =>
+  TASK_OPERATIONS.some((op) => answer.startsWith(`${op} `)) && !/ (401|429|500)$/.test(answer);

@@ -5,7 +5,7 @@ import { setConfigOverride } from "../../src/config/load";
 import { authLimiter } from "../../src/http/rate-limit";
 import { beginClosing } from "../../src/session/closing";
 import { SessionObject } from "../../src/session/session-object";
-import { type Answer, Contract, type Doc, request } from "../helpers/contract";
+import { type Answer, Contract, type Doc, ownedElsewhere, request } from "../helpers/contract";
 import { enc, MAIN_TOKEN, RESEARCH_TOKEN } from "../helpers/http";
 import { quiesce } from "../helpers/quiesce";
 
@@ -22,8 +22,8 @@ const KEY = `agent:main:contract-${crypto.randomUUID().slice(0, 8)}`;
 const OTHER = `agent:main:contract-del-${crypto.randomUUID().slice(0, 8)}`;
 const DELIVERY_ID = `d-${crypto.randomUUID()}`;
 let runId = "";
-/** A task of KEY's ledger once the sub-agent test spawned one (routes that only need to exist get any id). */
-let taskId = "no-such-task";
+/** Routes that only need to exist get any task id (the ledger's routes: test/http/openapi-contract-tasks.test.ts). */
+const taskId = "no-such-task";
 
 /** Path values of each template parameter, for requests that only need the route to exist. */
 const fill = (path: string) =>
@@ -145,61 +145,11 @@ describe("responses match /openapi.json", () => {
         ).toContain(childSessionKey),
       { timeout: 10_000, interval: 50 },
     );
-    expect(
-      (await check("GET /v1/sessions/{key}/tree", request("GET", tree, undefined, { token: RESEARCH_TOKEN }))).status,
-    ).toBe(403);
-    expect(
-      (await check("GET /v1/sessions/{key}/tree", request("GET", "/v1/sessions/agent%3A%3Abad/tree"))).status,
-    ).toBe(400);
-    expect(
-      (
-        await check(
-          "GET /v1/sessions/{key}/tree",
-          request("GET", `/v1/sessions/${enc("agent:main:no-such-tree")}/tree`),
-        )
-      ).status,
-    ).toBe(404);
-    // Its task in the parent's ledger (docs/tasks.md), the ledger's audit, and the task by its id.
-    const tasks = `/v1/sessions/${enc(KEY)}/tasks`;
-    const listed = await check("GET /v1/sessions/{key}/tasks", request("GET", `${tasks}?limit=5`));
-    const task = listed.json.tasks.find((t: any) => t.childSessionKey === childSessionKey);
-    expect(task).toMatchObject({ runtime: "subagent", status: "succeeded", requesterSessionKey: KEY });
-    taskId = task.taskId;
-    const byResearch = { token: RESEARCH_TOKEN };
-    expect((await check("GET /v1/sessions/{key}/tasks", request("GET", tasks, undefined, byResearch))).status).toBe(
-      403,
-    );
-    const badKey = "/v1/sessions/agent%3A%3Abad";
-    expect((await check("GET /v1/sessions/{key}/tasks", request("GET", `${badKey}/tasks`))).status).toBe(400);
-    const audit = await check("GET /v1/sessions/{key}/tasks/audit", request("GET", `${tasks}/audit`));
-    expect(audit.json).toMatchObject({ sessionKey: KEY, findings: [], truncated: false });
-    expect(
-      (await check("GET /v1/sessions/{key}/tasks/audit", request("GET", `${tasks}/audit`, undefined, byResearch)))
-        .status,
-    ).toBe(403);
-    expect((await check("GET /v1/sessions/{key}/tasks/audit", request("GET", `${badKey}/tasks/audit`))).status).toBe(
-      400,
-    );
-    const one = await check("GET /v1/tasks/{taskId}", request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`));
-    expect(one.json).toEqual(task);
-    expect(
-      (
-        await check(
-          "GET /v1/tasks/{taskId}",
-          request("GET", `/v1/tasks/${encodeURIComponent(taskId)}`, undefined, byResearch),
-        )
-      ).status,
-    ).toBe(403);
-    expect((await check("GET /v1/tasks/{taskId}", request("GET", "/v1/tasks/no-such-task"))).status).toBe(404);
-    expect((await check("GET /v1/tasks/{taskId}", request("GET", `/v1/tasks/${"x".repeat(1025)}`))).status).toBe(400);
-    // The operator's cancel of an ended task: answered, nothing cancelled.
-    const cancel = (id: string, opts = {}) =>
-      request("POST", `/v1/tasks/${encodeURIComponent(id)}/cancel`, undefined, opts);
-    const ended = await check("POST /v1/tasks/{taskId}/cancel", cancel(taskId));
-    expect(ended.json).toEqual({ taskId, found: true, cancelled: false, reason: "Task is already terminal." });
-    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel(taskId, byResearch))).status).toBe(403);
-    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel("no-such-task"))).status).toBe(404);
-    expect((await check("POST /v1/tasks/{taskId}/cancel", cancel("x".repeat(1025)))).status).toBe(400);
+    const treeStatus = async (path: string, opts = {}) =>
+      (await check("GET /v1/sessions/{key}/tree", request("GET", path, undefined, opts))).status;
+    expect(await treeStatus(tree, { token: RESEARCH_TOKEN })).toBe(403);
+    expect(await treeStatus("/v1/sessions/agent%3A%3Abad/tree")).toBe(400);
+    expect(await treeStatus(`/v1/sessions/${enc("agent:main:no-such-tree")}/tree`)).toBe(404);
   });
 
   it("deliveries, dead timers and attachments (rows written into the session's tables)", async () => {
@@ -492,7 +442,8 @@ describe("responses match /openapi.json", () => {
   });
 
   it("every documented answer was produced and matched its schema", () => {
-    const unseen = contract.documented().filter((d) => !contract.seen.has(d));
+    // The task ledger's answers are produced by test/http/openapi-contract-tasks.test.ts; their 401, 429 and 500 here.
+    const unseen = contract.documented().filter((d) => !contract.seen.has(d) && !ownedElsewhere(d));
     expect(unseen).toEqual([]);
   });
 });

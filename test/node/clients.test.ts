@@ -82,10 +82,13 @@ describe("clients of docs/clients.md", () => {
       const tools = await mcp.tools();
       expect(Object.keys(tools).sort()).toEqual([
         "agents_list",
+        "session_status",
         "sessions_history",
         "sessions_list",
+        "sessions_search",
         "sessions_send",
         "sessions_spawn",
+        "sessions_yield",
         "subagents",
       ]);
       const call = async (name: string, args: Record<string, unknown>) => {

@@ -22,9 +22,14 @@ describe("unknown parameters are refused by name", () => {
       { relationship: "owned", include_derived_titles: true },
       "relationship, includeDerivedTitles: unknown parameters for sessions_list",
     ],
-    ["sessions_history", { sessionKey: "main", messageId: "m1" }, "messageId: unknown parameter for sessions_history"],
     // `mode` is supported (test/tools/sessions-send-modes.test.ts); `watch` is not.
     ["sessions_send", { sessionKey: "main", message: "hi", watch: true }, "watch: unknown parameter for sessions_send"],
+    // `messageId`/`sessionId` are supported (test/tools/sessions-history.test.ts); `pendingBefore` is not.
+    [
+      "sessions_history",
+      { sessionKey: "main", pendingBefore: 1 },
+      "pendingBefore: unknown parameter for sessions_history",
+    ],
     ["agents_list", { verbose: true }, "verbose: unknown parameter for agents_list"],
   ])("%s %j → 400", async (tool, args, message) => {
     const r = await invoke(tool, args);
