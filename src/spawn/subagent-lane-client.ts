@@ -75,12 +75,22 @@ async function acquire(host: SessionHost): Promise<void> {
   }
 }
 
-async function release(host: SessionHost): Promise<void> {
-  const caller = laneCaller(host);
-  // The lane tells the next waiter itself, before this returns (and retries on its own alarm).
-  await laneStub(host, caller).release(host.key, caller);
-  host.timers.clear(LANE_TIMER, RELEASE);
-  await host.timers.arm();
+/** Releases in flight per instance: the run's end and this object's alarm (woken by another due timer, such as
+ * the task ledger's report) may both start one; the second joins the first instead of releasing again. */
+const releasing = new WeakMap<SessionHost, Promise<void>>();
+
+function release(host: SessionHost): Promise<void> {
+  const inFlight = releasing.get(host);
+  if (inFlight) return inFlight;
+  const done = (async () => {
+    const caller = laneCaller(host);
+    // The lane tells the next waiter itself, before this returns (and retries on its own alarm).
+    await laneStub(host, caller).release(host.key, caller);
+    host.timers.clear(LANE_TIMER, RELEASE);
+    await host.timers.arm();
+  })().finally(() => releasing.delete(host));
+  releasing.set(host, done);
+  return done;
 }
 
 /** Ask the lane and start if granted: right after the spawn (sessions_spawn), and when the lane says it is our turn. */
