@@ -70,9 +70,15 @@ const code = await new Promise((resolve) => {
       "--output-dir",
       outDir,
     ],
-    { stdio: "inherit" },
+    { stdio: ["inherit", "pipe", "inherit"] },
   );
-  child.on("exit", (c) => resolve(c ?? 1));
+  // The suite prints "<scenario>: N passed, N failed" per scenario, listed failures included; CI reads a line of
+  // that form as a test runner's closing line, so the counts are printed as checks instead.
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (text) =>
+    process.stdout.write(text.replace(/(\d+) passed, (\d+) failed/g, "$1 checks passed, $2 checks failed")),
+  );
+  child.on("close", (c) => resolve(c ?? 1));
 });
 
 proxy.close();
