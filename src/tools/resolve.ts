@@ -2,6 +2,7 @@ import { keyContextOf, looksLikeSessionKey, type ParsedKey, parseSessionKey, SES
 import {
   checkSessionAccess,
   type GuardAction,
+  isAgentToAgentAllowed,
   resolveEffectiveVisibility,
   type Visibility,
 } from "../policy/visibility";
@@ -20,6 +21,40 @@ export function callerVisibility(ctx: ToolContext): { visibility: Visibility; re
     sandboxClamp: ctx.cfg.agents.defaults.sandbox.sessionToolsVisibility,
     requesterIsSubagent: ctx.caller.isSubagent,
   });
+}
+
+/** Who a listing or search may see: the scope each agent's index applies in its own query, and the agents asked. */
+export interface VisibleScope {
+  scope: { type: "self"; key: string } | { type: "tree"; key: string } | { type: "agent" };
+  /** The caller's agent, then — under `all` — every other agent agentToAgent allows. */
+  agents: string[];
+  /** The effective visibility (the sandbox clamp applied). */
+  visibility: Visibility;
+}
+
+/**
+ * The one reading of visibility for tools that ask every visible agent's index (sessions_list,
+ * sessions_search): `self`/`tree` narrow to the caller's session (tree: and what it spawned), and only
+ * `all` reaches other agents, as `tools.agentToAgent` allows (src/policy/visibility.ts).
+ */
+export function visibleScope(ctx: ToolContext): VisibleScope {
+  const vis = callerVisibility(ctx);
+  const visibility = vis.restrictToSpawned ? "tree" : vis.visibility;
+  const me = ctx.caller.sessionKey;
+  const scope: VisibleScope["scope"] =
+    visibility === "self"
+      ? { type: "self", key: me }
+      : visibility === "tree"
+        ? { type: "tree", key: me }
+        : { type: "agent" };
+  const own = ctx.caller.agentId;
+  const others =
+    visibility === "all"
+      ? ctx.cfg.agents.roster
+          .map((a) => a.id)
+          .filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id))
+      : [];
+  return { scope, agents: [own, ...others], visibility };
 }
 
 /** Parse a key given by a tool caller (aliases resolve against the caller's agent and session). */

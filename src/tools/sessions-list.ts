@@ -1,15 +1,14 @@
 import { z } from "zod";
 import { invalid } from "../errors";
 import { sanitizeHistoryMessages } from "../policy/history-sanitize";
-import { isAgentToAgentAllowed } from "../policy/visibility";
-import type { ListPage, ListScope } from "../registry/registry-object";
+import type { ListPage } from "../registry/registry-object";
 import type { SessionRow } from "../registry/row";
 import { canonicalKeyOfRow, mergePages, sessionIndex } from "../registry/session-index";
 import { jsonBytes, LIST_RESULT_MAX_BYTES, PREVIEW_ROW_MAX_BYTES } from "../session/byte-budget";
 import type { ToolContext } from "./context";
 import { defineTool } from "./definition";
 import { mapPool } from "./pool";
-import { callerVisibility } from "./resolve";
+import { visibleScope } from "./resolve";
 
 /** `,"messages":` added to a row that carries a preview. */
 const PREVIEW_FIELD_BYTES = 12;
@@ -108,26 +107,9 @@ export async function sessionsList(ctx: ToolContext, args: SessionsListArgs): Pr
     args.activeMinutes !== undefined ? Date.now() - Math.max(1, Math.floor(args.activeMinutes)) * 60_000 : undefined;
   const cursor = args.cursor ? decodeCursor(args.cursor) : undefined;
 
-  const vis = callerVisibility(ctx);
-  const visibility = vis.restrictToSpawned ? "tree" : vis.visibility;
-  const own = ctx.caller.agentId;
-  const onlyAgent = args.agentId?.trim().toLowerCase();
   // Visibility is pushed into each shard's query (scope), so LIMIT applies to visible rows only.
-  const scope: ListScope =
-    visibility === "self"
-      ? { type: "self", key: ctx.caller.sessionKey }
-      : visibility === "tree"
-        ? { type: "tree", key: ctx.caller.sessionKey }
-        : { type: "agent" };
-  const visibleAgents =
-    visibility === "all"
-      ? [
-          own,
-          ...ctx.cfg.agents.roster
-            .map((a) => a.id)
-            .filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id)),
-        ]
-      : [own];
+  const { scope, agents: visibleAgents, visibility } = visibleScope(ctx);
+  const onlyAgent = args.agentId?.trim().toLowerCase();
   // `agentId` filters: an agent the caller may not see (or that does not exist) lists nothing.
   const agents = onlyAgent === undefined ? visibleAgents : visibleAgents.filter((id) => id === onlyAgent);
 

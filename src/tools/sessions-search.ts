@@ -3,7 +3,6 @@ import { invalid } from "../errors";
 import { displayKey } from "../keys";
 import { utf8ByteLength } from "../policy/history-sanitize";
 import { redactSensitiveText } from "../policy/redact";
-import { isAgentToAgentAllowed } from "../policy/visibility";
 import { sessionIndex } from "../registry/session-index";
 import { matchExpression, SEARCH_QUERY_MAX_CHARS, type SearchScope } from "../search/query-text";
 import { compareHits, type ShardHit, type ShardHits } from "../search/search-index-object";
@@ -11,7 +10,7 @@ import { SEARCH_SHARDS, searchShard, searchShardOf } from "../search/search-shar
 import { queryWords } from "../search/snippet";
 import { isRefusal, type Refusal, type ToolContext, timed } from "./context";
 import { defineTool } from "./definition";
-import { callerVisibility, guardTarget, resolveSessionReference } from "./resolve";
+import { callerVisibility, guardTarget, resolveSessionReference, visibleScope } from "./resolve";
 
 export const SEARCH_DEFAULT_LIMIT = 10;
 export const SEARCH_MAX_LIMIT = 25;
@@ -139,25 +138,7 @@ async function shardsToAsk(ctx: ToolContext, args: SessionsSearchArgs): Promise<
     const key = parsed.canonicalKey;
     return [{ agentId: parsed.agentId, shard: searchShardOf(key), scope: { type: "agent" }, onlyKey: key }];
   }
-  const visibility = vis.restrictToSpawned ? "tree" : vis.visibility;
-  const me = ctx.caller.sessionKey;
-  const scope: SearchScope =
-    visibility === "self"
-      ? { type: "self", key: me }
-      : visibility === "tree"
-        ? { type: "tree", key: me }
-        : { type: "agent" };
-  const own = ctx.caller.agentId;
-  // Other agents only under `all` and as agentToAgent allows (src/policy/visibility.ts), as sessions_list does.
-  const agents =
-    visibility === "all"
-      ? [
-          own,
-          ...ctx.cfg.agents.roster
-            .map((a) => a.id)
-            .filter((id) => id !== own && isAgentToAgentAllowed(ctx.cfg.tools.agentToAgent, own, id)),
-        ]
-      : [own];
+  const { scope, agents } = visibleScope(ctx);
   return agents.flatMap((agentId) => Array.from({ length: SEARCH_SHARDS }, (_, shard) => ({ agentId, shard, scope })));
 }
 
