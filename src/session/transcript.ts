@@ -16,6 +16,12 @@ const EXPORT_CHUNK_ROWS = 1000;
  * index first, then only the rows that fit are loaded. History pages read the small history heads
  * (history-head.ts), never the full messages.
  */
+/**
+ * What one history head adds to a page's JSON: its bytes, its annotation `,"__switchboard":{"seq":N}` and a
+ * separating comma (the array adds `[]`). One measure for every page reader, so none cuts a page that fits.
+ */
+const headCost = (r: { seq: number; head_bytes: number }) => r.head_bytes + 26 + String(r.seq).length;
+
 export class Transcript {
   /** `generatedMaxBytes`: the cap for model replies and tool results (`limits.maxMessageBytes`). */
   constructor(
@@ -143,28 +149,27 @@ export class Transcript {
       .toArray();
     if (sizes.length === 0) return { messages: [], hasMore: false, nextBefore: null, cutByBytes: false };
     const within = Math.min(opts.limit, sizes.length);
-    // Each item adds its annotation `,"__switchboard":{"seq":N}` and a separating comma; the array adds `[]`.
-    const { count } = takeWithinBudget(
-      sizes.slice(0, within).map((r) => r.head_bytes + 26 + String(r.seq).length),
-      opts.maxBytes - 2,
-    );
+    const { count } = takeWithinBudget(sizes.slice(0, within).map(headCost), opts.maxBytes - 2);
     const oldest = sizes[count - 1].seq;
     const newest = sizes[0].seq;
+    const messages = this.headsBetween(oldest, newest, opts.includeTools);
+    const hasMore = sizes.length > count;
+    return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: count < within };
+  }
+
+  /** The history heads from `oldest` to `newest`, each annotated with its seq (what a page returns). */
+  private headsBetween(oldest: number, newest: number, includeTools: boolean): HistoryPage["messages"] {
     const heads = this.sql
       .exec<{ seq: number; flags: number; json: string }>(
-        opts.includeTools
-          ? "SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ? ORDER BY seq"
-          : "SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ? AND is_tool = 0 ORDER BY seq",
+        `SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ?${includeTools ? "" : " AND is_tool = 0"} ORDER BY seq`,
         oldest,
         newest,
       )
       .toArray();
-    const messages = heads.map((h) => ({
+    return heads.map((h) => ({
       ...parseHead(h.json, h.flags),
       __switchboard: { seq: h.seq },
     })) as unknown as HistoryPage["messages"];
-    const hasMore = sizes.length > count;
-    return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: count < within };
   }
 
   /**
@@ -191,36 +196,25 @@ export class Transcript {
         opts.limit,
       )
       .toArray();
-    const cost = (r: { seq: number; head_bytes: number }) => r.head_bytes + 27 + String(r.seq).length;
     // The anchor always; then newer and older in turn, each side stopping at the first that does not fit.
-    let bytes = 2 + cost(older[0]);
+    let bytes = 2 + headCost(older[0]);
     let o = 1;
     let n = 0;
     let cut = false;
     for (let turn = 0; o + n < opts.limit && (n < newer.length || o < older.length); turn++) {
       const side = (turn % 2 === 0 && n < newer.length) || o >= older.length ? "newer" : "older";
       const next = side === "newer" ? newer[n] : older[o];
-      if (bytes + cost(next) > opts.maxBytes - 2) {
+      if (bytes + headCost(next) > opts.maxBytes - 2) {
         cut = true;
         break;
       }
-      bytes += cost(next);
+      bytes += headCost(next);
       if (side === "newer") n++;
       else o++;
     }
     const oldest = older[o - 1].seq;
     const newest = n > 0 ? newer[n - 1].seq : opts.anchor;
-    const heads = this.sql
-      .exec<{ seq: number; flags: number; json: string }>(
-        `SELECT seq, flags, json FROM message_heads WHERE seq >= ? AND seq <= ?${opts.includeTools ? "" : " AND is_tool = 0"} ORDER BY seq`,
-        oldest,
-        newest,
-      )
-      .toArray();
-    const messages = heads.map((h) => ({
-      ...parseHead(h.json, h.flags),
-      __switchboard: { seq: h.seq },
-    })) as unknown as HistoryPage["messages"];
+    const messages = this.headsBetween(oldest, newest, opts.includeTools);
     const hasMore = older.length > o;
     return { messages, hasMore, nextBefore: hasMore ? oldest : null, cutByBytes: cut };
   }
