@@ -125,7 +125,8 @@ const searchFeedRpc = {
 export const searchFeedExtension: SessionExtension = {
   name: "search-feed",
   onTranscriptAppend(host, m) {
-    if (m.isTool || (m.role !== "user" && m.role !== "assistant")) return;
+    // Cron-run sessions are never indexed (docs/search.md): no timer, no alarm, no push for their messages.
+    if (m.isTool || (m.role !== "user" && m.role !== "assistant") || !searchable(host)) return;
     // Kept if already set earlier: every message until it fires goes in the same push.
     host.timers.set(SEARCH_FEED_TIMER, FEED_REF, Date.now() + FEED_DELAY_MS, undefined, { keepEarlier: true });
     // The append's callers do not all arm the alarm after their transaction; this runs after it committed.
