@@ -5,7 +5,14 @@ import { auditTasks, backingOf, pruneLedger, sweepTasks } from "./task-audit";
 import { cancelTask, cancelTree, cascadeStep, TASK_CANCEL_TIMER } from "./task-cancel";
 import { reportRunEnded, sendDueReports, sendTaskReport, TASK_REPORT_TIMER } from "./task-report";
 import { getTaskRow, listTaskRows, recordOf } from "./task-store";
-import { isTerminalTask, type TaskInit, type TaskRecord, type TaskUpdate } from "./task-types";
+import {
+  isTerminalTask,
+  type TaskInit,
+  type TaskRecord,
+  type TaskUpdate,
+  WAIT_MAX_SECONDS,
+  WAIT_MAX_TASK_IDS,
+} from "./task-types";
 import { taskWaiters } from "./task-waiters";
 
 /**
@@ -19,7 +26,6 @@ export const LEDGER_EXTENSION = "task-ledger" as const;
 /** Rows one ledger listing returns at most (docs/limits.md). */
 export const TASK_LIST_MAX = 100;
 /** Longest wait one call may hold in an object (`subagents wait` allows 60 s). */
-const WAIT_MAX_MS = 60_000;
 
 /** A sub-agent child's task recorded by `sessions_spawn`, or a report arriving from its child. */
 async function record(host: SessionHost, init: TaskInit): Promise<TaskRecord | null> {
@@ -61,10 +67,10 @@ function get(host: SessionHost, taskIds: string[]): TaskRecord[] {
  * then. Ids this ledger does not hold are left out of the answer (the tool reports them unavailable).
  */
 async function waitTasks(host: SessionHost, arg: { taskIds: string[]; timeoutMs: number }): Promise<TaskRecord[]> {
-  const ids = arg.taskIds.slice(0, 32);
+  const ids = arg.taskIds.slice(0, WAIT_MAX_TASK_IDS);
   const now = get(host, ids);
   const ended = now.some((t) => isTerminalTask(t.status));
-  const ms = Math.min(WAIT_MAX_MS, Math.max(0, arg.timeoutMs));
+  const ms = Math.min(WAIT_MAX_SECONDS * 1000, Math.max(0, arg.timeoutMs));
   if (ended || ms === 0 || now.length === 0) return now;
   const waiters = taskWaiters(host);
   // Woken by any status change; only an end answers, so a queued → running move waits on for the time left.

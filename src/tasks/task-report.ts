@@ -43,7 +43,8 @@ export function reportRunEnded(host: SessionHost, { run, input }: RunEndedEvent)
   // A task run ended by a cancel is `cancelled` with the cancel's reason, whatever the abort said.
   const cancelled = sub.cancelled !== undefined && run.status === "aborted";
   reportTaskSync(host, {
-    status: cancelled ? "cancelled" : taskStatusOfRun(run.status),
+    // An aborted run maps to `cancelled` (task-types.ts); a cancel only adds its reason.
+    status: taskStatusOfRun(run.status),
     runId: run.runId,
     ...(cancelled ? { error: sub.cancelled?.reason ?? CANCELLED_BY_OPERATOR } : run.error ? { error: run.error } : {}),
     ...(run.status === "ok" && run.reply ? { terminalSummary: run.reply.slice(0, SUMMARY_CHARS) } : {}),

@@ -119,3 +119,7 @@ export interface TaskInit {
   status?: "queued" | "running";
   deliveryStatus?: DeliveryStatus;
 }
+
+/** `subagents wait`'s bounds (OpenClaw's): at most 32 task ids, held at most 60 s — the tool refuses more, the ledger caps again. */
+export const WAIT_MAX_TASK_IDS = 32;
+export const WAIT_MAX_SECONDS = 60;

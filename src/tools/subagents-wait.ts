@@ -2,7 +2,7 @@ import { invalid } from "../errors";
 import { type TaskRowView, taskRowView } from "../tasks/subagent-views";
 import { getTasksOf, waitTasksOf } from "../tasks/task-client";
 import { ownerInTree } from "../tasks/task-tree";
-import { isTerminalTask, type TaskRecord } from "../tasks/task-types";
+import { isTerminalTask, type TaskRecord, WAIT_MAX_SECONDS, WAIT_MAX_TASK_IDS } from "../tasks/task-types";
 import type { ToolContext } from "./context";
 
 /**
@@ -14,8 +14,7 @@ import type { ToolContext } from "./context";
  */
 
 export const SUBAGENTS_WAIT_DEFAULT_SECONDS = 30;
-export const SUBAGENTS_WAIT_MAX_SECONDS = 60;
-const MAX_TASK_IDS = 32;
+export const SUBAGENTS_WAIT_MAX_SECONDS = WAIT_MAX_SECONDS;
 /** Re-attaches after a restart of an owner, per call: a wait never loops on an object that keeps failing. */
 const MAX_ATTACHES = 5;
 
@@ -32,7 +31,7 @@ export interface WaitResult {
 function selectedIds(raw: string[] | undefined): string[] {
   const ids = [...new Set((raw ?? []).map((s) => s.trim()).filter((s) => s.length > 0))];
   if (ids.length === 0) throw invalid("taskIds required");
-  if (ids.length > MAX_TASK_IDS) throw invalid(`subagents wait supports at most ${MAX_TASK_IDS} taskIds.`);
+  if (ids.length > WAIT_MAX_TASK_IDS) throw invalid(`subagents wait supports at most ${WAIT_MAX_TASK_IDS} taskIds.`);
   return ids;
 }
 

@@ -4,6 +4,7 @@ import { displayKey } from "../keys";
 import { listText, runViews, type TaskRowView, taskRowView } from "../tasks/subagent-views";
 import { cancelTaskOf } from "../tasks/task-client";
 import { listTree, ownerInTree } from "../tasks/task-tree";
+import { WAIT_MAX_TASK_IDS } from "../tasks/task-types";
 import { type Refusal, refusal, type ToolContext } from "./context";
 import { defineTool } from "./definition";
 import {
@@ -23,7 +24,6 @@ export const RECENT_MINUTES_DEFAULT = 30;
 export const RECENT_MINUTES_CAP = 1440;
 /** Larger values are accepted and capped to RECENT_MINUTES_CAP, as OpenClaw does; this bounds the input. */
 const RECENT_MINUTES_MAX = 525_600;
-export const WAIT_MAX_TASK_IDS = 32;
 /** Tasks one `list` shows (the caller's, then its children's, …; docs/limits.md). */
 export const LIST_MAX_TASKS = 100;
 /** Ids accepted in `taskIds` before de-duplication (more than 32 distinct ones is refused with OpenClaw's text). */
