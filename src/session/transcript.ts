@@ -197,7 +197,8 @@ export class Transcript {
       )
       .toArray();
     // The anchor always; then newer and older in turn, each side stopping at the first that does not fit.
-    let bytes = 2 + headCost(older[0]);
+    // As page() measures: the heads within `maxBytes - 2`, the array's brackets being the 2.
+    let bytes = headCost(older[0]);
     let o = 1;
     let n = 0;
     let cut = false;

@@ -113,6 +113,20 @@ describe("sessions_history", () => {
     expect(seen).toEqual(Array.from({ length: 260 }, (_, i) => i + 1));
   });
 
+  it("an anchored page and a plain page measure heads alike: the budget that fits k newest heads fits them both", async () => {
+    const key = "agent:main:hist-anchor-measure";
+    await seedTranscript(key, (i) => user(`m${i}:${"z".repeat(40)}`), 8);
+    await runInDurableObject(sessionStub(key), (obj) => {
+      const plain = (maxBytes: number) => obj.transcript.page({ limit: 8, includeTools: false, maxBytes });
+      // The smallest budget that still holds the newest 5 on a plain page is cut to 4 by one byte less.
+      let fit = 1;
+      while (plain(fit).messages.length < 5) fit++;
+      const around = (maxBytes: number) =>
+        obj.transcript.pageAround({ anchor: 8, limit: 8, includeTools: false, maxBytes }).messages.length;
+      expect([around(fit), around(fit - 1)]).toEqual([5, 4]);
+    });
+  });
+
   it("messageId reads around one message: newer and older in turn, within limit and the byte budget", async () => {
     const key = "agent:main:hist-anchor";
     await seedTranscript(key, (i) => user(`m${i}`), 10);
