@@ -4,7 +4,8 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { api, enc } from "./api";
 import { followRun, type RunStreamState, type StreamState, useSessionStream } from "./live";
 import type { SseEvent } from "./sse";
-import type { HistoryMessage, Run, SessionRow } from "./types";
+import { listOf, NO_TASKS, TASKS_RECENT_MINUTES, TASKS_SHOWN, type TaskList, upsertTask } from "./task-list";
+import type { HistoryMessage, Run, SessionRow, Task } from "./types";
 import { RUN_ENDED } from "./types";
 
 /** Messages held on the page: the newest ones; older ones are in GET …/transcript.jsonl. */
@@ -21,8 +22,14 @@ export interface SessionData {
   error: unknown;
   /** Bumped on every delivery event, so the deliveries tab re-reads its list. */
   deliveriesVersion: number;
+  /** The session's ledger tasks, newest first (task-list.ts), moved by `task` events; read once `showTasks` was called. */
+  tasks: TaskList;
+  /** The tab that shows the tasks is open: read them now, and again whenever the page reads everything again. */
+  showTasks(): void;
   send(message: string): Promise<void>;
   abort(runId: string): Promise<void>;
+  /** POST /v1/tasks/{id}/cancel with the page's token: the server decides whether it may. */
+  cancelTask(taskId: string): Promise<{ cancelled: boolean; reason?: string }>;
   patch(body: Record<string, unknown>): Promise<void>;
 }
 
@@ -60,6 +67,7 @@ export function useSessionData(key: string): SessionData {
   const [drafts, setDrafts] = useState<Record<string, Draft>>({});
   const [error, setError] = useState<unknown>(null);
   const [deliveriesVersion, setDeliveriesVersion] = useState(0);
+  const [tasks, setTasks] = useState<TaskList>(NO_TASKS);
   const [reconnect, setReconnect] = useState(0);
   const followed = useRef(new Map<string, AbortController>());
   // Runs whose own stream has ended (a final status, or `end`: the session went). A row read that raced
@@ -67,6 +75,21 @@ export function useSessionData(key: string): SessionData {
   // running; following it again would open a second stream for a run that is over.
   const finished = useRef(new Set<string>());
   const path = `/v1/sessions/${enc(key)}`;
+
+  // Tasks a `task` event brought while a read was under way: newer than what that read may answer.
+  const taskEvents = useRef(new Map<string, Task>());
+  // Read only once a tab shows them: the page's other reads (and its held event stream) need the
+  // browser's few connections to the Worker first.
+  const tasksShown = useRef(false);
+  const readTasks = useCallback(async () => {
+    if (!tasksShown.current) return;
+    taskEvents.current = new Map();
+    const read = await api<{ tasks: Task[] }>(
+      "GET",
+      `${path}/tasks?recentMinutes=${TASKS_RECENT_MINUTES}&limit=${TASKS_SHOWN + 1}`,
+    );
+    setTasks([...taskEvents.current.values()].reduce(upsertTask, listOf(read.tasks)));
+  }, [path]);
 
   const reload = useCallback(async () => {
     const [r, history, recent] = await Promise.all([
@@ -79,7 +102,9 @@ export function useSessionData(key: string): SessionData {
     setRow(r);
     setMessages((held) => mergeMessages(held, history.messages));
     setRuns(recent.runs);
-  }, [path]);
+    // A ledger the token may not read leaves the list empty; the rest of the page still shows.
+    await readTasks().catch(() => setTasks(NO_TASKS));
+  }, [path, readTasks]);
 
   const onEvent = useCallback(
     (e: SseEvent) => {
@@ -90,7 +115,10 @@ export function useSessionData(key: string): SessionData {
         // A finished run changed the row (token counts, model): only the row is read again.
         if (RUN_ENDED.has(data.status)) api<SessionRow>("GET", path).then(setRow, setError);
       } else if (e.event === "delivery") setDeliveriesVersion((v) => v + 1);
-      else if (e.event === "gap") reload().catch(setError);
+      else if (e.event === "task") {
+        taskEvents.current.set(data.taskId, data);
+        setTasks((held) => upsertTask(held, data));
+      } else if (e.event === "gap") reload().catch(setError);
       // The resume point belonged to an earlier life of the session (deleted and created again): what is
       // held is not this session's, so it is dropped and read again (docs/events.md).
       else if (e.event === "reset") {
@@ -164,6 +192,12 @@ export function useSessionData(key: string): SessionData {
     stream,
     error,
     deliveriesVersion,
+    tasks,
+    showTasks: useCallback(() => {
+      if (tasksShown.current) return;
+      tasksShown.current = true;
+      readTasks().catch(() => setTasks(NO_TASKS));
+    }, [readTasks]),
     async send(message) {
       const accepted = await api<{ runId: string }>("POST", `${path}/messages`, { message });
       setRuns((held) => upsertRun(held, { runId: accepted.runId, status: "queued", kind: "inbound" }));
@@ -175,6 +209,12 @@ export function useSessionData(key: string): SessionData {
     async abort(runId) {
       const run = await api<Run>("POST", `/v1/runs/${enc(runId)}/abort`);
       setRuns((held) => upsertRun(held, run));
+    },
+    async cancelTask(taskId) {
+      const answer = await api<{ cancelled: boolean; reason?: string }>("POST", `/v1/tasks/${enc(taskId)}/cancel`);
+      // Live, the task's own event brings its new state; without a stream it is read again.
+      if (stream !== "live") await readTasks();
+      return answer;
     },
     async patch(body) {
       setRow(await api<SessionRow>("PATCH", path, body));

@@ -12,7 +12,7 @@ import { SubagentsTab } from "./tree";
 const TAB_LABELS: Record<SessionTab, string> = {
   transcript: "Transcript",
   runs: "Runs",
-  subagents: "Sub-agents",
+  subagents: "Sub-agents & tasks",
   exchanges: "Exchanges",
   deliveries: "Deliveries",
   settings: "Label & policy",

@@ -1,17 +1,23 @@
 // The "Sub-agents" tab: the session's sub-agent tree (GET /v1/sessions/{key}/tree) drawn as a picture —
-// one box per session, its children to its right — with each child's status, run time, tokens and cost.
-// Re-read when the session changes (its event stream: a child's announce arrives there) and, while a
-// child still runs, every few seconds; a running child's time counts up meanwhile.
+// one box per session, its children to its right — with each child's status, run time, tokens and cost,
+// and under it the session's ledger tasks (tasks.tsx).
+// Live from the session's event stream: a child's status and times come from its task in this session's
+// ledger, which the stream's `task` events keep current (session-data.ts), and every task, run or message
+// event reads the tree again for the figures the index holds (tokens, cost, deeper levels). Only what this
+// session's stream cannot carry is polled, every few seconds: a grandchild (or deeper) that still runs — its
+// task lives in its own parent's ledger — or any running child while the stream is down. A running child's
+// time counts up meanwhile.
 import { useEffect, useState } from "preact/hooks";
 import { api, enc } from "./api";
 import { ErrorLine } from "./errors";
 import { Picture } from "./picture";
 import { sessionHref } from "./router";
 import type { SessionData } from "./session-data";
-import type { SessionTree, TreeNode } from "./types";
+import { TasksTable } from "./tasks";
+import type { SessionTree, Task, TreeNode } from "./types";
 import { useRead } from "./use-read";
 
-/** While any child runs, the tree is read again this often (bounded: one request per interval). */
+/** While a node the stream cannot follow runs, the tree is read again this often (one request per interval). */
 const REFRESH_MS = 5000;
 const BOX_W = 230;
 const BOX_H = 62;
@@ -46,6 +52,28 @@ function runTime(n: TreeNode, now: number): number | undefined {
   return n.runtimeMs;
 }
 
+/** A task's status in the tree's words (the index's `status` of a sub-agent session). */
+const NODE_STATUS: Record<string, string> = {
+  queued: "queued",
+  running: "running",
+  succeeded: "done",
+  failed: "failed",
+  timed_out: "timeout",
+  cancelled: "killed",
+  lost: "lost",
+};
+
+/** A child's box as its task in this session's ledger has it now: the ledger moves first, the index follows. */
+function withTask(n: TreeNode, task: Task | undefined): TreeNode {
+  if (!task || n.depth !== 1) return n;
+  return {
+    ...n,
+    status: NODE_STATUS[task.status] ?? n.status,
+    ...(task.startedAt !== undefined ? { startedAt: task.startedAt } : {}),
+    ...(task.endedAt !== undefined ? { endedAt: task.endedAt, runtimeMs: undefined } : {}),
+  };
+}
+
 /** Depth-first order (each child right under its parent), so the rows read like an outline. */
 function outline(nodes: TreeNode[]): TreeNode[] {
   const children = new Map<string | null, TreeNode[]>();
@@ -60,15 +88,35 @@ function outline(nodes: TreeNode[]): TreeNode[] {
 }
 
 export function SubagentsTab(props: { sessionKey: string; data: SessionData }) {
+  return (
+    <>
+      <TreePicture sessionKey={props.sessionKey} data={props.data} />
+      <TasksTable data={props.data} />
+    </>
+  );
+}
+
+function TreePicture(props: { sessionKey: string; data: SessionData }) {
   const [now, setNow] = useState(Date.now());
-  // Something happened in the session (a message, a run): its children may have changed too.
-  const version = `${props.data.messages.length}:${props.data.runs.map((r) => r.status).join(",")}`;
+  const { tasks } = props.data.tasks;
+  // Something happened in the session (a message, a run, a task): its children may have changed too.
+  const version = [
+    props.data.messages.length,
+    props.data.runs.map((r) => r.status).join(","),
+    tasks.map((t) => `${t.status}:${t.deliveryStatus}`).join(","),
+  ].join(":");
+  const [polled, setPolled] = useState(false);
   const [running, setRunning] = useState(false);
-  const { value: tree, error } = useRead(
+  const { value: read, error } = useRead(
     () => api<SessionTree>("GET", `/v1/sessions/${enc(props.sessionKey)}/tree`),
     [props.sessionKey, version],
-    running ? REFRESH_MS : undefined,
+    polled ? REFRESH_MS : undefined,
   );
+  const byChild = new Map(tasks.flatMap((t) => (t.childSessionKey ? [[t.childSessionKey, t] as const] : [])));
+  const tree = read && { ...read, nodes: read.nodes.map((n) => withTask(n, byChild.get(n.key))) };
+  const live = props.data.stream === "live";
+  const needsPoll = tree?.nodes.some((n) => n.status === "running" && (n.depth > 1 || !live)) ?? false;
+  if (needsPoll !== polled) setPolled(needsPoll);
   const anyRunning = tree?.nodes.some((n) => n.status === "running") ?? false;
   if (anyRunning !== running) setRunning(anyRunning);
 

@@ -99,3 +99,24 @@ export interface Provenance {
   sourceSessionKey?: string;
   sourceTool?: string;
 }
+
+/** A task of a session's ledger (GET /v1/sessions/{key}/tasks, GET /v1/tasks/{id}, the stream's `task` event). */
+export interface Task {
+  taskId: string;
+  /** What does the work: `subagent`, `yield`, `send`, … — shown as it comes, whatever it is. */
+  runtime: string;
+  childSessionKey?: string;
+  runId?: string;
+  label?: string;
+  task: string;
+  status: string;
+  deliveryStatus: string;
+  createdAt: number;
+  startedAt?: number;
+  endedAt?: number;
+  error?: string;
+  terminalSummary?: string;
+  terminalOutcome?: string;
+}
+
+export const TASK_OPEN = new Set(["queued", "running"]);

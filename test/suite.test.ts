@@ -132,9 +132,9 @@ const REPO_FILES = [
  * example of a file a recipe would add.
  */
 const NOT_COMMITTED = new Set(["bench/out/results.md", "src/http/routes/a2a.ts"]);
-/** A repository path in prose (`test/session/runs.test.ts`, `test/spawn/subagent-*.test.ts`); `<…>` placeholders are skipped. */
+/** A repository path in prose (`test/session/runs.test.ts`, `test/spawn/subagent-*.test.ts`); `<…>` placeholders are skipped. `tsx` is tried before `ts`, or `console/tasks.tsx` would be read as `console/tasks.ts`. */
 const CITED_PATH =
-  /(?<![\w./-])((?:src|test|docs|scripts|console|bench)\/[\w./*<>-]+\.(?:ts|tsx|md|mjs|json|css|html|png))/g;
+  /(?<![\w./-])((?:src|test|docs|scripts|console|bench)\/[\w./*<>-]+\.(?:tsx|ts|md|mjs|json|css|html|png))/g;
 
 describe("paths in the docs", () => {
   it("every file README.md, AGENTS.md, docs/ and the test maps cite exists (a glob matches at least one)", () => {

@@ -3,7 +3,7 @@ import { EVENT_LIMITS } from "./limits";
 import type { StateChange } from "./state-kinds";
 import { advanceHead, notePruned } from "./state-log";
 
-export type SessionEventType = "message" | "run" | "delivery";
+export type SessionEventType = "message" | "run" | "delivery" | "task";
 
 /** One SSE block as the watcher receives it (docs/events.md). */
 export function sseBlock(id: string | null, type: string, data: string): string {

@@ -98,6 +98,14 @@ export class SessionEvents {
     this.record("delivery", JSON.stringify(data));
   }
 
+  /**
+   * A task of this session's ledger was recorded or changed (src/tasks/task-api.ts): `record` is the task as
+   * `GET /v1/tasks/{id}` serves it; `state`, when its status moved, the state change that also is.
+   */
+  task(record: { taskId: string }, state: StateChange | null): void {
+    this.record("task", JSON.stringify(record), state);
+  }
+
   private record(type: SessionEventType, data: string, state: StateChange | null = null): void {
     this.gate.offer(
       () => this.log.append(type, data, state),

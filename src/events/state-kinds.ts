@@ -13,7 +13,8 @@ export type StateKind =
   | "child_spawned"
   | "run_completed"
   | "run_failed"
-  | "compacted";
+  | "compacted"
+  | "task_changed";
 
 export interface StateChange {
   kind: StateKind;
@@ -22,7 +23,14 @@ export interface StateChange {
   summary: string;
   actorId?: string;
   runId?: string;
-  payload?: { outcome?: "error" | "timeout" | "cancelled"; channel?: string };
+  payload?: {
+    outcome?: "error" | "timeout" | "cancelled";
+    channel?: string;
+    /** `task_changed`: which task of the session's ledger, its runtime and the status it reached. */
+    taskId?: string;
+    runtime?: string;
+    status?: string;
+  };
 }
 
 /** A run admitted (status queued): who asked for it. Internal turns (announces, completions, commands of a flow) are not. */
@@ -101,5 +109,20 @@ export function messageChange(message: TranscriptMessage, runId: string | null):
     occurredAt: message.timestamp,
     summary: "session compacted",
     ...(runId ? { runId } : {}),
+  };
+}
+
+/**
+ * A task of this session's ledger was recorded or reached another status (docs/tasks.md): the session's own
+ * background work changed state. Written on the owner, in the transaction that changed the row
+ * (src/tasks/task-api.ts); a change of delivery or outcome alone is no state change.
+ */
+export function taskChange(t: { taskId: string; runtime: string; status: string }, at: number): StateChange {
+  return {
+    kind: "task_changed",
+    actorType: "system",
+    occurredAt: at,
+    summary: `${t.runtime} task ${t.status}`,
+    payload: { taskId: t.taskId, runtime: t.runtime, status: t.status },
   };
 }

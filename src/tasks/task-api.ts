@@ -1,7 +1,8 @@
 import { cutText } from "../session/byte-budget";
 import type { SessionHost } from "../session/host";
 import type { TranscriptMessage } from "../session/types";
-import { applyTaskUpdate, insertTask, nextExpiry, recordOf, type TaskRow } from "./task-store";
+import { publishTaskChange } from "./task-events";
+import { applyTaskUpdate, getTaskRow, insertTask, nextExpiry, recordOf, type TaskRow } from "./task-store";
 import { isTerminalTask, type TaskInit, type TaskRecord, type TaskUpdate } from "./task-types";
 import { wakeTaskWaiters } from "./task-waiters";
 
@@ -33,7 +34,10 @@ const NOTE_PREVIEW_CHARS = 120;
 /** Record a task in this session's ledger (idempotent on `taskId`). Inside the caller's transaction. */
 export function createTask(host: SessionHost, init: TaskInit, now = Date.now()): TaskRecord {
   const deliveryStatus = init.deliveryStatus ?? (init.notifyPolicy === "silent" ? "not_applicable" : "pending");
+  // Idempotent on the id: a task recorded before is no new event.
+  const existed = init.taskId !== undefined && getTaskRow(host, init.taskId) !== undefined;
   const row = insertTask(host, { ...init, deliveryStatus }, now);
+  if (!existed) publishTaskChange(host, undefined, row, now);
   armLedgerTimers(host, row);
   return recordOf(host.key, row);
 }
@@ -49,12 +53,15 @@ export function updateTask(
   update: TaskUpdate,
   now = Date.now(),
 ): { record: TaskRecord; refused: boolean } | null {
+  const before = getTaskRow(host, taskId);
   const applied = applyTaskUpdate(host, taskId, update, now);
   if (!applied) return null;
   if (applied.statusChanged) {
     notifyTransition(host, applied.row);
     wakeTaskWaiters(host, taskId);
   }
+  // Read again: the note may have marked the task delivered (notifyTransition).
+  publishTaskChange(host, before, getTaskRow(host, taskId) ?? applied.row, now);
   armLedgerTimers(host, applied.row);
   return { record: recordOf(host.key, applied.row), refused: applied.refused };
 }
