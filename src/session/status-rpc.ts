@@ -1,6 +1,7 @@
 import { changesSince, readMarks, type StateChanges } from "../events/state-log";
 import { CHILD_FLOW } from "../spawn/child-slots";
 import { assertOpen } from "./closing";
+import { type DeliveryContext, deliveryContextOf } from "./delivery-context";
 import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
 import type { SessionMeta, TranscriptMessage } from "./types";
@@ -37,7 +38,7 @@ export interface StatusFacts {
   spawnDepth?: number;
   subagentStatus?: string;
   /** The session's persisted delivery route (where its replies go), as a sessions_list row shows it. */
-  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
+  deliveryContext?: DeliveryContext;
   running?: { runId: string; kind: string; startedAt?: number };
   queued: number;
   children: { running: number; ended: number };
@@ -131,13 +132,8 @@ function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedMod
   if (m.spawnedBy) out.spawnedBy = m.spawnedBy;
   if (m.spawnDepth !== undefined) out.spawnDepth = m.spawnDepth;
   if (m.subagent?.status) out.subagentStatus = m.subagent.status;
-  if (m.lastChannel)
-    out.deliveryContext = {
-      channel: m.lastChannel,
-      ...(m.lastTo ? { to: m.lastTo } : {}),
-      ...(m.lastAccountId ? { accountId: m.lastAccountId } : {}),
-      ...(m.lastThreadId ? { threadId: m.lastThreadId } : {}),
-    };
+  const route = deliveryContextOf(m);
+  if (route) out.deliveryContext = route;
   if (running)
     out.running = {
       runId: running.id,

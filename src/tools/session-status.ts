@@ -5,6 +5,7 @@ import type { StateChanges } from "../events/state-log";
 import { displayKey, looksLikeSessionKey, type ParsedKey } from "../keys";
 import { canonicalModelRef, splitModelRef } from "../runners/model-resolution";
 import { checkModelRef } from "../runners/models";
+import type { DeliveryContext } from "../session/delivery-context";
 import { callExtension } from "../session/extensions";
 import type { StatusAnswer } from "../session/status-rpc";
 import { isRefusal, type Refusal, refusal, type ToolContext } from "./context";
@@ -56,7 +57,7 @@ export interface SessionStatusResult {
   modelProvider?: string;
   modelOverride?: string | null;
   /** The persisted delivery route, when the session has one. */
-  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
+  deliveryContext?: DeliveryContext;
 }
 
 /** Every failure of this tool is one envelope (docs/contract.md, "session_status"): `{status: "error", tool, error}`. */

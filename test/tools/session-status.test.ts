@@ -69,15 +69,12 @@ describe("session_status", () => {
     expect(lines).toContain("🎛️ Modes: think off · verbose off");
     expect(lines.some((l: string) => l.startsWith(`🧵 Session: ${key} • id ${d.sessionId} • created `))).toBe(true);
     expect(lines.some((l: string) => /^🕒 Last activity: \d{4}-\d\d-\d\dT/.test(l))).toBe(true);
-    // A session with a delivery route reports it, as its sessions_list row does.
+    // A session with a delivery route reports it, as its sessions_list row does (one builder for both).
     const routed = "agent:main:status-routed";
-    const sent = await call("POST", `/v1/sessions/${encodeURIComponent(routed)}/messages`, {
-      message: "hi",
-      channel: "telegram",
-      to: "42",
-    });
-    await call("GET", `/v1/runs/${sent.json.runId}/wait?timeoutMs=10000`);
-    expect((await status({}, routed)).details.deliveryContext).toEqual({ channel: "telegram", to: "42" });
+    await sendAndWait(routed, "hi", { channel: "telegram", to: "42", accountId: "acct-7", threadId: 9 });
+    const route = { channel: "telegram", to: "42", accountId: "acct-7", threadId: "9" };
+    expect((await status({}, routed)).details.deliveryContext).toEqual(route);
+    expect((await call("GET", `/v1/sessions/${encodeURIComponent(routed)}`)).json.deliveryContext).toEqual(route);
     // `current` and an explicit key are the same session; a sessionId resolves to it too.
     expect((await status({ sessionKey: "current" }, key)).details.sessionId).toBe(d.sessionId);
     expect((await status({ sessionKey: d.sessionId }, key)).details.sessionKey).toBe(key);
