@@ -1,4 +1,4 @@
-import { changesSince, readMarks, type StateChanges } from "../events/state-log";
+import { type StateChanges, stateSince } from "../events/state-log";
 import { CHILD_FLOW } from "../spawn/child-slots";
 import { assertOpen } from "./closing";
 import { type DeliveryContext, deliveryContextOf } from "./delivery-context";
@@ -82,12 +82,7 @@ async function status(host: SessionHost, req: StatusRequest): Promise<StatusAnsw
       await host.markIndexDirty({ immediate: true });
     }
   }
-  return { ...facts(host, host.meta), changedModel, ...stateOf(host, req.changesSince) };
-}
-
-function stateOf(host: SessionHost, since: number | undefined): Pick<StatusFacts, "stateVersion" | "stateChanges"> {
-  const stateVersion = readMarks(host.sql).head;
-  return since === undefined ? { stateVersion } : { stateVersion, stateChanges: changesSince(host.sql, since) };
+  return { ...facts(host, host.meta), changedModel, ...stateSince(host.sql, req.changesSince) };
 }
 
 function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedModel" | "stateVersion"> {
