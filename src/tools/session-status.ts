@@ -106,9 +106,12 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     { ref, source: override ? "session override" : "agent default" },
     Date.now(),
   );
-  const statusText = answer.stateChanges
-    ? `${card}\n\nSession state changes:\n\`\`\`json\n${JSON.stringify(answer.stateChanges, null, 2)}\n\`\`\``
-    : card;
+  // OpenClaw's text: the card, then (when present) the route and the state changes, each a fenced JSON block.
+  const statusText = [
+    card,
+    ...(answer.deliveryContext ? [jsonBlock("Route context", { deliveryContext: answer.deliveryContext })] : []),
+    ...(answer.stateChanges ? [jsonBlock("Session state changes", answer.stateChanges)] : []),
+  ].join("\n\n");
   const parts = splitModelRef(ref);
   return {
     ok: true,
@@ -129,6 +132,10 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
         }
       : {}),
   };
+}
+
+function jsonBlock(title: string, value: unknown): string {
+  return `${title}:\n\`\`\`json\n${JSON.stringify(value, null, 2)}\n\`\`\``;
 }
 
 /** The `sessionKey` reference as a key, or the spec's error: a key that does not parse, an unknown sessionId. */

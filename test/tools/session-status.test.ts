@@ -73,7 +73,17 @@ describe("session_status", () => {
     const routed = "agent:main:status-routed";
     await sendAndWait(routed, "hi", { channel: "telegram", to: "42", accountId: "acct-7", threadId: 9 });
     const route = { channel: "telegram", to: "42", accountId: "acct-7", threadId: "9" };
-    expect((await status({}, routed)).details.deliveryContext).toEqual(route);
+    const routedStatus = (await status({ changesSince: 0 }, routed)).details;
+    expect(routedStatus.deliveryContext).toEqual(route);
+    // The text: the card, then the route and the state changes, each a fenced JSON block.
+    const [routeBlock, ...blocks] = routedStatus.statusText.split("\n\n").filter((p: string) => p.includes("```json"));
+    expect(routeBlock).toBe(
+      `Route context:\n\`\`\`json\n${JSON.stringify({ deliveryContext: route }, null, 2)}\n\`\`\``,
+    );
+    expect(blocks).toEqual([
+      `Session state changes:\n\`\`\`json\n${JSON.stringify(routedStatus.stateChanges, null, 2)}\n\`\`\``,
+    ]);
+    expect(d.statusText).not.toContain("Route context");
     expect((await call("GET", `/v1/sessions/${encodeURIComponent(routed)}`)).json.deliveryContext).toEqual(route);
     // `current` and an explicit key are the same session; a sessionId resolves to it too.
     expect((await status({ sessionKey: "current" }, key)).details.sessionId).toBe(d.sessionId);
