@@ -4,7 +4,7 @@ import { assertOpen } from "./closing";
 import { type DeliveryContext, deliveryContextOf } from "./delivery-context";
 import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
-import type { SessionMeta, TranscriptMessage } from "./types";
+import type { DeliveryRoute, SessionMeta, TranscriptMessage } from "./types";
 
 /**
  * What `session_status` reads of one session (src/tools/session-status.ts), and its model override, in
@@ -40,6 +40,8 @@ export interface StatusFacts {
   /** The session's persisted delivery route (where its replies go), as a sessions_list row shows it. */
   deliveryContext?: DeliveryContext;
   running?: { runId: string; kind: string; startedAt?: number };
+  /** The running run's own route (an inbound channel message's), only while it runs: OpenClaw's `active`. */
+  active?: DeliveryContext;
   queued: number;
   children: { running: number; ended: number };
   compactions: number;
@@ -88,8 +90,9 @@ async function status(host: SessionHost, req: StatusRequest): Promise<StatusAnsw
 function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedModel" | "stateVersion"> {
   const sql = host.sql;
   const running = sql
-    .exec<{ id: string; kind: string; started_at: number | null }>(
-      "SELECT id, kind, started_at FROM runs WHERE status = 'running' LIMIT 1",
+    .exec<{ id: string; kind: string; started_at: number | null; route: string | null }>(
+      // Only the route of the input, not the input (a message may be 512 KiB).
+      "SELECT id, kind, started_at, json_extract(input_json, '$.route') AS route FROM runs WHERE status = 'running' LIMIT 1",
     )
     .toArray()[0];
   const queued = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE status = 'queued'").one().n;
@@ -129,6 +132,8 @@ function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedMod
   if (m.subagent?.status) out.subagentStatus = m.subagent.status;
   const route = deliveryContextOf(m);
   if (route) out.deliveryContext = route;
+  const active = running?.route ? routeOf(JSON.parse(running.route) as DeliveryRoute) : undefined;
+  if (active) out.active = active;
   if (running)
     out.running = {
       runId: running.id,
@@ -136,6 +141,17 @@ function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedMod
       ...(running.started_at !== null ? { startedAt: running.started_at } : {}),
     };
   return out;
+}
+
+/** A run's route in deliveryContext's shape (ids as strings, empty parts left out). */
+function routeOf(r: DeliveryRoute): DeliveryContext | undefined {
+  if (!r.channel) return undefined;
+  return {
+    channel: r.channel,
+    ...(r.to ? { to: r.to } : {}),
+    ...(r.accountId ? { accountId: r.accountId } : {}),
+    ...(r.threadId != null && r.threadId !== "" ? { threadId: String(r.threadId) } : {}),
+  };
 }
 
 /** Prompt tokens of the newest model step among the last CONTEXT_LOOKBACK_MESSAGES messages. */

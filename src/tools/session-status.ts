@@ -7,7 +7,7 @@ import { canonicalModelRef, splitModelRef } from "../runners/model-resolution";
 import { checkModelRef } from "../runners/models";
 import type { DeliveryContext } from "../session/delivery-context";
 import { callExtension } from "../session/extensions";
-import type { StatusAnswer } from "../session/status-rpc";
+import type { StatusAnswer, StatusFacts } from "../session/status-rpc";
 import { isRefusal, type Refusal, refusal, type ToolContext } from "./context";
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
@@ -58,6 +58,8 @@ export interface SessionStatusResult {
   modelOverride?: string | null;
   /** The persisted delivery route, when the session has one. */
   deliveryContext?: DeliveryContext;
+  /** The running run's own route, only while it runs. */
+  active?: DeliveryContext;
 }
 
 /** Every failure of this tool is one envelope (docs/contract.md, "session_status"): `{status: "error", tool, error}`. */
@@ -109,7 +111,7 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
   // OpenClaw's text: the card, then (when present) the route and the state changes, each a fenced JSON block.
   const statusText = [
     card,
-    ...(answer.deliveryContext ? [jsonBlock("Route context", { deliveryContext: answer.deliveryContext })] : []),
+    ...(answer.deliveryContext || answer.active ? [jsonBlock("Route context", routeContext(answer))] : []),
     ...(answer.stateChanges ? [jsonBlock("Session state changes", answer.stateChanges)] : []),
   ].join("\n\n");
   const parts = splitModelRef(ref);
@@ -122,7 +124,7 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     stateVersion: answer.stateVersion,
     statusText,
     ...(answer.stateChanges ? { stateChanges: answer.stateChanges } : {}),
-    ...(answer.deliveryContext ? { deliveryContext: answer.deliveryContext } : {}),
+    ...routeContext(answer),
     // Only when `model` was passed: what the session now runs on, and its override (null once cleared).
     ...(args.model !== undefined
       ? {
@@ -131,6 +133,14 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
           modelOverride: override ?? null,
         }
       : {}),
+  };
+}
+
+/** The session's persisted route and its running run's, as both `details` and the text's route block show them. */
+function routeContext(a: StatusFacts): Pick<SessionStatusResult, "deliveryContext" | "active"> {
+  return {
+    ...(a.deliveryContext ? { deliveryContext: a.deliveryContext } : {}),
+    ...(a.active ? { active: a.active } : {}),
   };
 }
 
