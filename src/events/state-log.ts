@@ -68,8 +68,7 @@ export function notePruned(sql: SqlStorage, through: number): void {
  * log handed out, which no version of this incarnation can be (a version read before the session was deleted or archived and
  * created again: seqs restart with the incarnation, event-ids.ts), so the caller must re-read whole state.
  */
-export function changesSince(sql: SqlStorage, since: number): StateChanges {
-  const marks = readMarks(sql);
+export function changesSince(sql: SqlStorage, since: number, marks: Marks = readMarks(sql)): StateChanges {
   const rows = sql
     .exec<{ seq: number; state: string }>(
       "SELECT seq, state FROM events WHERE state IS NOT NULL AND seq > ? ORDER BY seq LIMIT ?",
@@ -87,6 +86,19 @@ export function changesSince(sql: SqlStorage, since: number): StateChanges {
     earliestAvailableSequence: earliestAvailable(sql, marks),
     historyGap: since < marks.prunedThrough || since > seqsHandedOut(sql),
   };
+}
+
+/**
+ * What session_status reports of the log (src/session/status-rpc.ts): the head as `stateVersion`, and the
+ * changes after `since` when asked — `event_marks` read once for both.
+ */
+export function stateSince(
+  sql: SqlStorage,
+  since: number | undefined,
+): { stateVersion: number; stateChanges?: StateChanges } {
+  const marks = readMarks(sql);
+  if (since === undefined) return { stateVersion: marks.head };
+  return { stateVersion: marks.head, stateChanges: changesSince(sql, since, marks) };
 }
 
 /** The last seq this incarnation's log handed out (AUTOINCREMENT's counter: pruning never lowers it). */

@@ -1,4 +1,5 @@
 import { deriveChannel, displayKey, type ParsedKey, type SessionKind } from "../keys";
+import { deliveryContextOf } from "../session/delivery-context";
 import type { SessionMeta } from "../session/types";
 import type { SessionRow } from "./row-schema";
 
@@ -23,14 +24,6 @@ export function transcriptPathOf(key: string): string {
 }
 
 export function buildRow(meta: SessionMeta, parsed: ParsedKey): SessionRow {
-  const deliveryContext = meta.lastChannel
-    ? {
-        channel: meta.lastChannel,
-        ...(meta.lastTo ? { to: meta.lastTo } : {}),
-        ...(meta.lastAccountId ? { accountId: meta.lastAccountId } : {}),
-        ...(meta.lastThreadId ? { threadId: meta.lastThreadId } : {}),
-      }
-    : undefined;
   const sub = meta.subagent;
   const row: SessionRow = {
     key: displayKey(meta.key),
@@ -53,7 +46,7 @@ export function buildRow(meta: SessionMeta, parsed: ParsedKey): SessionRow {
     sendPolicy: meta.sendPolicy,
     lastChannel: meta.lastChannel,
     lastTo: meta.lastTo,
-    deliveryContext,
+    deliveryContext: deliveryContextOf(meta),
     transcriptPath: transcriptPathOf(displayKey(meta.key)),
     spawnedBy: meta.spawnedBy === undefined ? undefined : displayKey(meta.spawnedBy),
     spawnDepth: meta.spawnDepth,

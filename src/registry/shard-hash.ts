@@ -3,16 +3,24 @@ export const INDEX_SHARDS_DEFAULT = 16;
 export const INDEX_SHARDS_MAX = 256;
 
 /**
- * The shard of a session key (or sessionId): FNV-1a over the string's UTF-16 units, modulo the count.
- * Stable across isolates and releases — a row's place depends on nothing but its key.
+ * FNV-1a over the string's UTF-16 units (32 bits; `seed` is the offset basis). Stable across isolates and
+ * releases; the search index hashes keys with it too (src/search/hash.ts, src/search/search-shards.ts).
  */
-export function shardOf(value: string, shards: number): number {
-  let h = 0x811c9dc5;
+export function fnv1a(value: string, seed = 0x811c9dc5): number {
+  let h = seed;
   for (let i = 0; i < value.length; i++) {
     h ^= value.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
   }
-  return h % shards;
+  return h;
+}
+
+/**
+ * The shard of a session key (or sessionId): FNV-1a modulo the count — a row's place depends on nothing
+ * but its key.
+ */
+export function shardOf(value: string, shards: number): number {
+  return fnv1a(value) % shards;
 }
 
 /** Name of shard `shard` of an agent's index; `registry:<agentId>` alone is the pre-sharding object. */

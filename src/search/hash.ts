@@ -1,14 +1,6 @@
-/** Hashes of session keys for the search index (docs/search.md). */
+/** Hashes of session keys for the search index (docs/search.md): the registry's FNV-1a, one implementation. */
 
-/** FNV-1a over the key's UTF-16 units: stable across isolates and releases. */
-export function fnv1a(value: string, seed = 0x811c9dc5): number {
-  let h = seed;
-  for (let i = 0; i < value.length; i++) {
-    h ^= value.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
-}
+import { fnv1a } from "../registry/shard-hash";
 
 /**
  * The visibility token of a session key in the index's `vis` column (docs/search.md): `k…` marks a

@@ -1,4 +1,4 @@
-import { fnv1a } from "./hash";
+import { fnv1a } from "../registry/shard-hash";
 import type { SearchIndexObject } from "./search-index-object";
 
 /**

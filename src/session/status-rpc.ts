@@ -1,9 +1,10 @@
-import { changesSince, readMarks, type StateChanges } from "../events/state-log";
+import { type StateChanges, stateSince } from "../events/state-log";
 import { CHILD_FLOW } from "../spawn/child-slots";
 import { assertOpen } from "./closing";
+import { type DeliveryContext, deliveryContextOf } from "./delivery-context";
 import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
-import type { SessionMeta, TranscriptMessage } from "./types";
+import type { DeliveryRoute, SessionMeta, TranscriptMessage } from "./types";
 
 /**
  * What `session_status` reads of one session (src/tools/session-status.ts), and its model override, in
@@ -37,8 +38,10 @@ export interface StatusFacts {
   spawnDepth?: number;
   subagentStatus?: string;
   /** The session's persisted delivery route (where its replies go), as a sessions_list row shows it. */
-  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
+  deliveryContext?: DeliveryContext;
   running?: { runId: string; kind: string; startedAt?: number };
+  /** The running run's own route (an inbound channel message's), only while it runs: OpenClaw's `active`. */
+  active?: DeliveryContext;
   queued: number;
   children: { running: number; ended: number };
   compactions: number;
@@ -81,19 +84,15 @@ async function status(host: SessionHost, req: StatusRequest): Promise<StatusAnsw
       await host.markIndexDirty({ immediate: true });
     }
   }
-  return { ...facts(host, host.meta), changedModel, ...stateOf(host, req.changesSince) };
-}
-
-function stateOf(host: SessionHost, since: number | undefined): Pick<StatusFacts, "stateVersion" | "stateChanges"> {
-  const stateVersion = readMarks(host.sql).head;
-  return since === undefined ? { stateVersion } : { stateVersion, stateChanges: changesSince(host.sql, since) };
+  return { ...facts(host, host.meta), changedModel, ...stateSince(host.sql, req.changesSince) };
 }
 
 function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedModel" | "stateVersion"> {
   const sql = host.sql;
   const running = sql
-    .exec<{ id: string; kind: string; started_at: number | null }>(
-      "SELECT id, kind, started_at FROM runs WHERE status = 'running' LIMIT 1",
+    .exec<{ id: string; kind: string; started_at: number | null; route: string | null }>(
+      // Only the route of the input, not the input (a message may be 512 KiB).
+      "SELECT id, kind, started_at, json_extract(input_json, '$.route') AS route FROM runs WHERE status = 'running' LIMIT 1",
     )
     .toArray()[0];
   const queued = sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM runs WHERE status = 'queued'").one().n;
@@ -131,13 +130,10 @@ function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedMod
   if (m.spawnedBy) out.spawnedBy = m.spawnedBy;
   if (m.spawnDepth !== undefined) out.spawnDepth = m.spawnDepth;
   if (m.subagent?.status) out.subagentStatus = m.subagent.status;
-  if (m.lastChannel)
-    out.deliveryContext = {
-      channel: m.lastChannel,
-      ...(m.lastTo ? { to: m.lastTo } : {}),
-      ...(m.lastAccountId ? { accountId: m.lastAccountId } : {}),
-      ...(m.lastThreadId ? { threadId: m.lastThreadId } : {}),
-    };
+  const route = deliveryContextOf(m);
+  if (route) out.deliveryContext = route;
+  const active = running?.route ? routeOf(JSON.parse(running.route) as DeliveryRoute) : undefined;
+  if (active) out.active = active;
   if (running)
     out.running = {
       runId: running.id,
@@ -145,6 +141,17 @@ function facts(host: SessionHost, m: SessionMeta): Omit<StatusFacts, "changedMod
       ...(running.started_at !== null ? { startedAt: running.started_at } : {}),
     };
   return out;
+}
+
+/** A run's route in deliveryContext's shape (ids as strings, empty parts left out). */
+function routeOf(r: DeliveryRoute): DeliveryContext | undefined {
+  if (!r.channel) return undefined;
+  return {
+    channel: r.channel,
+    ...(r.to ? { to: r.to } : {}),
+    ...(r.accountId ? { accountId: r.accountId } : {}),
+    ...(r.threadId != null && r.threadId !== "" ? { threadId: String(r.threadId) } : {}),
+  };
 }
 
 /** Prompt tokens of the newest model step among the last CONTEXT_LOOKBACK_MESSAGES messages. */

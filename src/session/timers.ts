@@ -102,7 +102,10 @@ export class Timers {
     if (this.armedAt === undefined) this.armedAt = await this.storage.getAlarm();
     // Read after the await: concurrent callers each set what the table says when they issue the call,
     // and the calls apply in issue order, so the last one issued carries the latest earliest time.
-    const next = this.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM timers").one().due;
+    const due = this.sql.exec<{ due: number | null }>("SELECT MIN(due_at) AS due FROM timers").one().due;
+    // setAlarm refuses a time ≤ 0, and a row may be due "at once" as 0 (the search feed's migration writes
+    // its timer so, src/session/schema.ts): any past time fires at once, so 1 ms says the same.
+    const next = due === null ? null : Math.max(1, due);
     if (next === this.armedAt) return;
     this.armedAt = next;
     try {

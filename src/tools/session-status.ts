@@ -5,8 +5,9 @@ import type { StateChanges } from "../events/state-log";
 import { displayKey, looksLikeSessionKey, type ParsedKey } from "../keys";
 import { canonicalModelRef, splitModelRef } from "../runners/model-resolution";
 import { checkModelRef } from "../runners/models";
+import type { DeliveryContext } from "../session/delivery-context";
 import { callExtension } from "../session/extensions";
-import type { StatusAnswer } from "../session/status-rpc";
+import type { StatusAnswer, StatusFacts } from "../session/status-rpc";
 import { isRefusal, type Refusal, refusal, type ToolContext } from "./context";
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
@@ -56,7 +57,9 @@ export interface SessionStatusResult {
   modelProvider?: string;
   modelOverride?: string | null;
   /** The persisted delivery route, when the session has one. */
-  deliveryContext?: { channel: string; to?: string; accountId?: string; threadId?: string };
+  deliveryContext?: DeliveryContext;
+  /** The running run's own route, only while it runs. */
+  active?: DeliveryContext;
 }
 
 /** Every failure of this tool is one envelope (docs/contract.md, "session_status"): `{status: "error", tool, error}`. */
@@ -105,9 +108,12 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     { ref, source: override ? "session override" : "agent default" },
     Date.now(),
   );
-  const statusText = answer.stateChanges
-    ? `${card}\n\nSession state changes:\n\`\`\`json\n${JSON.stringify(answer.stateChanges, null, 2)}\n\`\`\``
-    : card;
+  // OpenClaw's text: the card, then (when present) the route and the state changes, each a fenced JSON block.
+  const statusText = [
+    card,
+    ...(answer.deliveryContext || answer.active ? [jsonBlock("Route context", routeContext(answer))] : []),
+    ...(answer.stateChanges ? [jsonBlock("Session state changes", answer.stateChanges)] : []),
+  ].join("\n\n");
   const parts = splitModelRef(ref);
   return {
     ok: true,
@@ -118,7 +124,7 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
     stateVersion: answer.stateVersion,
     statusText,
     ...(answer.stateChanges ? { stateChanges: answer.stateChanges } : {}),
-    ...(answer.deliveryContext ? { deliveryContext: answer.deliveryContext } : {}),
+    ...routeContext(answer),
     // Only when `model` was passed: what the session now runs on, and its override (null once cleared).
     ...(args.model !== undefined
       ? {
@@ -128,6 +134,18 @@ export async function sessionStatus(ctx: ToolContext, args: SessionStatusArgs): 
         }
       : {}),
   };
+}
+
+/** The session's persisted route and its running run's, as both `details` and the text's route block show them. */
+function routeContext(a: StatusFacts): Pick<SessionStatusResult, "deliveryContext" | "active"> {
+  return {
+    ...(a.deliveryContext ? { deliveryContext: a.deliveryContext } : {}),
+    ...(a.active ? { active: a.active } : {}),
+  };
+}
+
+function jsonBlock(title: string, value: unknown): string {
+  return `${title}:\n\`\`\`json\n${JSON.stringify(value, null, 2)}\n\`\`\``;
 }
 
 /** The `sessionKey` reference as a key, or the spec's error: a key that does not parse, an unknown sessionId. */

@@ -4,7 +4,7 @@ import { writeCompaction } from "../../src/compaction/store";
 import { setConfigOverride } from "../../src/config/load";
 import { EVENT_LIMITS } from "../../src/events/limits";
 import type { StateChange } from "../../src/events/state-kinds";
-import { changesSince } from "../../src/events/state-log";
+import { stateSince } from "../../src/events/state-log";
 import type { SessionObject } from "../../src/session/session-object";
 import { useFakeProvider } from "../helpers/fake-provider";
 import { call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
@@ -176,16 +176,22 @@ describe("session_status changesSince (the state log)", () => {
       const stub: DurableObjectStub = sessionStub(key);
       return runInDurableObject(stub, (_obj: SessionObject, state) => {
         const cursors: { rowsRead: number }[] = [];
+        let marksReads = 0;
         const sql = state.storage.sql;
         const counting = {
           exec: (query: string, ...bindings: unknown[]) => {
+            if (query.includes("FROM event_marks")) marksReads++;
             const c = sql.exec(query, ...bindings);
             cursors.push(c);
             return c;
           },
         } as unknown as SqlStorage;
-        const out = changesSince(counting, since);
-        return { read: cursors.reduce((n, c) => n + c.rowsRead, 0), events: out.events.length };
+        // As session_status reads it (src/session/status-rpc.ts): the head and the changes.
+        const out = stateSince(counting, since);
+        // The head and the pruned watermark come from one read of event_marks, shared by both.
+        expect(marksReads).toBe(1);
+        expect(out.stateChanges!.events.at(-1)!.sequence).toBe(out.stateVersion);
+        return { read: cursors.reduce((n, c) => n + c.rowsRead, 0), events: out.stateChanges!.events.length };
       });
     };
     const small = await rowsRead(0);

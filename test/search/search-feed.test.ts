@@ -6,8 +6,9 @@ import { parseCanonical } from "../../src/keys";
 import { indexEntryOf } from "../../src/registry/row";
 import { SEARCH_FEED_TIMER } from "../../src/search/feed";
 import { searchShardFor } from "../../src/search/search-shards";
-import { call, enc, sessionStub } from "../helpers/http";
-import { crash } from "../helpers/restart";
+import { call, enc, sendAndWait, sessionStub } from "../helpers/http";
+import { crash, evict } from "../helpers/restart";
+import { rewindSchemaBefore } from "../helpers/schema-rewind";
 import { assistantMsg, indexNow, search, seedSession, userMsg } from "../helpers/search";
 
 const feedTimer = (key: string) =>
@@ -39,6 +40,39 @@ describe("search feed", () => {
     const r = await search({ query: "durablenumbat" }, key);
     expect(r.results.map((x: any) => x.snippet)).toEqual(["durablenumbat first"]);
     expect(await feedTimer(key)).toBeNull();
+  });
+
+  it("a transcript written before the search feed existed is indexed after the migration, from its first message", async () => {
+    const key = "agent:main:feed-pre-index";
+    // 70 messages (more than one push) written by a version without the feed: no feed timer, no feed table,
+    // nothing in the index.
+    const texts = Array.from({ length: 70 }, (_, i) => `oldwombat ${i}`);
+    await seedSession(
+      key,
+      texts.map((t, i) => (i % 2 ? assistantMsg(t) : userMsg(t))),
+    );
+    await runInDurableObject(sessionStub(key), async (obj, state) => {
+      obj.sql.exec("DELETE FROM timers WHERE kind = ?", SEARCH_FEED_TIMER);
+      await state.storage.deleteAlarm();
+      rewindSchemaBefore(obj.sql, "CREATE TABLE search_feed");
+      // The helper keeps what the step itself creates (its steps are re-runnable); this one's table goes too.
+      obj.sql.exec("DROP TABLE search_feed");
+    });
+    expect((await searchShardFor(env, "main", key).counts()).docs).toBe(0);
+    // The new version starts: the migration runs before the object serves anything and sets the feed's timer.
+    await evict(sessionStub(key));
+    expect(await feedTimer(key)).toMatchObject({ kind: SEARCH_FEED_TIMER, ref: "messages" });
+    // The next message is accepted (the migration's timer is due "at once", 0, which the alarm must take) and
+    // arms the alarm: it pushes the whole transcript in batches, oldest first, until every message is in.
+    await sendAndWait(key, "newwombat");
+    // (The alarm may also fire on its own meanwhile: it is due at once.)
+    for (let i = 0; i < 5 && (await feedTimer(key)); i++) await runDurableObjectAlarm(sessionStub(key));
+    expect(await feedTimer(key)).toBeNull();
+    expect((await searchShardFor(env, "main", key).counts()).docs).toBe(72);
+    const first = await search({ query: "oldwombat 0" }, key);
+    expect(first.results[0]).toMatchObject({ sessionKey: key, role: "user", snippet: "oldwombat 0" });
+    const last = await search({ query: "oldwombat 69" }, key);
+    expect(last.results[0]).toMatchObject({ role: "assistant", snippet: "oldwombat 69" });
   });
 
   it("pushes in batches until every message is in, then clears its timer", async () => {

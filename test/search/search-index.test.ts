@@ -1,8 +1,11 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { shardOf } from "../../src/registry/shard-hash";
+import { visToken } from "../../src/search/hash";
 import { matchExpression } from "../../src/search/query-text";
 import { SEARCH_CANDIDATES_PER_SHARD } from "../../src/search/search-index-object";
+import { searchShardOf } from "../../src/search/search-shards";
 import { queryWords, snippetOf } from "../../src/search/snippet";
 
 /** A shard of its own per test (names are free; storage outlives a test). */
@@ -24,6 +27,20 @@ describe("snippets", () => {
     expect(snippetOf(words.join(" "), queryWords("creme brulee")).startsWith("… w42 ")).toBe(true);
     expect(snippetOf("short text here", queryWords("text"))).toBe("short text here");
     expect(queryWords("foo-bar FOO Ünïcode")).toEqual(["foo", "bar", "unicode"]);
+  });
+});
+
+describe("key hashes", () => {
+  it("a session's search shard and visibility tokens never move: pinned values of the one FNV-1a the registry shares", () => {
+    // Stored rows depend on these (a session's shard, the `vis` column): a change to the hash would strand them.
+    expect(["agent:main:main", "agent:main:search-shape", "agent:research:subagent:é✓"].map(searchShardOf)).toEqual([
+      0, 1, 0,
+    ]);
+    expect(visToken("k", "agent:main:main")).toBe("k9jxldgx1v6uruu");
+    expect(visToken("p", "agent:research:subagent:é✓")).toBe("pqwz200x1pe1whi");
+    // The registry's shard of the same key comes from the same hash.
+    expect(shardOf("agent:main:main", 16)).toBe(4);
+    expect(shardOf("agent:main:search-shape", 16)).toBe(5);
   });
 });
 

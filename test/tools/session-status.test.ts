@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { beginClosing } from "../../src/session/closing";
 import type { SessionObject } from "../../src/session/session-object";
@@ -69,18 +69,49 @@ describe("session_status", () => {
     expect(lines).toContain("🎛️ Modes: think off · verbose off");
     expect(lines.some((l: string) => l.startsWith(`🧵 Session: ${key} • id ${d.sessionId} • created `))).toBe(true);
     expect(lines.some((l: string) => /^🕒 Last activity: \d{4}-\d\d-\d\dT/.test(l))).toBe(true);
-    // A session with a delivery route reports it, as its sessions_list row does.
+    // A session with a delivery route reports it, as its sessions_list row does (one builder for both).
     const routed = "agent:main:status-routed";
-    const sent = await call("POST", `/v1/sessions/${encodeURIComponent(routed)}/messages`, {
-      message: "hi",
-      channel: "telegram",
-      to: "42",
-    });
-    await call("GET", `/v1/runs/${sent.json.runId}/wait?timeoutMs=10000`);
-    expect((await status({}, routed)).details.deliveryContext).toEqual({ channel: "telegram", to: "42" });
+    await sendAndWait(routed, "hi", { channel: "telegram", to: "42", accountId: "acct-7", threadId: 9 });
+    const route = { channel: "telegram", to: "42", accountId: "acct-7", threadId: "9" };
+    const routedStatus = (await status({ changesSince: 0 }, routed)).details;
+    expect(routedStatus.deliveryContext).toEqual(route);
+    // The text: the card, then the route and the state changes, each a fenced JSON block.
+    const [routeBlock, ...blocks] = routedStatus.statusText.split("\n\n").filter((p: string) => p.includes("```json"));
+    expect(routeBlock).toBe(
+      `Route context:\n\`\`\`json\n${JSON.stringify({ deliveryContext: route }, null, 2)}\n\`\`\``,
+    );
+    expect(blocks).toEqual([
+      `Session state changes:\n\`\`\`json\n${JSON.stringify(routedStatus.stateChanges, null, 2)}\n\`\`\``,
+    ]);
+    expect(d.statusText).not.toContain("Route context");
+    expect((await call("GET", `/v1/sessions/${encodeURIComponent(routed)}`)).json.deliveryContext).toEqual(route);
     // `current` and an explicit key are the same session; a sessionId resolves to it too.
     expect((await status({ sessionKey: "current" }, key)).details.sessionId).toBe(d.sessionId);
     expect((await status({ sessionKey: d.sessionId }, key)).details.sessionKey).toBe(key);
+  });
+
+  it("active: the running run's own route, only while it runs, in details and the route block", async () => {
+    const fake = useFakeProvider();
+    const key = "agent:main:status-active";
+    const sent = await call("POST", `/v1/sessions/${encodeURIComponent(key)}/messages`, {
+      message: "hold on",
+      channel: "telegram",
+      to: "42",
+      accountId: "bot-1",
+      threadId: 7,
+    });
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const live = (await status({}, key)).details;
+    const route = { channel: "telegram", to: "42", accountId: "bot-1", threadId: "7" };
+    expect(live.active).toEqual(route);
+    expect(live.statusText).toContain(
+      `Route context:\n\`\`\`json\n${JSON.stringify({ deliveryContext: route, active: route }, null, 2)}\n\`\`\``,
+    );
+    fake.pending()[0].reply("done");
+    await call("GET", `/v1/runs/${sent.json.runId}/wait?timeoutMs=10000`);
+    const idle = (await status({}, key)).details;
+    expect(idle.active).toBeUndefined();
+    expect(idle.deliveryContext).toEqual(route);
   });
 
   it("the model override: set, unchanged, applied to the next run (also after an eviction), cleared by default or empty", async () => {
