@@ -64,7 +64,7 @@ const tag = () => crypto.randomUUID().slice(0, 8);
 describe("MCP tasks, protocol 2025-11-25 (the SDK's v1 client)", () => {
   it("advertises the tasks capability, and task support only on the tools that start runs", async () => {
     const client = await v1Client(`agent:main:mcp-tasks-list-${tag()}`);
-    expect(client.getServerCapabilities()?.tasks).toEqual({ cancel: {}, requests: { tools: { call: {} } } });
+    expect(client.getServerCapabilities()?.tasks).toEqual({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
     const { tools } = await client.listTools();
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? null]));
     // Every tool is listed; only the two that start a run of their own support tasks.
