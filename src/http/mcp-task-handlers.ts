@@ -116,8 +116,8 @@ export function installTasks(server: TaskServer, deps: TaskDeps): void {
     return flavour === "2025" ? taskOf(after, flavour) : {};
   });
 
-  // The caller's tasks, a page at a time (src/http/mcp-task-list.ts); 2025-11-25 only (the SDK refuses it on
-  // 2026-07-28 as a method of another era).
+  // The caller's tasks, a page at a time (src/http/mcp-task-list.ts); 2025-11-25 only: the 2026-07-28 extension
+  // has no list (the SDK would refuse it there anyway, as a method of another era: -32601).
   if (flavour === "2025")
     server.setRequestHandler("tasks/list", { params: listParams }, ({ cursor }) => listCallerTasks(ctx, cursor));
 }

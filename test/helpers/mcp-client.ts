@@ -30,12 +30,17 @@ export function taskCall(client: Client, name: string, args: Record<string, unkn
   );
 }
 
-/** A v2 client pinned to 2026-07-28 that declares the extension; the raw JSON answers it receives are kept. */
+/**
+ * A v2 client pinned to 2026-07-28 that declares the extension; the raw JSON answers it receives are kept in
+ * `seen`, the requests it sends (as `Request`s, unread) in `sent`.
+ */
 export async function modernClient(requester: string, declare = true) {
   const seen: unknown[] = [];
+  const sent: Request[] = [];
   const transport = new ModernTransport(new URL("https://switchboard.test/mcp"), {
     requestInit: { headers: { Authorization: `Bearer ${GATEWAY}`, "X-Session-Key": requester } },
     fetch: async (input, init) => {
+      sent.push(new Request(input instanceof Request ? input : String(input), init));
       const res = await exports.default.fetch(input instanceof Request ? input : String(input), init);
       if (res.headers.get("content-type")?.includes("application/json")) seen.push(await res.clone().json());
       return res;
@@ -49,7 +54,7 @@ export async function modernClient(requester: string, declare = true) {
     },
   );
   await client.connect(transport);
-  return { client, seen };
+  return { client, seen, sent };
 }
 
 /**
