@@ -14,7 +14,8 @@ import type { Principal } from "./principal";
  * with the run as a task; the task id IS the run id (`<uuid>.<base64url(sessionKey)>`, src/session/run-id.ts),
  * so every task request is routed to the owning session object with no lookup and nothing is kept here:
  * `tasks/get`, `tasks/result` and `tasks/cancel` read and abort the run row in that session's SQLite, the
- * same row `GET /v1/runs/{id}` and `POST /v1/runs/{id}/abort` use (one handle for every protocol).
+ * same row `GET /v1/runs/{id}` and `POST /v1/runs/{id}/abort` use (one handle for every protocol), and
+ * `tasks/list` pages the requester's ledger (src/http/mcp-task-list.ts).
  *
  * Two flavours, one mapping:
  *   - "2025": protocol 2025-11-25's core tasks (`params.task` on tools/call, `CreateTaskResult {task}`,

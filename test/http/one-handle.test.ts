@@ -158,7 +158,9 @@ describe("one handle: a run started anywhere is seen and aborted everywhere, onc
       expect((await call("GET", `/v1/runs/${id}`)).json).toEqual(after.run);
       expect(await endEvents(after.run.sessionKey, id)).toEqual(["aborted"]);
     }
-    // The spawn is cancelled in its requester's ledger as well, and the MCP task list says so.
+    // /tools/invoke's `subagents list` shows the spawn's run killed; its requester's ledger and the MCP task list cancelled.
+    const recent = (await invoke("subagents", { action: "list" }, { sessionKey: req })).details.recent;
+    expect(recent.map((r: { runId: string; status: string }) => [r.runId, r.status])).toEqual([[viaMcp, "killed"]]);
     expect((await call("GET", `/v1/tasks/${spawnRun.taskId}`)).json).toMatchObject({ status: "cancelled" });
     expect((await s.mcp.experimental.tasks.listTasks()).tasks).toEqual([
       expect.objectContaining({ taskId: viaMcp, status: "cancelled" }),
