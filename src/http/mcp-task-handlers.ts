@@ -104,16 +104,15 @@ export function installTasks(server: TaskServer, deps: TaskDeps): void {
 
   server.setRequestHandler("tasks/cancel", { params: taskIdParams }, async ({ taskId }, rc) => {
     declared(rc);
-    const key = taskSession(ctx, principal, taskId);
-    const before = await taskRun(ctx, key, taskId);
+    // One read and one abort (src/tasks/run-abort.ts): a run that had already ended is answered as it is.
+    const { run, applied } = await cancelTaskRun(ctx, taskSession(ctx, principal, taskId), taskId);
     // 2025-11-25: cancelling a task in a terminal status is an error; the 2026 extension only acknowledges.
-    if (flavour === "2025" && isFinal(before))
+    if (flavour === "2025" && !applied)
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
-        `Cannot cancel task: already in terminal status ${taskOf(before, flavour).status}`,
+        `Cannot cancel task: already in terminal status ${taskOf(run, flavour).status}`,
       );
-    const after = isFinal(before) ? before : await cancelTaskRun(ctx, key, taskId);
-    return flavour === "2025" ? taskOf(after, flavour) : {};
+    return flavour === "2025" ? taskOf(run, flavour) : {};
   });
 
   // The caller's tasks, a page at a time (src/http/mcp-task-list.ts); 2025-11-25 only: the 2026-07-28 extension

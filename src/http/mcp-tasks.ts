@@ -130,10 +130,14 @@ export async function waitTaskRun(ctx: ToolContext, key: string, taskId: string,
  * Abort a task's run through the one abort every surface takes (src/tasks/run-abort.ts): a spawn's child run
  * cancels its ledger task, so the child's own sub-agents end too.
  */
-export async function cancelTaskRun(ctx: ToolContext, key: string, taskId: string): Promise<RunSnapshot> {
-  const { run } = await abortRunHandle(ctx.env, key, taskId);
+export async function cancelTaskRun(
+  ctx: ToolContext,
+  key: string,
+  taskId: string,
+): Promise<{ run: RunSnapshot; applied: boolean }> {
+  const { run, applied } = await abortRunHandle(ctx.env, key, taskId);
   if (!run) throw taskNotFound(taskId);
-  return run;
+  return { run, applied };
 }
 
 /** Whether a 2026-era request declared the tasks extension in its per-request client capabilities. */
