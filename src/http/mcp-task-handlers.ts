@@ -7,6 +7,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import type { RunSnapshot } from "../session/run-schema";
 import type { ToolContext } from "../tools/context";
 import { TOOLS } from "../tools/registry";
 import { listCallerTasks } from "./mcp-task-list";
@@ -142,12 +143,14 @@ async function startTask(deps: TaskDeps, request: JSONRPCRequest, rc: ServerCont
   if (!runId) return result;
   // The tool returned after the run row committed in its session (its enqueue's transaction), so tasks/get
   // resolves from now on — the durability both flavours require before a task is handed out.
-  const run = await Promise.resolve()
-    .then(() => taskRun(deps.ctx, taskSession(deps.ctx, deps.principal, runId), runId))
-    .catch(() => null);
-  // A run the caller may not read by id (an agent token sending into another agent's session, as
-  // GET /v1/runs/{id} refuses it) cannot be polled: the call answers as a plain, non-waiting call.
-  if (!run) return result;
+  let run: RunSnapshot;
+  try {
+    run = await taskRun(deps.ctx, taskSession(deps.ctx, deps.principal, runId), runId);
+  } catch {
+    // A run the caller may not read by id (an agent token sending into another agent's session, as
+    // GET /v1/runs/{id} refuses it) cannot be polled: the call answers as a plain, non-waiting call.
+    return result;
+  }
   const task = taskOf(run, deps.flavour);
   return deps.flavour === "2025" ? { task } : { resultType: "task", ...task };
 }
