@@ -5,7 +5,7 @@ import { setConfigOverride } from "../../src/config/load";
 import { MCP_TASK_PAGE } from "../../src/http/mcp-task-list";
 import { callExtension } from "../../src/session/extensions";
 import { newRunId } from "../../src/session/run-id";
-import { sessionStub } from "../helpers/http";
+import { RESEARCH_TOKEN, sessionStub } from "../helpers/http";
 import { modernClient, taskCall, v1Client } from "../helpers/mcp-client";
 import { installFakes, releaseAndSettleChildren, requesterKey, subagentConfig } from "../helpers/subagents";
 
@@ -63,6 +63,11 @@ describe("MCP tasks/list", () => {
       await expect(client.experimental.tasks.listTasks(bad)).rejects.toThrow(/Invalid cursor/);
     await client.close();
 
+    // An agent token lists within its own agent's sessions only: naming another agent's session is refused before
+    // any MCP method is answered (the error envelope: forbidden).
+    await expect(v1Client(req, RESEARCH_TOKEN)).rejects.toThrow(
+      /"forbidden".*The token of agent .*research.* cannot act on session/,
+    );
     // Another requester's list holds none of these.
     const other = await v1Client(requesterKey("mcp-task-list-other"));
     expect(await other.experimental.tasks.listTasks()).toEqual({ tasks: [] });
