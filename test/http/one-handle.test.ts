@@ -167,4 +167,35 @@ describe("one handle: a run started anywhere is seen and aborted everywhere, onc
     ]);
     await s.mcp.close();
   });
+
+  it("a spawn's run aborted through every surface at once ends once: one end event, its ledger task cancelled once", async () => {
+    fake = useFakeProvider();
+    const req = `agent:main:one-handle-race-${tag()}`;
+    const s: Surfaces = { mcp: await v1Client(req), a2a: await a2aClient("main"), req };
+    const id = (await taskCall(s.mcp, "sessions_spawn", { task: "hold for the race" })).task.taskId;
+    await vi.waitFor(() =>
+      expect(fake!.pending().some((c: FakeCall) => c.lastUser.includes("hold for the race"))).toBe(true),
+    );
+    const answers = await Promise.allSettled(
+      (["a2a", "mcp", "rest", "tools"] as const).map((how) => abortVia(s, how, id)),
+    );
+    // Every surface answered (a success, or the no-op answer of an already ended run), none failed otherwise.
+    for (const [i, how] of (["a2a", "mcp", "rest", "tools"] as const).entries()) {
+      const a = answers[i];
+      const said =
+        a.status === "fulfilled" ? (typeof a.value === "string" ? a.value : JSON.stringify(a.value)) : String(a.reason);
+      const first = {
+        a2a: String(TaskState.TASK_STATE_CANCELED),
+        mcp: "cancelled",
+        rest: "200 aborted",
+        tools: '"status":"cancelled"',
+      }[how];
+      expect(said.includes(first) || SECOND_ABORT[how].test(said), `${how}: ${said}`).toBe(true);
+    }
+    const run = (await call("GET", `/v1/runs/${id}`)).json;
+    expect(run.status).toBe("aborted");
+    expect(await endEvents(run.sessionKey, id)).toEqual(["aborted"]);
+    expect((await call("GET", `/v1/tasks/${run.taskId}`)).json).toMatchObject({ status: "cancelled" });
+    await s.mcp.close();
+  });
 });
