@@ -25,6 +25,7 @@ import { keyContextOf, parseSessionKey } from "../keys";
 import { checkTextSize } from "../session/byte-budget";
 import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
+import { abortRunHandle } from "../tasks/run-abort";
 import { agentCard } from "./card";
 import { runUpdates } from "./stream";
 import { taskOfRun } from "./tasks";
@@ -155,8 +156,9 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
     const run = await this.runOf(params.id);
     if (FINAL.has(run.status)) throw new TaskNotCancelableError(`Task ${params.id} already ended (${run.status})`);
-    // The same abort as POST /v1/runs/{id}/abort: ends the run once, whichever surface asked first.
-    const after = await this.call.env.SESSIONS.getByName(run.sessionKey).abortRun(params.id);
+    // The same abort as POST /v1/runs/{id}/abort (src/tasks/run-abort.ts): ends the run once, whichever surface
+    // asked first, and a sub-agent's task run (its id is one of this agent's runs too) with its descendants.
+    const after = (await abortRunHandle(this.call.env, run.sessionKey, params.id)).run;
     return taskOfRun(this.call.agent.id, after ?? run);
   }
 

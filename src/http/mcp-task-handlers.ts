@@ -7,8 +7,10 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import type { RunSnapshot } from "../session/run-schema";
 import type { ToolContext } from "../tools/context";
 import { TOOLS } from "../tools/registry";
+import { listCallerTasks } from "./mcp-task-list";
 import {
   cancelTaskRun,
   declaresTasks,
@@ -20,6 +22,7 @@ import {
   taskOf,
   taskResultOf,
   taskRun,
+  taskSession,
   waitTaskRun,
   withoutWait,
 } from "./mcp-tasks";
@@ -28,9 +31,9 @@ import type { Principal } from "./principal";
 /**
  * The MCP task methods on the SDK server (docs/protocols.md, "MCP tasks"). The v2 SDK parses task wire
  * vocabulary but ships no task runtime, so Switchboard's is here, over runs (src/http/mcp-tasks.ts):
- * `tasks/get`, `tasks/result` and `tasks/cancel` are registered with explicit schemas (the SDK serves
- * `tasks/get` and `tasks/cancel` on 2026-07-28 only that way, as the extension's methods, and refuses
- * `tasks/result` there: the extension has none), and a task-augmented `tools/call` is answered by
+ * `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` are registered with explicit schemas (the SDK
+ * serves `tasks/get` and `tasks/cancel` on 2026-07-28 only that way, as the extension's methods, and refuses
+ * `tasks/result` and `tasks/list` there: the extension has neither), and a task-augmented `tools/call` is answered by
  * `TaskServer` before the SDK's tools/call result check, which knows only `CallToolResult`.
  */
 
@@ -65,11 +68,12 @@ export class TaskServer extends Server {
 /** What the server advertises: 2025-11-25's `tasks` capability, or the 2026 extension. */
 export function taskCapabilities(flavour: TaskFlavour) {
   return flavour === "2025"
-    ? { tasks: { cancel: {}, requests: { tools: { call: {} } } } }
+    ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } }
     : { extensions: { [TASKS_EXTENSION]: {} } };
 }
 
 const taskIdParams = z.looseObject({ taskId: z.string().max(1024) });
+const listParams = z.looseObject({ cursor: z.string().max(1024).optional() });
 
 /** Install the task methods and the task-augmented tools/call on one request's server. */
 export function installTasks(server: TaskServer, deps: TaskDeps): void {
@@ -83,14 +87,14 @@ export function installTasks(server: TaskServer, deps: TaskDeps): void {
 
   server.setRequestHandler("tasks/get", { params: taskIdParams }, async ({ taskId }, rc) => {
     declared(rc);
-    const run = await taskRun(ctx, principal, taskId);
+    const run = await taskRun(ctx, taskSession(ctx, principal, taskId), taskId);
     const task = taskOf(run, flavour);
     // 2026's tasks/get carries the result of a completed task (there is no tasks/result).
     return flavour === "2026" && task.status === "completed" ? { ...task, result: taskResultOf(run) } : task;
   });
 
   server.setRequestHandler("tasks/result", { params: taskIdParams }, async ({ taskId }) => {
-    const run = await waitTaskRun(ctx, principal, taskId, deps.maxWaitMs);
+    const run = await waitTaskRun(ctx, taskSession(ctx, principal, taskId), taskId, deps.maxWaitMs);
     if (!isFinal(run))
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
@@ -101,16 +105,21 @@ export function installTasks(server: TaskServer, deps: TaskDeps): void {
 
   server.setRequestHandler("tasks/cancel", { params: taskIdParams }, async ({ taskId }, rc) => {
     declared(rc);
-    const before = await taskRun(ctx, principal, taskId);
+    // One read and one abort (src/tasks/run-abort.ts): a run that had already ended is answered as it is.
+    const { run, applied } = await cancelTaskRun(ctx, taskSession(ctx, principal, taskId), taskId);
     // 2025-11-25: cancelling a task in a terminal status is an error; the 2026 extension only acknowledges.
-    if (flavour === "2025" && isFinal(before))
+    if (flavour === "2025" && !applied)
       throw new ProtocolError(
         ProtocolErrorCode.InvalidParams,
-        `Cannot cancel task: already in terminal status ${taskOf(before, flavour).status}`,
+        `Cannot cancel task: already in terminal status ${taskOf(run, flavour).status}`,
       );
-    const after = isFinal(before) ? before : await cancelTaskRun(ctx, principal, taskId);
-    return flavour === "2025" ? taskOf(after, flavour) : {};
+    return flavour === "2025" ? taskOf(run, flavour) : {};
   });
+
+  // The caller's tasks, a page at a time (src/http/mcp-task-list.ts); 2025-11-25 only: the 2026-07-28 extension
+  // has no list (the SDK would refuse it there anyway, as a method of another era: -32601).
+  if (flavour === "2025")
+    server.setRequestHandler("tasks/list", { params: listParams }, ({ cursor }) => listCallerTasks(ctx, cursor));
 }
 
 /**
@@ -134,10 +143,14 @@ async function startTask(deps: TaskDeps, request: JSONRPCRequest, rc: ServerCont
   if (!runId) return result;
   // The tool returned after the run row committed in its session (its enqueue's transaction), so tasks/get
   // resolves from now on — the durability both flavours require before a task is handed out.
-  const run = await taskRun(deps.ctx, deps.principal, runId).catch(() => null);
-  // A run the caller may not read by id (an agent token sending into another agent's session, as
-  // GET /v1/runs/{id} refuses it) cannot be polled: the call answers as a plain, non-waiting call.
-  if (!run) return result;
+  let run: RunSnapshot;
+  try {
+    run = await taskRun(deps.ctx, taskSession(deps.ctx, deps.principal, runId), runId);
+  } catch {
+    // A run the caller may not read by id (an agent token sending into another agent's session, as
+    // GET /v1/runs/{id} refuses it) cannot be polled: the call answers as a plain, non-waiting call.
+    return result;
+  }
   const task = taskOf(run, deps.flavour);
   return deps.flavour === "2025" ? { task } : { resultType: "task", ...task };
 }

@@ -1,10 +1,11 @@
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
-import { keyContextOf, type ParsedKey, parseSessionKey } from "../keys";
+import { SwitchboardError } from "../errors";
 import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
 import { FINAL_STATUSES } from "../session/types";
+import { abortRunHandle } from "../tasks/run-abort";
 import type { ToolContext } from "../tools/context";
-import { authorizeKey } from "./auth";
+import { handleOwner } from "./handle-owner";
 import type { Principal } from "./principal";
 
 /**
@@ -13,7 +14,8 @@ import type { Principal } from "./principal";
  * with the run as a task; the task id IS the run id (`<uuid>.<base64url(sessionKey)>`, src/session/run-id.ts),
  * so every task request is routed to the owning session object with no lookup and nothing is kept here:
  * `tasks/get`, `tasks/result` and `tasks/cancel` read and abort the run row in that session's SQLite, the
- * same row `GET /v1/runs/{id}` and `POST /v1/runs/{id}/abort` use (one handle for every protocol).
+ * same row `GET /v1/runs/{id}` and `POST /v1/runs/{id}/abort` use (one handle for every protocol), and
+ * `tasks/list` pages the requester's ledger (src/http/mcp-task-list.ts).
  *
  * Two flavours, one mapping:
  *   - "2025": protocol 2025-11-25's core tasks (`params.task` on tools/call, `CreateTaskResult {task}`,
@@ -91,30 +93,22 @@ const taskNotFound = (taskId: string) =>
   new ProtocolError(ProtocolErrorCode.InvalidParams, `Failed to retrieve task: Task not found: ${taskId}`);
 
 /**
- * The session that owns a task, if the caller may see it: the rules of `GET /v1/runs/{id}`
- * (src/http/routes/runs.ts) — an id naming no session we could hold is "not found", a session outside the
- * token's scope is refused with the REST text (-32602, as MCP reports a bad task id).
+ * The session that owns a task, if the caller may see it: the one check of every id-named handle
+ * (src/http/handle-owner.ts), its answers as MCP reports a bad task id (-32602) — an id naming no session we
+ * could hold is "not found", a session outside the token's scope is refused with the REST text. Each task
+ * request calls it once and passes the key on.
  */
 export function taskSession(ctx: ToolContext, principal: Principal, taskId: string): string {
-  const key = sessionKeyOfRun(taskId);
-  if (!key) throw taskNotFound(taskId);
-  let parsed: ParsedKey;
   try {
-    parsed = parseSessionKey(key, keyContextOf(ctx.cfg));
-  } catch {
-    throw taskNotFound(taskId);
-  }
-  try {
-    authorizeKey(principal, parsed);
+    return handleOwner(ctx.cfg, principal, taskId, "Task");
   } catch (err) {
+    if (err instanceof SwitchboardError && err.type === "not_found") throw taskNotFound(taskId);
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, err instanceof Error ? err.message : String(err));
   }
-  return parsed.canonicalKey;
 }
 
-/** The run of a task the caller may see, read from its session's SQLite (nothing is held in memory). */
-export async function taskRun(ctx: ToolContext, principal: Principal, taskId: string): Promise<RunSnapshot> {
-  const key = taskSession(ctx, principal, taskId);
+/** The run of a task in its owning session (`key` from taskSession), read from SQLite (nothing is held in memory). */
+export async function taskRun(ctx: ToolContext, key: string, taskId: string): Promise<RunSnapshot> {
   const run = await ctx.env.SESSIONS.getByName(key).getRun(taskId);
   if (!run) throw taskNotFound(taskId);
   return run;
@@ -124,20 +118,26 @@ export async function taskRun(ctx: ToolContext, principal: Principal, taskId: st
  * Wait for a task's run to end, at most `waitMs` (2025's tasks/result blocks until the end, but an MCP
  * request must finish before the client's 60 s timeout: src/http/mcp-tools.ts MCP_MAX_WAIT_SECONDS).
  */
-export async function waitTaskRun(ctx: ToolContext, principal: Principal, taskId: string, waitMs: number) {
-  const run = await taskRun(ctx, principal, taskId);
+export async function waitTaskRun(ctx: ToolContext, key: string, taskId: string, waitMs: number) {
+  const run = await taskRun(ctx, key, taskId);
   if (isFinal(run)) return run;
-  const stub = ctx.env.SESSIONS.getByName(taskSession(ctx, principal, taskId));
+  const stub = ctx.env.SESSIONS.getByName(key);
   // The object may restart while holding the wait (its waiters are memory): the run row is durable.
   return (await stub.waitRun(taskId, waitMs).catch(() => null)) ?? (await stub.getRun(taskId)) ?? run;
 }
 
-/** Abort a task's run through the run's own abort path (the one `POST /v1/runs/{id}/abort` takes). */
-export async function cancelTaskRun(ctx: ToolContext, principal: Principal, taskId: string): Promise<RunSnapshot> {
-  const key = taskSession(ctx, principal, taskId);
-  const run = await ctx.env.SESSIONS.getByName(key).abortRun(taskId);
+/**
+ * Abort a task's run through the one abort every surface takes (src/tasks/run-abort.ts): a spawn's child run
+ * cancels its ledger task, so the child's own sub-agents end too.
+ */
+export async function cancelTaskRun(
+  ctx: ToolContext,
+  key: string,
+  taskId: string,
+): Promise<{ run: RunSnapshot; applied: boolean }> {
+  const { run, applied } = await abortRunHandle(ctx.env, key, taskId);
   if (!run) throw taskNotFound(taskId);
-  return run;
+  return { run, applied };
 }
 
 /** Whether a 2026-era request declared the tasks extension in its per-request client capabilities. */

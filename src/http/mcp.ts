@@ -105,7 +105,7 @@ const jsonRpcRequestSchema = z
     method: z
       .string()
       .describe(
-        "initialize, ping, tools/list, tools/call, tasks/get, tasks/result or tasks/cancel (server/discover on 2026-07-28, without tasks/result)",
+        "initialize, ping, tools/list, tools/call, tasks/get, tasks/result, tasks/list or tasks/cancel (server/discover on 2026-07-28, without tasks/result and tasks/list)",
       ),
     params: z.record(z.string(), z.unknown()).optional(),
   })

@@ -19,6 +19,9 @@ export const DEAD_TIMER_RETRY_TEXT = "A 409 when its death ended a flow: start t
 export const RUN_WAIT_TEXT =
   "Returns when the run ends, or after `timeoutMs` with the run as it is (a status that is not final). Call again after a reconnect.";
 
+export const RUN_ABORT_TEXT =
+  "Ends a queued or running run `aborted`, the same abort as MCP `tasks/cancel` and A2A `CancelTask` on the same id. A sub-agent's task run (its `taskId` is set) cancels that ledger task and every task below it, so the child's own sub-agents end too. A run that already ended is answered unchanged: the abort is applied once (docs/protocols.md, \"One handle\").";
+
 export const RUN_COMPLETE_TEXT =
   "A webhook runtime that answered 202 sends the run's `{reply}` or `{error}` here with the run token it received. The token stops working when the run ends.";
 

@@ -39,6 +39,12 @@ export const runSnapshotSchema = z
       .strictObject({ input: z.number().int(), output: z.number().int(), totalTokens: z.number().int() })
       .optional(),
     model: z.string().optional(),
+    taskId: z
+      .string()
+      .optional()
+      .describe(
+        "A sub-agent's task run (`kind: subagent_task`): its task in the requester's ledger (`GET /v1/tasks/{taskId}`). Aborting this run cancels that task and every task below it (docs/protocols.md, \"One handle\")",
+      ),
   })
   .meta({ id: "Run", description: "A run's status and outcome." });
 

@@ -288,6 +288,10 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     if (r.ended_at !== null) s.endedAt = r.ended_at;
     if (r.usage_json) s.usage = JSON.parse(r.usage_json);
     if (r.model) s.model = r.model;
+    // A spawn's task run names its ledger task, so every surface that holds the run id (an MCP task, A2A,
+    // REST) reaches the ledger's cascade cancel without a lookup (src/tasks/run-abort.ts).
+    const taskId = this.meta?.subagent?.taskId;
+    if (taskId && r.kind === "subagent_task") s.taskId = taskId;
     return s;
   }
 

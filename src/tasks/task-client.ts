@@ -1,12 +1,12 @@
 import { callExtension } from "../session/extensions";
 import type { TaskAudit } from "./task-audit";
 import type { CancelAnswer } from "./task-cancel";
-import { ownerKeyOfTask } from "./task-id";
+import type { TaskPage } from "./task-page";
 import type { TaskInit, TaskRecord } from "./task-types";
 
 /**
- * Typed calls into a ledger from outside its object (tools, routes): each reaches the owner by its key,
- * or by the key inside a task id (src/tasks/task-id.ts).
+ * Typed calls into a ledger from outside its object (tools, routes): each reaches the owner by its key
+ * (for a task id, the key inside it: src/tasks/task-id.ts, read once per request by src/http/handle-owner.ts).
  */
 
 function ledger(env: Env, ownerKey: string) {
@@ -21,14 +21,6 @@ export function listTasks(env: Env, ownerKey: string, sinceMs: number, limit: nu
   return callExtension(ledger(env, ownerKey), "task-ledger", "list", { sinceMs, limit });
 }
 
-/** One task by its id, or null (an id this deployment could not have minted, or a task the ledger forgot). */
-export async function getTask(env: Env, taskId: string): Promise<TaskRecord | null> {
-  const owner = ownerKeyOfTask(taskId);
-  if (!owner) return null;
-  const [t] = await callExtension(ledger(env, owner), "task-ledger", "get", [taskId]);
-  return t ?? null;
-}
-
 export function getTasksOf(env: Env, ownerKey: string, taskIds: string[]): Promise<TaskRecord[]> {
   return callExtension(ledger(env, ownerKey), "task-ledger", "get", taskIds);
 }
@@ -39,6 +31,16 @@ export function waitTasksOf(env: Env, ownerKey: string, taskIds: string[], timeo
 
 export function cancelTaskOf(env: Env, ownerKey: string, taskId: string): Promise<CancelAnswer> {
   return callExtension(ledger(env, ownerKey), "task-ledger", "cancel", { taskId });
+}
+
+/** A page of the ledger's tasks that have a run, newest recorded first (src/tasks/task-page.ts). */
+export function pageTasksOf(
+  env: Env,
+  ownerKey: string,
+  beforeSeq: number | undefined,
+  limit: number,
+): Promise<TaskPage> {
+  return callExtension(ledger(env, ownerKey), "task-ledger", "page", { ...(beforeSeq ? { beforeSeq } : {}), limit });
 }
 
 export function auditTasksOf(env: Env, ownerKey: string): Promise<TaskAudit> {

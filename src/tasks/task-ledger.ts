@@ -3,6 +3,7 @@ import type { SessionHost } from "../session/host";
 import { createTask, TASK_PRUNE_TIMER, TASK_SWEEP_TIMER, updateTask } from "./task-api";
 import { auditTasks, backingOf, pruneLedger, sweepTasks } from "./task-audit";
 import { cancelTask, cancelTree, cascadeStep, TASK_CANCEL_TIMER } from "./task-cancel";
+import { pageTasks } from "./task-page";
 import { reportRunEnded, sendDueReports, sendTaskReport, TASK_REPORT_TIMER } from "./task-report";
 import { getTaskRow, listTaskRows, recordOf } from "./task-store";
 import {
@@ -96,6 +97,7 @@ const ledgerRpc = {
   cancelTree: (host: SessionHost, arg: { reason: string }) => cancelTree(host, arg),
   backing: (host: SessionHost, arg: { taskId: string }) => backingOf(host, arg.taskId),
   audit: (host: SessionHost) => auditTasks(host),
+  page: (host: SessionHost, arg: { beforeSeq?: number; limit: number }) => pageTasks(host, arg),
 };
 
 declare module "../session/extensions" {

@@ -86,7 +86,7 @@ describe("attachment media types", () => {
 });
 
 describe("run ids address the canonical session", () => {
-  it("a run id naming `main` (or another spelling of a key) reaches the canonical key's object, never one named by the raw text", async () => {
+  it("a run id naming `main` (or another spelling of a key) is a 404 that reaches no object: minted ids carry the canonical key (src/http/handle-owner.ts)", async () => {
     const names: string[] = [];
     const getByName = env.SESSIONS.getByName.bind(env.SESSIONS);
     vi.spyOn(env.SESSIONS, "getByName").mockImplementation((name: string) => {
@@ -101,8 +101,8 @@ describe("run ids address the canonical session", () => {
     }
     expect(names).not.toContain("main");
     expect(names).not.toContain("AGENT:MAIN:Mixed-Case");
-    expect(names).toContain("agent:main:main");
-    expect(names).toContain("agent:main:mixed-case");
+    expect(names).not.toContain("agent:main:main");
+    expect(names).not.toContain("agent:main:mixed-case");
   });
 });
 

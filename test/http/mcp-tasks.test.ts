@@ -1,16 +1,12 @@
-import { exports } from "cloudflare:workers";
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { setConfigOverride } from "../../src/config/load";
-import { MCP_CURRENT_REVISION } from "../../src/http/mcp-guard";
 import { TASKS_EXTENSION } from "../../src/http/mcp-tasks";
 import { TOOLS } from "../../src/tools/registry";
 import { type FakeCall, useFakeProvider } from "../helpers/fake-provider";
-import { call, GATEWAY, MAIN_TOKEN, sessionStub } from "../helpers/http";
+import { call, MAIN_TOKEN, sessionStub } from "../helpers/http";
+import { modernClient, taskCall, v1Client } from "../helpers/mcp-client";
 import { quiesce } from "../helpers/quiesce";
 import { evict } from "../helpers/restart";
 import { installFakes, requesterKey, settle, subagentConfig } from "../helpers/subagents";
@@ -42,29 +38,12 @@ afterEach(async () => {
   fake = undefined;
 });
 
-async function v1Client(requester: string, token = GATEWAY) {
-  const transport = new StreamableHTTPClientTransport(new URL("https://switchboard.test/mcp"), {
-    requestInit: { headers: { Authorization: `Bearer ${token}`, "X-Session-Key": requester } },
-    fetch: (input, init) => exports.default.fetch(input instanceof Request ? input : String(input), init),
-  });
-  const client = new Client({ name: "switchboard-tasks-test", version: "1.0.0" });
-  await client.connect(transport);
-  return client;
-}
-
-function taskCall(client: Client, name: string, args: Record<string, unknown>) {
-  return client.request(
-    { method: "tools/call", params: { name, arguments: args, task: { ttl: 60_000 } } },
-    CreateTaskResultSchema,
-  );
-}
-
 const tag = () => crypto.randomUUID().slice(0, 8);
 
 describe("MCP tasks, protocol 2025-11-25 (the SDK's v1 client)", () => {
   it("advertises the tasks capability, and task support only on the tools that start runs", async () => {
     const client = await v1Client(`agent:main:mcp-tasks-list-${tag()}`);
-    expect(client.getServerCapabilities()?.tasks).toEqual({ cancel: {}, requests: { tools: { call: {} } } });
+    expect(client.getServerCapabilities()?.tasks).toEqual({ list: {}, cancel: {}, requests: { tools: { call: {} } } });
     const { tools } = await client.listTools();
     const support = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport ?? null]));
     // Every tool is listed; only the two that start a run of their own support tasks.
@@ -193,27 +172,6 @@ describe("MCP tasks, protocol 2025-11-25 (the SDK's v1 client)", () => {
 });
 
 describe("MCP tasks, revision 2026-07-28's tasks extension (the SDK's v2 client)", () => {
-  /** A v2 client pinned to 2026-07-28 that declares the extension; the raw answers it receives are kept. */
-  async function modernClient(requester: string, declare = true) {
-    const seen: unknown[] = [];
-    const transport = new ModernTransport(new URL("https://switchboard.test/mcp"), {
-      requestInit: { headers: { Authorization: `Bearer ${GATEWAY}`, "X-Session-Key": requester } },
-      fetch: async (input, init) => {
-        const res = await exports.default.fetch(input instanceof Request ? input : String(input), init);
-        if (res.headers.get("content-type")?.includes("application/json")) seen.push(await res.clone().json());
-        return res;
-      },
-    });
-    const client = new ModernClient(
-      { name: "switchboard-tasks-2026", version: "1.0.0" },
-      {
-        versionNegotiation: { mode: { pin: MCP_CURRENT_REVISION } },
-        capabilities: declare ? { extensions: { [TASKS_EXTENSION]: {} } } : {},
-      },
-    );
-    await client.connect(transport);
-    return { client, seen };
-  }
   const taskSchema = z.looseObject({ taskId: z.string(), status: z.string() });
   /** The fields of an acknowledgement besides the SDK's own `_meta` (its server identity). */
   const ack = (r: Record<string, unknown>) => Object.keys(r).filter((k) => k !== "_meta");

@@ -1,43 +1,26 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import { forbidden, fromRpcError, notFound, SwitchboardError } from "../../errors";
-import { keyContextOf, type ParsedKey, parseSessionKey } from "../../keys";
 import { mintRunToken } from "../../runners/run-token";
 import { completeRun, runCompletionSchema } from "../../runners/webhook-runner";
 import { capText } from "../../session/byte-budget";
 import { callExtension } from "../../session/extensions";
-import { sessionKeyOfRun } from "../../session/run-id";
 import { type RunSnapshot, runHeartbeatSchema, runSnapshotSchema } from "../../session/run-schema";
 import { MAX_WAIT_MS } from "../../session/run-types";
 import { FINAL_STATUSES } from "../../session/types";
+import { abortRunHandle } from "../../tasks/run-abort";
 import type { AppEnv } from "../app-env";
-import { authorizeKey } from "../auth";
+import { handleOwner } from "../handle-owner";
 import type { Principal } from "../principal";
 import { routeDoc } from "../route-doc";
-import { RUN_COMPLETE_TEXT, RUN_HEARTBEAT_TEXT, RUN_WAIT_TEXT } from "../route-texts";
+import { RUN_ABORT_TEXT, RUN_COMPLETE_TEXT, RUN_HEARTBEAT_TEXT, RUN_WAIT_TEXT } from "../route-texts";
 import { intQuery, valid } from "../validate";
 
 export const runParam = z.object({ id: z.string().max(1024).describe("Run id (`runId` of the run)") });
 
-/**
- * The canonical session key a run id names, checked against the caller's scope; an id we could not hold is a
- * 404. Canonical, not as decoded: `main`, `current` or a key in other letter case would address an object
- * under a name no session has (docs/contract.md, "Session keys").
- */
+/** The canonical session key of the run this request names, within the caller's scope (src/http/handle-owner.ts). */
 export function runTarget(c: Context<AppEnv>): string {
-  const id = c.req.param("id") ?? "";
-  const key = sessionKeyOfRun(id);
-  if (!key) throw notFound(`Run not found: ${id}`);
-  const cfg = c.get("cfg");
-  let parsed: ParsedKey;
-  try {
-    parsed = parseSessionKey(key, keyContextOf(cfg));
-  } catch {
-    // A forged or foreign run id names no session we could hold: the run does not exist here.
-    throw notFound(`Run not found: ${id}`);
-  }
-  authorizeKey(c.get("principal"), parsed);
-  return parsed.canonicalKey;
+  return handleOwner(c.get("cfg"), c.get("principal"), c.req.param("id") ?? "", "Run");
 }
 
 /** The run token of exactly this run (its completion, its heartbeat): any other token is a 403. */
@@ -108,6 +91,7 @@ export const runsApp = new Hono<AppEnv>()
     routeDoc({
       tag: "runs",
       summary: "Abort a queued or running run",
+      description: RUN_ABORT_TEXT,
       ok: { description: "The run", schema: runSnapshotSchema },
       errors: [400, 403, 404],
     }),
@@ -115,7 +99,9 @@ export const runsApp = new Hono<AppEnv>()
     async (c) => {
       const key = runTarget(c);
       const id = c.req.valid("param").id;
-      return c.json(found(id, await c.env.SESSIONS.getByName(key).abortRun(id)));
+      // The one abort of every surface (src/tasks/run-abort.ts): a spawn's run cancels its ledger task and its
+      // descendants; a run that already ended is answered as it is, unchanged (the abort was a no-op).
+      return c.json(found(id, (await abortRunHandle(c.env, key, id)).run));
     },
   )
   // A webhook runtime that answered 202 hands in the run's reply (or error) here, with the run token it was

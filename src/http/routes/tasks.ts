@@ -1,14 +1,12 @@
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
 import { notFound } from "../../errors";
-import { keyContextOf, type ParsedKey, parseSessionKey } from "../../keys";
 import { taskAuditSchema } from "../../tasks/task-audit";
-import { auditTasksOf, cancelTaskOf, getTask, listTasks } from "../../tasks/task-client";
-import { ownerKeyOfTask } from "../../tasks/task-id";
+import { auditTasksOf, cancelTaskOf, getTasksOf, listTasks } from "../../tasks/task-client";
 import { taskRecordSchema } from "../../tasks/task-types";
 import { taskCancelSchema, taskListSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
-import { authorizeKey } from "../auth";
+import { handleOwner } from "../handle-owner";
 import { routeDoc } from "../route-doc";
 import { keyParam, rpc, targetOf } from "../route-helpers";
 import { TASK_AUDIT_TEXT, TASK_CANCEL_TEXT, TASK_LIST_TEXT } from "../route-texts";
@@ -18,25 +16,6 @@ import { intQuery, valid } from "../validate";
 const LIST_RECENT_MINUTES_MAX = 10_080;
 
 const taskParam = z.object({ taskId: z.string().max(1024).describe("Task id (`taskId` of the task)") });
-
-/**
- * The owner session a task id names, checked against the caller's scope; an id we could not have minted
- * is a 404, as a run id is (src/http/routes/runs.ts).
- */
-function taskOwner(c: Context<AppEnv>, taskId: string): string {
-  const key = ownerKeyOfTask(taskId);
-  if (!key) throw notFound(`Task not found: ${taskId}`);
-  let parsed: ParsedKey;
-  try {
-    parsed = parseSessionKey(key, keyContextOf(c.get("cfg")));
-  } catch {
-    throw notFound(`Task not found: ${taskId}`);
-  }
-  // A forged id naming a key in another spelling addresses no ledger.
-  if (parsed.canonicalKey !== key) throw notFound(`Task not found: ${taskId}`);
-  authorizeKey(c.get("principal"), parsed);
-  return key;
-}
 
 /** The task ledger over REST (docs/tasks.md): a session's tasks and their audit, and one task by its id. */
 export const tasksApp = new Hono<AppEnv>()
@@ -90,8 +69,8 @@ export const tasksApp = new Hono<AppEnv>()
     valid("param", taskParam),
     async (c) => {
       const { taskId } = c.req.valid("param");
-      taskOwner(c, taskId);
-      const task = await rpc(getTask(c.env, taskId));
+      const owner = handleOwner(c.get("cfg"), c.get("principal"), taskId, "Task");
+      const [task] = await rpc(getTasksOf(c.env, owner, [taskId]));
       if (!task) throw notFound(`Task not found: ${taskId}`);
       return c.json(task satisfies z.infer<typeof taskRecordSchema>);
     },
@@ -110,7 +89,7 @@ export const tasksApp = new Hono<AppEnv>()
     valid("param", taskParam),
     async (c) => {
       const { taskId } = c.req.valid("param");
-      const owner = taskOwner(c, taskId);
+      const owner = handleOwner(c.get("cfg"), c.get("principal"), taskId, "Task");
       const answer = await rpc(cancelTaskOf(c.env, owner, taskId));
       if (!answer.found) throw notFound(`Task not found: ${taskId}`);
       return c.json({
