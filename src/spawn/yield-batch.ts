@@ -16,6 +16,7 @@ import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./
 import { type ClaimArgs, type ClaimResult, claimSync, NOT_SUPPORTED } from "./yield-claim";
 import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch, yieldPending } from "./yield-rows";
 import { formatSettlement, type SettledChild, yieldContextText } from "./yield-settlement";
+import { endYieldTaskFailed, endYieldTaskResumed } from "./yield-task";
 
 /**
  * The yielded batch (docs/subagents.md, "sessions_yield"): a session that ended its turn with
@@ -224,6 +225,7 @@ function markResuming(host: SessionHost, id: string, resumeRunId: string): void 
   const row = getFlowRow<YieldBatch>(host.sql, id, YIELD_FLOW);
   if (row?.state !== "settled") return;
   moveFlowRow(host.sql, id, "resuming", { data: { ...row.data, resumeRunId }, from: "settled" });
+  endYieldTaskResumed(host, row.data, resumeRunId);
   host.timers.clear(YIELD_TIMER, id);
   host.timers.clear(YIELD_TIMER, id + GIVE_UP);
 }
@@ -289,6 +291,7 @@ function batchGaveUp(host: SessionHost, dead: DeadTimer): void {
   const now = Date.now();
   announceDirectly(host, id, now);
   moveFlowRow(host.sql, id, "failed", { now });
+  endYieldTaskFailed(host, row.data);
   host.timers.clear(YIELD_TIMER, id);
   host.timers.clear(YIELD_TIMER, id + GIVE_UP);
   if (isSubagentSession(host) && !yieldPending(host) && countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
