@@ -36,8 +36,16 @@ export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: C
   host.timers.clear(SLOT_TIMER, childKey);
   if (row?.state !== "running") return;
   moveFlowRow(host.sql, id, outcome ? "ended" : "gone", { data: { ...row.data, ...(outcome ? { outcome } : {}) } });
-  // No child runs any more: an announce this session deferred for its descendants goes out now — unless a
-  // yield still owes its resume turn, whose answer the announce reports (src/spawn/yield-batch.ts starts it then).
+  resumeDeferredAnnouncesIfIdle(host);
+}
+
+/**
+ * No child runs any more: an announce this session (a sub-agent) deferred for its descendants goes out now —
+ * unless a yield still owes its resume turn, whose answer the announce reports (src/spawn/yield-batch.ts calls
+ * this again when that turn ends or the batch gives up). The one place this rule is written; a session with
+ * no deferred announce (any non-sub-agent) has nothing to resume. Inside the caller's transaction.
+ */
+export function resumeDeferredAnnouncesIfIdle(host: SessionHost): void {
   if (countActiveChildren(host) === 0 && !yieldPending(host)) resumeDeferredAnnounces(host);
 }
 

@@ -8,13 +8,12 @@ import type { RunEndedEvent } from "../session/run-types";
 import type { DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute } from "../session/types";
-import { resumeDeferredAnnounces } from "./announce-flow";
 import { type ChildOutcome, isSilentToken } from "./announce-format";
-import { CHILD_FLOW, countActiveChildren, releaseSlotSync } from "./child-slots";
+import { CHILD_FLOW, releaseSlotSync, resumeDeferredAnnouncesIfIdle } from "./child-slots";
 import { SUBAGENT_TASK_IDEMPOTENCY_KEY } from "./child-spawn";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./direct-announce";
 import { type ClaimArgs, type ClaimResult, claimSync, NOT_SUPPORTED } from "./yield-claim";
-import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch, yieldPending } from "./yield-rows";
+import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch } from "./yield-rows";
 import { formatSettlement, type SettledChild, yieldContextText } from "./yield-settlement";
 import { endYieldTaskFailed, endYieldTaskResumed } from "./yield-task";
 
@@ -170,7 +169,7 @@ function resumeEnded(host: SessionHost, id: string, { run }: RunEndedEvent, now:
   if (!answered) announceDirectly(host, id, now);
   moveFlowRow(host.sql, id, answered ? "done" : "fallback", { now });
   // A yielded sub-agent's own announce waited for this turn (src/spawn/subagent-lifecycle.ts): it reports it now.
-  if (isSubagentSession(host) && !yieldPending(host) && countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
+  resumeDeferredAnnouncesIfIdle(host);
 }
 
 /** The batch could not speak for its children: each batched completion is told as its direct announce (once: keyed). */
@@ -294,7 +293,7 @@ function batchGaveUp(host: SessionHost, dead: DeadTimer): void {
   endYieldTaskFailed(host, row.data);
   host.timers.clear(YIELD_TIMER, id);
   host.timers.clear(YIELD_TIMER, id + GIVE_UP);
-  if (isSubagentSession(host) && !yieldPending(host) && countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
+  resumeDeferredAnnouncesIfIdle(host);
 }
 
 /** The sweeper's audit (src/session/run-audit.ts): each open batch and what moves it on. */
