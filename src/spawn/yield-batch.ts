@@ -8,10 +8,11 @@ import type { RunEndedEvent } from "../session/run-types";
 import type { DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute } from "../session/types";
-import { type ChildOutcome, isSilentToken } from "./announce-format";
+import type { ChildOutcome } from "./announce-format";
 import { CHILD_FLOW, releaseSlotSync, resumeDeferredAnnouncesIfIdle } from "./child-slots";
 import { SUBAGENT_TASK_IDEMPOTENCY_KEY } from "./child-spawn";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./direct-announce";
+import { isSubagentRequester, turnAnswer } from "./requester-turn";
 import { type ClaimArgs, type ClaimResult, claimSync, NOT_SUPPORTED } from "./yield-claim";
 import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch } from "./yield-rows";
 import { formatSettlement, type SettledChild, yieldContextText } from "./yield-settlement";
@@ -61,8 +62,6 @@ interface BatchedEvent {
   outcome?: ChildOutcome;
   batch: string;
 }
-
-const isSubagentSession = (host: SessionHost) => Boolean(host.meta?.subagent) || host.key.includes(":subagent:");
 
 /** Slot ids of the batch's children (`child:<key>`, src/spawn/child-slots.ts). */
 const slotIds = (b: YieldBatch) => JSON.stringify(b.children.map((k) => `child:${k}`));
@@ -157,12 +156,12 @@ function onRunEnded(host: SessionHost, event: RunEndedEvent): void {
 function resumeEnded(host: SessionHost, id: string, { run }: RunEndedEvent, now: number): void {
   const row = getFlowRow<YieldBatch>(host.sql, id, YIELD_FLOW);
   if (row?.state !== "resuming") return;
-  const reply = run.status === "ok" ? (run.reply ?? "").trim() : "";
-  const silent = isSilentToken(reply, "NO_REPLY") || isSilentToken(reply, "ANNOUNCE_SKIP");
+  const turn = turnAnswer(run);
+  const { reply, silent } = turn;
   // A resume turn that yielded again hands the work to its own batch: nothing to say yet, nothing lost.
   const yieldedAgain = getFlowRow(host.sql, batchIdOf(run.runId), YIELD_FLOW) !== null;
-  const answered = run.status === "ok" && (silent || reply.length > 0 || yieldedAgain);
-  if (answered && !silent && reply && row.data.deliver && !isSubagentSession(host)) {
+  const answered = turn.answered || (run.status === "ok" && yieldedAgain);
+  if (answered && !silent && reply && row.data.deliver && !isSubagentRequester(host)) {
     const route = recordedRoute(host);
     if (route) queueDelivery(host, { kind: "reply", route, message: reply, idempotencyKey: `reply:${run.runId}` });
   }
