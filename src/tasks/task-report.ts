@@ -2,9 +2,7 @@ import { callExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import type { RunEndedEvent } from "../session/run-types";
 import type { TimerRow } from "../session/timers";
-import { createTask, updateTask } from "./task-api";
 import { ownerKeyOfTask } from "./task-id";
-import { getTaskRow } from "./task-store";
 import { CANCELLED_BY_OPERATOR, type TaskInit, type TaskUpdate, taskStatusOfRun } from "./task-types";
 
 /**
@@ -83,16 +81,6 @@ export async function sendTaskReport(host: SessionHost, timer: TimerRow): Promis
   }
   const { init, ...update } = JSON.parse(timer.payload) as Pending;
   const unchanged = () => host.timers.get(TASK_REPORT_TIMER, timer.ref)?.payload === timer.payload;
-  if (owner === host.key) {
-    // A task this session owns itself (a send into its own session): applied here, with the row's clearing.
-    host.storage.transactionSync(() => {
-      if (!getTaskRow(host, timer.ref) && init) createTask(host, { ...init, taskId: timer.ref });
-      updateTask(host, timer.ref, update);
-      if (unchanged()) host.timers.clear(TASK_REPORT_TIMER, timer.ref);
-    });
-    await host.timers.arm();
-    return;
-  }
   await callExtension(host.bindings.SESSIONS.getByName(owner), "task-ledger", "report", {
     taskId: timer.ref,
     update,

@@ -221,6 +221,32 @@ describe("a long sessions_send is a ledger task", () => {
     expect(await tasksOf(req)).toEqual([task]);
   });
 
+  it("a send into the requester's own session: its ledger records the task in place, once", async () => {
+    const { req, fakes, release } = await setup();
+    const r = await invoke(
+      "sessions_send",
+      { sessionKey: req, message: "note to self", timeoutSeconds: 0 },
+      {
+        sessionKey: req,
+      },
+    );
+    const runId: string = r.details.runId;
+    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    await runDurableObjectAlarm(sessionStub(req));
+    await until(async () =>
+      expect((await tasksOf(req)).map((t) => [t.status, t.targetSessionKey])).toEqual([["running", req]]),
+    );
+    release("noted");
+    await sessionStub(req).waitRun(runId, 10_000);
+    await doneFlow(req);
+    await crash(sessionStub(req));
+    await runDurableObjectAlarm(sessionStub(req));
+    expect((await tasksOf(req)).map((t) => [t.runId, t.status, t.terminalSummary])).toEqual([
+      [runId, "succeeded", "noted"],
+    ]);
+    expect(await pendingReports(req)).toBe(0);
+  });
+
   it("lost: the sweep finds the run gone from its target; the audit reports it", async () => {
     setConfigOverride(baseConfig());
     const req = uniq("sreq");
