@@ -70,7 +70,8 @@ export function sendStartedSync(host: SessionHost, run: RunRow, input: RunInput)
   const waitEnds = run.created_at + ref.waitMs;
   const pending = host.timers.get(TASK_REPORT_TIMER, ref.taskId);
   const now = Date.now();
-  // Within the wait with no row left: the run ended and started again (a retried attempt) — nothing to say.
+  // Within the wait the enqueue's row is still pending (it is due at the wait's end); none left means the
+  // report was dropped (the run ended within the wait), so a start now has nothing to add to.
   if (!pending && now < waitEnds) return;
   const update: TaskUpdate = { status: "running", startedAt: run.started_at ?? now };
   queueTaskReportSync(host, ref.taskId, update, initOf(host, ref, input, run.id), pending?.due_at ?? now);
