@@ -47,7 +47,7 @@ export const MCP_CARD_TEXT =
   "Public (no token): the server's name and version, the `/mcp` remote with the protocol revisions it serves and the headers it takes, and under `_meta` every tool's name and description (docs/protocols.md). Nothing about agents, sessions, tokens or configuration. `Accept: application/mcp-server-card+json` gets that media type.";
 
 export const TASK_LIST_TEXT =
-  "Every background task this session started (a sub-agent today) with its status: `queued`, `running`, then one of `succeeded`, `failed`, `timed_out`, `cancelled`, `lost`, which never changes once reached. Open tasks and those updated within `recentMinutes`, newest update first. Ended tasks are kept 7 days, lost ones 24 h (docs/tasks.md).";
+  "Every background task this session started (a sub-agent, a `sessions_yield` wait, a `sessions_send` that outlived its wait) with its status: `queued`, `running`, then one of `succeeded`, `failed`, `timed_out`, `cancelled`, `lost`, which never changes once reached. Open tasks and those updated within `recentMinutes`, newest update first. Ended tasks are kept 7 days, lost ones 24 h (docs/tasks.md).";
 
 export const TASK_AUDIT_TEXT =
   "OpenClaw's audit codes over this session's ledger: `stale_queued` (queued > 10 min), `stale_running` (running > 30 min, an error), `lost`, `delivery_failed`, `missing_cleanup`, `inconsistent_timestamps`; at most 200 findings (docs/tasks.md).";

@@ -60,7 +60,7 @@ export async function enqueueRun(
   host: SessionHost,
   steps: EnqueueSteps,
   req: EnqueueRequest,
-  alsoInTransaction?: (host: SessionHost) => void,
+  alsoInTransaction?: (host: SessionHost, queued: RunSnapshot) => void,
 ): Promise<RunSnapshot> {
   const forwarded = await steps.extensions.forwardInbound(host, req);
   if (forwarded) return forwarded;
@@ -116,9 +116,9 @@ export async function enqueueRun(
     armSweep(host);
     // The registry row is stale from here: its write is owed durably, with the change that causes it.
     steps.indexSync.schedule(now);
-    // State that must exist exactly when this run does (a spawned child's attachments), local callers only.
-    alsoInTransaction?.(host);
     const queued = host.snapshot(host.runRow(id)!);
+    // State that must exist exactly when this run does (a spawned child's attachments, a send's task), local callers only.
+    alsoInTransaction?.(host, queued);
     host.events.run(queued, req.input);
     return queued;
   });

@@ -17,6 +17,8 @@ import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot, TranscriptMes
  */
 export interface SessionExtension {
   name: string;
+  /** Inside the transaction that claims a queued run (status `running`): rows that follow its start. Synchronous. */
+  onRunStarted?(host: SessionHost, run: RunRow, input: RunInput): void;
   /** Inside the run-ending transaction: write follow-up rows (timers, outbox, flow state). Must be synchronous. */
   onRunEnded?(host: SessionHost, event: RunEndedEvent): void;
   /** After that transaction committed: start work that may do I/O (a delivery attempt, an RPC). */
@@ -182,6 +184,11 @@ export class SessionExtensions {
       if (r) return r;
     }
     return Promise.reject(new Error(`No runner answers ${input.kind} runs of agent ${host.meta?.agentId}`));
+  }
+
+  /** Rows that follow a run's start, written in the transaction that claims it. */
+  onRunStarted(host: SessionHost, run: RunRow, input: RunInput): void {
+    for (const ext of this.list) ext.onRunStarted?.(host, run, input);
   }
 
   /** Follow-ups written in the run-ending transaction (flows, deliveries). */

@@ -34,7 +34,10 @@ export interface SessionHost {
   /** Write `meta` back (inside the caller's transaction). */
   saveMeta(): void;
   /** Queue a run; `alsoInTransaction` writes its own rows in the same transaction as the run. */
-  enqueue(req: EnqueueRequest, alsoInTransaction?: (host: SessionHost) => void): Promise<RunSnapshot>;
+  enqueue(
+    req: EnqueueRequest,
+    alsoInTransaction?: (host: SessionHost, queued: RunSnapshot) => void,
+  ): Promise<RunSnapshot>;
   ensureSession(init?: EnqueueRequest["init"]): Promise<SessionMeta>;
   getRun(runId: string): Promise<RunSnapshot | null>;
   runRow(runId: string): RunRow | undefined;

@@ -127,6 +127,7 @@ export class RunQueue {
       if (next.started_at === null && timeoutSeconds !== null)
         host.timers.set(DEADLINE_TIMER, next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       const claimed = host.runRow(next.id)!;
+      this.extensions.onRunStarted(host, claimed, input);
       host.events.run(host.snapshot(claimed));
       return claimed;
     });

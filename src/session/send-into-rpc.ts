@@ -1,4 +1,5 @@
 import { resolveSendPolicy } from "../policy/send-policy";
+import { sendQueuedSync } from "../tasks/send-task";
 import type { SessionExtension } from "./extensions";
 import type { SessionHost } from "./host";
 import type { EnqueueRequest, RunSnapshot, SessionMeta } from "./types";
@@ -24,7 +25,8 @@ const sendIntoRpc = {
     const meta = host.meta ? structuredClone(host.meta) : null;
     const refused = sendRefusal(host, arg.requireChildOf);
     if (refused) return { refused };
-    return { run: await host.enqueue(arg.req), meta };
+    // A send its caller may stop waiting for is tracked from the transaction that queues its run (src/tasks/send-task.ts).
+    return { run: await host.enqueue(arg.req, (h, queued) => sendQueuedSync(h, queued, arg.req.input)), meta };
   },
 };
 

@@ -224,7 +224,10 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
   // ---------------------------------------------------------------- runs (run-queue.ts, enqueue.ts)
 
   /** Queue a run (enqueue.ts): one transaction, idempotent by `idempotencyKey`. */
-  async enqueue(req: EnqueueRequest, alsoInTransaction?: (host: SessionHost) => void): Promise<RunSnapshot> {
+  async enqueue(
+    req: EnqueueRequest,
+    alsoInTransaction?: (host: SessionHost, queued: RunSnapshot) => void,
+  ): Promise<RunSnapshot> {
     // An archived sub-agent's key is read-only until deleted (src/spawn/archive-delete.ts); a spawn makes a new key.
     await refuseIfArchived(this, Boolean(req.init?.subagent));
     const steps = {

@@ -2,7 +2,9 @@ import { getFlowRow, moveFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import { resumeDeferredAnnounces } from "./announce-flow";
 import type { ChildFinding, ChildOutcome } from "./announce-format";
+import { CHILD_FLOW, childFlowId } from "./child-slot-rows";
 import { yieldPending } from "./yield-rows";
+import { settleBatchesOf } from "./yield-settle";
 
 /**
  * A requester's active-children slots (one `subagent_child` flow row per child): reserved before a
@@ -12,11 +14,9 @@ import { yieldPending } from "./yield-rows";
  * Everything here is synchronous: it runs inside the caller's transaction.
  */
 
-export const CHILD_FLOW = "subagent_child";
+export { CHILD_FLOW, childFlowId } from "./child-slot-rows";
 /** Re-checks a running slot whose child may never have been created (crash between reserve and spawn) or was deleted. */
 export const SLOT_TIMER = "subagent-slot";
-
-export const childFlowId = (childKey: string) => `child:${childKey}`;
 
 /** Number of this session's children still holding a slot. */
 export function countActiveChildren(host: SessionHost): number {
@@ -36,8 +36,18 @@ export function releaseSlotSync(host: SessionHost, childKey: string, outcome?: C
   host.timers.clear(SLOT_TIMER, childKey);
   if (row?.state !== "running") return;
   moveFlowRow(host.sql, id, outcome ? "ended" : "gone", { data: { ...row.data, ...(outcome ? { outcome } : {}) } });
-  // No child runs any more: an announce this session deferred for its descendants goes out now — unless a
-  // yield still owes its resume turn, whose answer the announce reports (src/spawn/yield-batch.ts starts it then).
+  // The last child of a waiting yield batch: it settles in this transaction (its resume turn is due now).
+  settleBatchesOf(host, childKey);
+  resumeDeferredAnnouncesIfIdle(host);
+}
+
+/**
+ * No child runs any more: an announce this session (a sub-agent) deferred for its descendants goes out now —
+ * unless a yield still owes its resume turn, whose answer the announce reports (src/spawn/yield-batch.ts calls
+ * this again when that turn ends or the batch gives up). The one place this rule is written; a session with
+ * no deferred announce (any non-sub-agent) has nothing to resume. Inside the caller's transaction.
+ */
+export function resumeDeferredAnnouncesIfIdle(host: SessionHost): void {
   if (countActiveChildren(host) === 0 && !yieldPending(host)) resumeDeferredAnnounces(host);
 }
 

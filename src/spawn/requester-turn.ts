@@ -7,7 +7,7 @@ import { getFlowRow, moveFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import { timerGuard } from "../session/run-audit";
 import type { RunEndedEvent } from "../session/run-types";
-import type { DeliveryRoute } from "../session/types";
+import type { DeliveryRoute, RunSnapshot } from "../session/types";
 import { type ChildOutcome, isSilentToken } from "./announce-format";
 import { releaseSlotSync, SLOT_TIMER } from "./child-slots";
 import { type CompletionEvent, formatCompletionEvents } from "./completion-event";
@@ -52,9 +52,24 @@ interface PendingEvent {
   event: CompletionEvent;
 }
 
-/** A sub-agent requester speaks to its parent, not a user: its turn is internal and delivers nothing. */
-function isSubagentRequester(host: SessionHost): boolean {
+/**
+ * A sub-agent requester speaks to its parent, not a user: its turn is internal and delivers nothing (a
+ * completion turn here, a yield's resume turn in src/spawn/yield-batch.ts).
+ */
+export function isSubagentRequester(host: SessionHost): boolean {
   return Boolean(host.meta?.subagent) || host.key.includes(":subagent:");
+}
+
+/**
+ * What the end of a turn that speaks for its children says (a completion turn here, a yield's resume turn):
+ * its trimmed reply, whether that is a silent token (NO_REPLY, ANNOUNCE_SKIP: answered, nothing to deliver),
+ * and whether the turn answered at all — an empty reply or a failed turn says nothing about the completions,
+ * so the user still gets each child's direct announce.
+ */
+export function turnAnswer(run: RunSnapshot): { reply: string; silent: boolean; answered: boolean } {
+  const reply = run.status === "ok" ? (run.reply ?? "").trim() : "";
+  const silent = isSilentToken(reply, "NO_REPLY") || isSilentToken(reply, "ANNOUNCE_SKIP");
+  return { reply, silent, answered: run.status === "ok" && (silent || reply.length > 0) };
 }
 
 /** Inside the receive transaction: queue the completion for a turn. The slot stays held until it is absorbed. */
@@ -188,10 +203,7 @@ function onTurnEnded(host: SessionHost, { run, input }: RunEndedEvent): void {
     .filter((r) => r.row?.state === "turn_queued")
     .map((r) => ({ id: r.id, e: r.row!.data }));
   if (rows.length === 0) return;
-  const reply = run.status === "ok" ? (run.reply ?? "").trim() : "";
-  const silent = isSilentToken(reply, "NO_REPLY") || isSilentToken(reply, "ANNOUNCE_SKIP");
-  // An empty reply says nothing about the completion: the user still gets the direct announce.
-  const answered = run.status === "ok" && (silent || reply.length > 0);
+  const { reply, silent, answered } = turnAnswer(run);
   const now = Date.now();
   if (answered && !silent && !isSubagentRequester(host)) {
     const route = announceRoute(host, rows[0].e);

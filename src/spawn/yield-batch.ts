@@ -8,14 +8,16 @@ import type { RunEndedEvent } from "../session/run-types";
 import type { DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { DeliveryRoute } from "../session/types";
-import { resumeDeferredAnnounces } from "./announce-flow";
-import { type ChildOutcome, isSilentToken } from "./announce-format";
-import { CHILD_FLOW, countActiveChildren, releaseSlotSync } from "./child-slots";
+import type { ChildOutcome } from "./announce-format";
+import { CHILD_FLOW, releaseSlotSync, resumeDeferredAnnouncesIfIdle } from "./child-slots";
 import { SUBAGENT_TASK_IDEMPOTENCY_KEY } from "./child-spawn";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./direct-announce";
+import { isSubagentRequester, turnAnswer } from "./requester-turn";
 import { type ClaimArgs, type ClaimResult, claimSync, NOT_SUPPORTED } from "./yield-claim";
-import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch, yieldPending } from "./yield-rows";
+import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch } from "./yield-rows";
+import { GIVE_UP, settleIfReady, slotIds, YIELD_TIMER } from "./yield-settle";
 import { formatSettlement, type SettledChild, yieldContextText } from "./yield-settlement";
+import { endYieldTaskFailed, endYieldTaskResumed } from "./yield-task";
 
 /**
  * The yielded batch (docs/subagents.md, "sessions_yield"): a session that ended its turn with
@@ -35,21 +37,14 @@ import { formatSettlement, type SettledChild, yieldContextText } from "./yield-s
  */
 
 export const YIELD_EXTENSION = "subagent-yield" as const;
-export const YIELD_TIMER = "subagent-yield";
+export { YIELD_TIMER } from "./yield-settle";
 /**
  * A batch waits this long at most for its children (docs/limits.md): children end by their own deadlines or
  * the lost-run sweeper long before; this only bounds a child that never reports. Shorter than the announce
  * cap of a yielded sub-agent (6 h, src/spawn/subagent-lifecycle.ts), so its resumed turn still reports.
  */
 export const YIELD_WAIT_MAX_MS = 5 * 60 * 60_000;
-/** A waiting batch re-reads its children's slots this often: a slot ended outside an announce (child deleted) is seen. */
-const RECHECK_MS = 5 * 60_000;
 const resumeKey = (batchId: string) => `yield:resume:${batchId}`;
-/**
- * The give-up is a timer row of its own (ref `<batch>:give-up`), so the deadline is where every deadline is
- * (docs/timers.md) and an operator sees it; the batch's own row (ref `<batch>`) re-checks and resumes.
- */
-const GIVE_UP = ":give-up";
 
 /** A batch child's completion, kept for the resume turn and for the direct announce if that turn fails. */
 interface BatchedEvent {
@@ -60,22 +55,6 @@ interface BatchedEvent {
   threadId?: string;
   outcome?: ChildOutcome;
   batch: string;
-}
-
-const isSubagentSession = (host: SessionHost) => Boolean(host.meta?.subagent) || host.key.includes(":subagent:");
-
-/** Slot ids of the batch's children (`child:<key>`, src/spawn/child-slots.ts). */
-const slotIds = (b: YieldBatch) => JSON.stringify(b.children.map((k) => `child:${k}`));
-
-function runningChildren(host: SessionHost, b: YieldBatch): string[] {
-  return host.sql
-    .exec<{ id: string }>(
-      "SELECT id FROM flows WHERE kind = ? AND state = 'running' AND id IN (SELECT value FROM json_each(?))",
-      CHILD_FLOW,
-      slotIds(b),
-    )
-    .toArray()
-    .map((r) => r.id.slice("child:".length));
 }
 
 /**
@@ -98,19 +77,8 @@ export function absorbIntoBatch(host: SessionHost, h: AnnounceHandoff): boolean 
     batch: open.id,
   };
   putFlowRow(host.sql, { id: h.idempotencyKey, kind: ANNOUNCE_IN_FLOW, state: "batched", data: row }, "fail", now);
+  // The slot's end settles the batch when this was its last child (src/spawn/yield-settle.ts).
   releaseSlotSync(host, h.childKey, h.outcome);
-  if (open.state === "waiting") settleIfReady(host, open.id, open.batch, now, false);
-  return true;
-}
-
-/** A waiting batch whose children all ended (or whose wait gave up) is settled; its resume timer is due now. */
-function settleIfReady(host: SessionHost, id: string, b: YieldBatch, now: number, giveUp: boolean): boolean {
-  const running = runningChildren(host, b);
-  if (running.length > 0 && !giveUp) return false;
-  const data: YieldBatch = { ...b, ...(running.length > 0 ? { missing: running } : {}) };
-  moveFlowRow(host.sql, id, "settled", { data, from: "waiting", now });
-  host.timers.clear(YIELD_TIMER, id + GIVE_UP);
-  host.timers.set(YIELD_TIMER, id, now);
   return true;
 }
 
@@ -144,32 +112,31 @@ function onRunEnded(host: SessionHost, event: RunEndedEvent): void {
       ...(deliver ? { deliver } : {}),
     };
     moveFlowRow(host.sql, id, "waiting", { data: batch, now });
-    host.timers.set(YIELD_TIMER, id, now + RECHECK_MS);
     host.timers.set(YIELD_TIMER, id + GIVE_UP, now + YIELD_WAIT_MAX_MS);
+    // Its children may all have ended while the turn still ran; from here their slots' ends settle it.
+    settleIfReady(host, id, batch, now, false);
   }
   const resumed = typeof input.data?.yieldBatch === "string" ? input.data.yieldBatch : null;
   if (resumed) resumeEnded(host, resumed, event, now);
-  // Any run's end may have ended slots (a completion turn absorbs its children): waiting batches look again.
-  for (const b of openBatches(host)) if (b.state === "waiting") settleIfReady(host, b.id, b.batch, now, false);
 }
 
 /** The resume turn ended: its reply speaks for the batch, or — when it failed — each child's direct announce does. */
 function resumeEnded(host: SessionHost, id: string, { run }: RunEndedEvent, now: number): void {
   const row = getFlowRow<YieldBatch>(host.sql, id, YIELD_FLOW);
   if (row?.state !== "resuming") return;
-  const reply = run.status === "ok" ? (run.reply ?? "").trim() : "";
-  const silent = isSilentToken(reply, "NO_REPLY") || isSilentToken(reply, "ANNOUNCE_SKIP");
+  const turn = turnAnswer(run);
+  const { reply, silent } = turn;
   // A resume turn that yielded again hands the work to its own batch: nothing to say yet, nothing lost.
   const yieldedAgain = getFlowRow(host.sql, batchIdOf(run.runId), YIELD_FLOW) !== null;
-  const answered = run.status === "ok" && (silent || reply.length > 0 || yieldedAgain);
-  if (answered && !silent && reply && row.data.deliver && !isSubagentSession(host)) {
+  const answered = turn.answered || (run.status === "ok" && yieldedAgain);
+  if (answered && !silent && reply && row.data.deliver && !isSubagentRequester(host)) {
     const route = recordedRoute(host);
     if (route) queueDelivery(host, { kind: "reply", route, message: reply, idempotencyKey: `reply:${run.runId}` });
   }
   if (!answered) announceDirectly(host, id, now);
   moveFlowRow(host.sql, id, answered ? "done" : "fallback", { now });
   // A yielded sub-agent's own announce waited for this turn (src/spawn/subagent-lifecycle.ts): it reports it now.
-  if (isSubagentSession(host) && !yieldPending(host) && countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
+  resumeDeferredAnnouncesIfIdle(host);
 }
 
 /** The batch could not speak for its children: each batched completion is told as its direct announce (once: keyed). */
@@ -224,6 +191,7 @@ function markResuming(host: SessionHost, id: string, resumeRunId: string): void 
   const row = getFlowRow<YieldBatch>(host.sql, id, YIELD_FLOW);
   if (row?.state !== "settled") return;
   moveFlowRow(host.sql, id, "resuming", { data: { ...row.data, resumeRunId }, from: "settled" });
+  endYieldTaskResumed(host, row.data, resumeRunId);
   host.timers.clear(YIELD_TIMER, id);
   host.timers.clear(YIELD_TIMER, id + GIVE_UP);
 }
@@ -269,10 +237,11 @@ async function onTimer(host: SessionHost, timer: TimerRow): Promise<void> {
     return;
   }
   if (row.state === "waiting") {
+    // The give-up, or a batch row's timer while waiting (a re-check written before slot ends settled batches,
+    // or the audit's repair): settle if ready, and nothing more — a slot's end settles it, nothing polls.
     const settled = host.storage.transactionSync(() => {
-      const now = Date.now();
-      if (settleIfReady(host, id, row.data, now, giveUp)) return true;
-      host.timers.set(YIELD_TIMER, id, now + RECHECK_MS);
+      if (settleIfReady(host, id, row.data, Date.now(), giveUp)) return true;
+      host.timers.clear(YIELD_TIMER, timer.ref);
       return false;
     });
     if (!settled) return;
@@ -289,9 +258,10 @@ function batchGaveUp(host: SessionHost, dead: DeadTimer): void {
   const now = Date.now();
   announceDirectly(host, id, now);
   moveFlowRow(host.sql, id, "failed", { now });
+  endYieldTaskFailed(host, row.data);
   host.timers.clear(YIELD_TIMER, id);
   host.timers.clear(YIELD_TIMER, id + GIVE_UP);
-  if (isSubagentSession(host) && !yieldPending(host) && countActiveChildren(host) === 0) resumeDeferredAnnounces(host);
+  resumeDeferredAnnouncesIfIdle(host);
 }
 
 /** The sweeper's audit (src/session/run-audit.ts): each open batch and what moves it on. */
@@ -299,8 +269,15 @@ function auditBatches(host: SessionHost): FlowFinding[] {
   return openBatches(host).map(({ id, state, batch }) => {
     if (state === "claimed") return { flow: id, state, guard: "yielding run" };
     if (state === "resuming") return { flow: id, state, guard: "resume run" };
-    void batch;
-    return timerGuard(host, id, state, YIELD_TIMER, id);
+    if (state === "settled") return timerGuard(host, id, state, YIELD_TIMER, id);
+    // Waiting: its children's slot ends settle it, its give-up timer bounds it. A lost give-up is set again at
+    // the batch's own deadline, never now (that would end the wait early).
+    const ref = id + GIVE_UP;
+    if (host.timers.get(YIELD_TIMER, ref)) return { flow: id, state, guard: YIELD_TIMER };
+    if (host.sql.exec("SELECT 1 FROM dead_timers WHERE kind = ? AND ref = ?", YIELD_TIMER, ref).toArray().length > 0)
+      return { flow: id, state, guard: `${YIELD_TIMER} (dead)` };
+    host.timers.set(YIELD_TIMER, ref, batch.giveUpAt ?? Date.now());
+    return { flow: id, state, guard: YIELD_TIMER, repaired: true };
   });
 }
 

@@ -5,6 +5,7 @@ import type { ChildOutcome } from "./announce-format";
 import { CHILD_FLOW, releaseSlotSync } from "./child-slots";
 import { ANNOUNCE_IN_FLOW } from "./direct-announce";
 import { batchIdOf, openBatches, YIELD_FLOW, type YieldBatch } from "./yield-rows";
+import { recordYieldTask } from "./yield-task";
 
 /**
  * The claim of `sessions_yield` in the caller's own object (docs/subagents.md, "sessions_yield"): one
@@ -90,6 +91,8 @@ export function claimSync(host: SessionHost, arg: ClaimArgs): ClaimResult {
       children: kids,
       message: arg.message,
       ...(arg.acknowledgment ? { acknowledgment: arg.acknowledgment } : {}),
+      // The wait is a ledger task from this transaction on (a repeated claim keeps the one it recorded).
+      taskId: existing?.data.taskId ?? recordYieldTask(host, arg.runId, kids),
     };
     putFlowRow(host.sql, { id, kind: YIELD_FLOW, state: "claimed", data: batch }, "update");
     // The turn is over once claimed: if its executor is lost before the run ends, its lease ends it (lost)

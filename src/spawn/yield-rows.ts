@@ -26,6 +26,8 @@ export interface YieldBatch {
   generation: number;
   /** Child keys frozen at the claim, in creation order. */
   children: string[];
+  /** The batch's task in this session's ledger (src/spawn/yield-task.ts), recorded by the claim. */
+  taskId?: string;
   /** The tool's private `message` for the resumed turn. */
   message: string;
   acknowledgment?: string;

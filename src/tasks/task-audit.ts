@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { callExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
 import { LEDGER_REF, TASK_PRUNE_TIMER, TASK_SWEEP_MS, TASK_SWEEP_TIMER, updateTask } from "./task-api";
+import { backingOfRow, type TaskBacking } from "./task-backing";
 import { openTaskRows, pruneTasks, type TaskRow } from "./task-store";
-import { isTerminalTask, type TaskStatus, taskStatusOfRun } from "./task-types";
+import { isTerminalTask, taskStatusOfRun } from "./task-types";
 
 /**
  * The ledger's upkeep (docs/tasks.md, "Retention and audit"): the `task-sweep` timer reconciles open tasks
@@ -22,14 +22,6 @@ export const STALE_RUNNING_MS = 30 * 60_000;
 /** Findings one audit returns (docs/limits.md). */
 export const AUDIT_MAX_FINDINGS = 200;
 export const BACKING_GONE = "Its session is gone: nothing runs this task any more.";
-
-/** What a child says of the task it runs (the `backing` RPC). */
-export interface TaskBacking {
-  present: boolean;
-  status?: TaskStatus;
-  runId?: string;
-  error?: string;
-}
 
 /** The child's answer: is it still the session of this task, and how did its latest task run end? */
 export function backingOf(host: SessionHost, taskId: string): TaskBacking {
@@ -55,20 +47,22 @@ export function backingOf(host: SessionHost, taskId: string): TaskBacking {
 export async function sweepTasks(host: SessionHost): Promise<void> {
   const now = Date.now();
   const quiet = openTaskRows(host, SWEEP_BATCH).filter(
-    (r) => r.child_key && (r.last_event_at ?? r.created_at) <= now - TASK_LOST_AFTER_MS,
+    (r) => (r.last_event_at ?? r.created_at) <= now - TASK_LOST_AFTER_MS,
   );
   for (const row of quiet) {
-    const backing = await callExtension(host.bindings.SESSIONS.getByName(row.child_key!), "task-ledger", "backing", {
-      taskId: row.task_id,
-    });
+    const backing = await backingOfRow(host, row);
+    if (!backing) continue;
     host.storage.transactionSync(() => {
-      if (!backing.present) updateTask(host, row.task_id, { status: "lost", error: BACKING_GONE });
+      if (!backing.present) updateTask(host, row.task_id, { status: "lost", error: backing.error ?? BACKING_GONE });
       else if (backing.status && isTerminalTask(backing.status))
         updateTask(host, row.task_id, {
           status: backing.status,
           ...(backing.runId ? { runId: backing.runId } : {}),
           ...(backing.error ? { error: backing.error } : {}),
         });
+      // Started there since (a send's run): running, and heard of now.
+      else if (backing.status === "running" && row.status === "queued")
+        updateTask(host, row.task_id, { status: "running" });
       // Still running there: heard of now, checked again a grace period later.
       else host.sql.exec("UPDATE tasks SET last_event_at = ? WHERE task_id = ?", now, row.task_id);
     });

@@ -1,5 +1,6 @@
 import type { SessionExtension } from "../session/extensions";
 import type { SessionHost } from "../session/host";
+import { sendEndedSync, sendStartedSync } from "./send-task";
 import { createTask, TASK_PRUNE_TIMER, TASK_SWEEP_TIMER, updateTask } from "./task-api";
 import { auditTasks, backingOf, pruneLedger, sweepTasks } from "./task-audit";
 import { cancelTask, cancelTree, cascadeStep, TASK_CANCEL_TIMER } from "./task-cancel";
@@ -108,7 +109,12 @@ declare module "../session/extensions" {
 
 export const taskLedgerExtension: SessionExtension = {
   name: LEDGER_EXTENSION,
-  onRunEnded: reportRunEnded,
+  // A send this session runs for another session's ledger: its start and end (send-task.ts).
+  onRunStarted: sendStartedSync,
+  onRunEnded(host, event) {
+    reportRunEnded(host, event);
+    sendEndedSync(host, event);
+  },
   // The end goes to the owner now, not when the alarm comes round: a `subagents wait` is woken by it.
   afterRunEnded: (host) => sendDueReports(host),
   // A child removed (cleanup "delete", archived) sends what it still owes its owner's ledger first (best effort:

@@ -19,21 +19,35 @@ const SUMMARY_CHARS = 600;
 
 type Pending = TaskUpdate & { init?: TaskInit };
 
+/**
+ * Merge `update` into the pending report of task `taskId` (run here, owned elsewhere) and make it due at
+ * `dueAt` (now by default). The report always carries `init`, so the owner records a task it has not heard of.
+ * Inside the caller's transaction.
+ */
+export function queueTaskReportSync(
+  host: SessionHost,
+  taskId: string,
+  update: TaskUpdate,
+  init: TaskInit,
+  dueAt = Date.now(),
+): void {
+  const row = host.timers.get(TASK_REPORT_TIMER, taskId);
+  const before = row?.payload ? (JSON.parse(row.payload) as Pending) : {};
+  host.timers.set(TASK_REPORT_TIMER, taskId, dueAt, { ...before, ...update, init });
+}
+
 /** Merge `update` into this child's pending report and make it due now. Inside the caller's transaction. */
 export function reportTaskSync(host: SessionHost, update: TaskUpdate): void {
   const sub = host.meta?.subagent;
   if (!sub?.taskId || !host.meta) return;
-  const row = host.timers.get(TASK_REPORT_TIMER, sub.taskId);
-  const before = row?.payload ? (JSON.parse(row.payload) as Pending) : {};
-  const init: TaskInit = {
+  queueTaskReportSync(host, sub.taskId, update, {
     runtime: "subagent",
     taskId: sub.taskId,
     task: sub.task,
     ...(sub.label ? { label: sub.label } : {}),
     childSessionKey: host.key,
     agentId: host.meta.agentId,
-  };
-  host.timers.set(TASK_REPORT_TIMER, sub.taskId, Date.now(), { ...before, ...update, init });
+  });
 }
 
 /** The task run ended: its status, error and the start of its result (inside the run-ending transaction). */
@@ -66,20 +80,26 @@ export async function sendTaskReport(host: SessionHost, timer: TimerRow): Promis
     return;
   }
   const { init, ...update } = JSON.parse(timer.payload) as Pending;
+  const unchanged = () => host.timers.get(TASK_REPORT_TIMER, timer.ref)?.payload === timer.payload;
   await callExtension(host.bindings.SESSIONS.getByName(owner), "task-ledger", "report", {
     taskId: timer.ref,
     update,
     ...(init ? { init } : {}),
   });
   host.storage.transactionSync(() => {
-    if (host.timers.get(TASK_REPORT_TIMER, timer.ref)?.payload === timer.payload)
-      host.timers.clear(TASK_REPORT_TIMER, timer.ref);
+    if (unchanged()) host.timers.clear(TASK_REPORT_TIMER, timer.ref);
   });
 }
 
-/** Send this child's pending report now (due ones, or all with `upTo` ∞); a failure stays for the alarm's retry. */
+/** Reports sent at once from one run's end; the alarm sends the rest. */
+const DUE_REPORTS_PER_PASS = 8;
+
+/**
+ * Send the pending reports due now (or all with `upTo` ∞): a sub-agent child's, and those of the sends this
+ * session runs for other sessions (send-task.ts). A failure stays for the alarm's retry.
+ */
 export async function sendDueReports(host: SessionHost, upTo = Date.now()): Promise<void> {
-  if (!host.hasStorage || !host.meta?.subagent?.taskId) return;
-  for (const t of host.timers.dueOfKinds([TASK_REPORT_TIMER], upTo, 1))
+  if (!host.hasStorage || !host.meta) return;
+  for (const t of host.timers.dueOfKinds([TASK_REPORT_TIMER], upTo, DUE_REPORTS_PER_PASS))
     await sendTaskReport(host, t).catch(() => undefined);
 }

@@ -1,5 +1,6 @@
 import { cutText } from "../session/byte-budget";
 import type { SessionHost } from "../session/host";
+import { sessionKeyOfRun } from "../session/run-id";
 import { newTaskId } from "./task-id";
 import {
   type DeliveryStatus,
@@ -76,6 +77,10 @@ export function recordOf(ownerKey: string, r: TaskRow): TaskRecord {
     ownerKey,
     scopeKind: "session",
     ...(r.child_key ? { childSessionKey: r.child_key } : {}),
+    // A send's run id names its target (src/session/run-id.ts): no column of its own.
+    ...(r.runtime === "send" && r.run_id && sessionKeyOfRun(r.run_id)
+      ? { targetSessionKey: sessionKeyOfRun(r.run_id)! }
+      : {}),
     ...(r.agent_id ? { agentId: r.agent_id } : {}),
     ...(r.run_id ? { runId: r.run_id } : {}),
     ...(r.label ? { label: r.label } : {}),

@@ -31,7 +31,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export const NOTIFY_POLICIES = ["done_only", "state_changes", "silent"] as const;
 export type NotifyPolicy = (typeof NOTIFY_POLICIES)[number];
 
-/** Runtimes that record tasks: sub-agents now; yields and long sends record theirs through src/tasks/task-api.ts. */
+/** Runtimes that record tasks: sub-agents, yields and long sends (docs/tasks.md, "What creates a task"). */
 export const TASK_RUNTIMES = ["subagent", "yield", "send"] as const;
 export type TaskRuntime = (typeof TASK_RUNTIMES)[number];
 
@@ -65,11 +65,19 @@ export const LOST_TASK_RETENTION_MS = 24 * 60 * 60_000;
 export const taskRecordSchema = z
   .strictObject({
     taskId: z.string().describe("Stable id; carries the owner session's key (docs/tasks.md)"),
-    runtime: z.enum(TASK_RUNTIMES).describe("What does the work: `subagent` (sessions_spawn), `yield`, `send`"),
+    runtime: z
+      .enum(TASK_RUNTIMES)
+      .describe(
+        "What does the work: `subagent` (sessions_spawn), `yield` (sessions_yield's wait), `send` (a sessions_send that outlived its wait)",
+      ),
     requesterSessionKey: z.string().describe("The session that started the task and whose ledger holds it"),
     ownerKey: z.string().describe("Same as requesterSessionKey: the ledger's session"),
     scopeKind: z.literal("session"),
     childSessionKey: z.string().optional().describe("The session that runs the work (a sub-agent's key)"),
+    targetSessionKey: z
+      .string()
+      .optional()
+      .describe("A `send` task's target: the session whose run (`runId`) does the work"),
     agentId: z.string().optional().describe("Agent of the session that runs the work"),
     runId: z.string().optional().describe("The run doing the work, once known"),
     label: z.string().optional(),

@@ -8,8 +8,11 @@ import { sessionIndex } from "../registry/session-index";
 import { type A2aStart, announceRouteOf, messageContextPrompt } from "../send/a2a-flow";
 import { checkTextSize } from "../session/byte-budget";
 import { callExtension } from "../session/extensions";
+import { MAX_WAIT_MS } from "../session/run-types";
 import type { SendIntoResult } from "../session/send-into-rpc";
 import type { RunSnapshot, SessionMeta } from "../session/types";
+import type { SendTaskRef } from "../tasks/send-task";
+import { newTaskId } from "../tasks/task-id";
 import { isRefusal, type Refusal, refusal, type ToolContext, timed } from "./context";
 import { defineTool } from "./definition";
 import { callerVisibility, guardTarget, parseTargetKey, resolveSessionReference } from "./resolve";
@@ -223,6 +226,12 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
       ...(idempotencyKey ? { idempotencyKey } : {}),
     });
 
+  const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
+  // A send outliving its wait is a task of the requester's ledger (src/tasks/send-task.ts): the wait as made below.
+  const sendTask: SendTaskRef = {
+    taskId: newTaskId(requesterKey),
+    waitMs: Math.min(timeoutSeconds * 1000, MAX_WAIT_MS),
+  };
   let sent: SendIntoResult;
   try {
     sent = await timed(
@@ -241,7 +250,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
             },
             extraSystemPrompt: messageContextPrompt(a2a),
             flowId: crypto.randomUUID(),
-            data: { a2a },
+            data: { a2a, sendTask },
           },
           idempotencyKey,
         },
@@ -269,7 +278,6 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     status: delivery.status === "pending" ? "pending" : "skipped",
     mode: "announce",
   };
-  const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
   if (timeoutSeconds === 0) {
     if (followup) return followupResult(run, shownKey, modeDelivery);
     return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery };

@@ -2,7 +2,8 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
-import { getRequesterSpawnState } from "../../src/spawn/requester-side";
+import { callExtension } from "../../src/session/extensions";
+import { getRequesterSpawnState, REQUESTER_EXTENSION } from "../../src/spawn/requester-side";
 import { YIELD_WAIT_MAX_MS } from "../../src/spawn/yield-batch";
 import { FINDINGS_HEADER, YIELD_CONTEXT_NOTE, YIELDED_LINE } from "../../src/spawn/yield-settlement";
 import { DEFAULT_ACKNOWLEDGMENT } from "../../src/tools/sessions-yield";
@@ -244,6 +245,30 @@ describe("sessions_yield: the yielded batch", () => {
     expect(input).toContain("result of part 1");
     expect(input).toContain("status: unknown: still running when the wait for this batch ended (no result)");
     expect((await batchesOf(req))[0].data.missing).toEqual([second]);
+    releaseHangingRequests();
+  });
+
+  it("settles in the transaction that ends its last child's slot, even one ended without an announce; nothing polls", async () => {
+    const { req } = await start(
+      2,
+      yieldingAnswers(2, (c) => (taskOf(c) === "part 2" ? "hang" : `result of ${taskOf(c)}`)),
+    );
+    const [first, second] = await childrenOf(req);
+    const [batch] = await batchesOf(req);
+    // While it waits, its one timer is the give-up: no periodic re-check.
+    const yieldTimers = async () =>
+      (await childState(req)).timers.filter((t) => t.kind === "subagent-yield").map((t) => t.ref);
+    expect(await yieldTimers()).toEqual([`${batch.id}:give-up`]);
+    await settle(first);
+    expect((await batchesOf(req))[0].state).toBe("waiting");
+    expect(await yieldTimers()).toEqual([`${batch.id}:give-up`]);
+    // The second child's slot ends without an announce (what the slot check does for a child found gone).
+    await callExtension(sessionStub(req), REQUESTER_EXTENSION, "release", { childKey: second });
+    expect((await batchesOf(req))[0].state).toMatch(/^(settled|resuming|done)$/);
+    await runDurableObjectAlarm(sessionStub(req));
+    const resumes = await resumeRuns(req);
+    expect(resumes).toHaveLength(1);
+    await sessionStub(req).waitRun(resumes[0].id, 10_000);
     releaseHangingRequests();
   });
 });
