@@ -162,7 +162,9 @@ describe("one handle: a run started anywhere is seen and aborted everywhere, onc
     const recent = (await invoke("subagents", { action: "list" }, { sessionKey: req })).details.recent;
     expect(recent.map((r: { runId: string; status: string }) => [r.runId, r.status])).toEqual([[viaMcp, "killed"]]);
     expect((await call("GET", `/v1/tasks/${spawnRun.taskId}`)).json).toMatchObject({ status: "cancelled" });
+    // The requester's fire-and-forget send is a ledger task too (docs/tasks.md), recorded after the spawn's.
     expect((await s.mcp.experimental.tasks.listTasks()).tasks).toEqual([
+      expect.objectContaining({ taskId: viaTools, status: "cancelled" }),
       expect.objectContaining({ taskId: viaMcp, status: "cancelled" }),
     ]);
     await s.mcp.close();
