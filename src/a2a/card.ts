@@ -49,7 +49,7 @@ export function agentCard(origin: string, agent: AgentConfig): AgentCard {
     provider: undefined,
     version: "1.0.0",
     documentationUrl: `${origin}/docs`,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       [GATEWAY_SCHEME]: bearer("The gateway's operator token (GATEWAY_TOKEN)"),
       [AGENT_SCHEME]: bearer(`The token of agent "${agent.id}" (AGENT_TOKENS)`),

@@ -1,7 +1,11 @@
 import type {
   AgentCard,
   CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
   Message,
   SendMessageRequest,
@@ -11,7 +15,6 @@ import type {
   TaskPushNotificationConfig,
 } from "@a2a-js/sdk";
 import {
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -26,6 +29,7 @@ import { checkTextSize } from "../session/byte-budget";
 import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
 import { agentCard } from "./card";
+import { checkedPushConfig, deletePushConfig, getPushConfig, listPushConfigs, setPushConfig } from "./push-methods";
 import { runUpdates } from "./stream";
 import { taskOfRun } from "./tasks";
 
@@ -95,8 +99,20 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
     return run;
   }
 
-  /** Queue the message as a run of the context's session; the same message id from the same token is the same run. */
+  /**
+   * Queue the message as a run of the context's session; the same message id from the same token is the same run.
+   * A push config in the request is checked before the run exists and set on it right after: it then gets every
+   * state from `working` on (a run that started or ended in between is notified at once: src/a2a/push.ts).
+   */
   private async start(params: SendMessageRequest): Promise<RunSnapshot> {
+    const push = params.configuration?.taskPushNotificationConfig;
+    const checked = push ? checkedPushConfig("", push) : null;
+    const run = await this.enqueue(params);
+    if (checked) await setPushConfig(this.call.env, run, { ...checked, runId: run.runId });
+    return run;
+  }
+
+  private async enqueue(params: SendMessageRequest): Promise<RunSnapshot> {
     const message = params.message;
     if (!message) throw new RequestMalformedError("message is required");
     if (!message.messageId) throw new RequestMalformedError("message.messageId is required");
@@ -174,16 +190,21 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
     );
   }
 
-  async createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    const run = await this.runOf(params.taskId);
+    return setPushConfig(this.call.env, run, checkedPushConfig(run.runId, params));
   }
-  async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigRequest,
+  ): Promise<TaskPushNotificationConfig> {
+    return getPushConfig(this.call.env, await this.runOf(params.taskId), params.id);
   }
-  async listTaskPushNotificationConfigs(): Promise<never> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsRequest,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
+    return listPushConfigs(this.call.env, await this.runOf(params.taskId));
   }
-  async deleteTaskPushNotificationConfig(): Promise<void> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    await deletePushConfig(this.call.env, await this.runOf(params.taskId), params.id);
   }
 }

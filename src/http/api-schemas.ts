@@ -66,7 +66,7 @@ export const historyPageSchema = z
   })
   .meta({ id: "HistoryPage", description: "A sanitized page of a transcript (the shape of sessions_history)." });
 
-const DELIVERY_KINDS = ["reply", "announce", "subagent_announce"] as const;
+const DELIVERY_KINDS = ["reply", "announce", "subagent_announce", "a2a_push"] as const;
 export const DELIVERY_STATUSES = ["pending", "delivered", "blocked", "dead"] as const;
 
 export const deliverySchema = z
@@ -92,7 +92,9 @@ export const deliverySchema = z
         kind: z.enum(DELIVERY_KINDS),
         idempotencyKey: z.string(),
       })
-      .describe("The body POSTed to the channel webhook (docs/webhooks.md)"),
+      .describe(
+        "The body POSTed to the channel webhook (docs/webhooks.md); for `a2a_push`, `to` is the receiver's URL and `message` the A2A notification's body (docs/protocols.md)",
+      ),
   })
   .meta({ id: "Delivery", description: "One outbound delivery of the outbox." });
 

@@ -17,6 +17,8 @@ import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot, TranscriptMes
  */
 export interface SessionExtension {
   name: string;
+  /** Inside the transaction that moves a queued run to running (each start, a retried run's too). Must be synchronous. */
+  onRunStarted?(host: SessionHost, run: RunSnapshot): void;
   /** Inside the run-ending transaction: write follow-up rows (timers, outbox, flow state). Must be synchronous. */
   onRunEnded?(host: SessionHost, event: RunEndedEvent): void;
   /** After that transaction committed: start work that may do I/O (a delivery attempt, an RPC). */
@@ -182,6 +184,11 @@ export class SessionExtensions {
       if (r) return r;
     }
     return Promise.reject(new Error(`No runner answers ${input.kind} runs of agent ${host.meta?.agentId}`));
+  }
+
+  /** Follow-ups written in the run-starting transaction (an A2A task's `working` notification). */
+  onRunStarted(host: SessionHost, run: RunSnapshot): void {
+    for (const ext of this.list) ext.onRunStarted?.(host, run);
   }
 
   /** Follow-ups written in the run-ending transaction (flows, deliveries). */

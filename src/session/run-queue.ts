@@ -127,7 +127,9 @@ export class RunQueue {
       if (next.started_at === null && timeoutSeconds !== null)
         host.timers.set(DEADLINE_TIMER, next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       const claimed = host.runRow(next.id)!;
-      host.events.run(host.snapshot(claimed));
+      const started = host.snapshot(claimed);
+      host.events.run(started);
+      this.extensions.onRunStarted(host, started);
       return claimed;
     });
   }
