@@ -297,6 +297,21 @@ export const a2aRpcResponseSchema = z
   ])
   .meta({ id: "A2AJsonRpcResponse" });
 
+/** An A2A error of the HTTP+JSON binding (the SDK's `toRestErrorBody`: a google.rpc.Status with an ErrorInfo detail). */
+export const a2aRestErrorSchema = z
+  .strictObject({
+    error: z.strictObject({
+      code: z.number().int().describe("The HTTP status"),
+      status: z.string().describe("NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, …"),
+      message: z.string(),
+      details: z.array(z.record(z.string(), z.unknown())).describe("An ErrorInfo naming the A2A error (`reason`)"),
+    }),
+  })
+  .meta({ id: "A2ARestError" });
+
+/** A refusal on the HTTP+JSON binding: an A2A error, or our envelope for authentication, scope and limits. */
+export const a2aRestRefusalSchema = z.union([a2aRestErrorSchema, errorEnvelopeSchema]);
+
 /** An agent's A2A card (A2A v1, JSON form of the SDK's `AgentCard`): public, nothing secret (src/a2a/card.ts). */
 export const a2aCardSchema = z
   .strictObject({
@@ -305,7 +320,7 @@ export const a2aCardSchema = z
     supportedInterfaces: z.array(
       z.strictObject({
         url: z.string(),
-        protocolBinding: z.literal("JSONRPC"),
+        protocolBinding: z.enum(["JSONRPC", "HTTP+JSON"]),
         protocolVersion: z.string(),
       }),
     ),

@@ -25,6 +25,7 @@ describe("A2A: every agent an A2A agent (official A2A JS client)", () => {
     expect(r.status).toBe(200);
     expect(r.json.supportedInterfaces).toEqual([
       { url: `${ORIGIN}/a2a/research`, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      { url: `${ORIGIN}/a2a/research`, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
     ]);
     expect(r.json.capabilities).toEqual({ streaming: true, pushNotifications: true, extendedAgentCard: false });
     expect(Object.keys(r.json.securitySchemes)).toEqual(["gatewayToken", "agentToken"]);
