@@ -128,6 +128,44 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     expect(got).toHaveLength(2);
   });
 
+  it("a task queued behind another: nothing while it waits, `working` written with its start, then its end", async () => {
+    const fake = useFakeProvider();
+    const { got } = receiver();
+    const client = await a2aClient("main");
+    const first = await client.sendMessage(textMessage("hold", { returnImmediately: true }));
+    if (!("id" in first)) throw new Error("expected a task");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    const second = await client.sendMessage(
+      SendMessageRequest.fromJSON({
+        message: {
+          messageId: crypto.randomUUID(),
+          role: "ROLE_USER",
+          parts: [{ text: "hold" }],
+          contextId: first.contextId,
+        },
+        configuration: {
+          returnImmediately: true,
+          taskPushNotificationConfig: { id: "queued", url: RECEIVER, token: "q" },
+        },
+      }),
+    );
+    if (!("id" in second)) throw new Error("expected a task");
+    expect(second.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    const sessionKey = `agent:main:${first.contextId}`;
+    await runDurableObjectAlarm(sessionStub(sessionKey));
+    expect(got).toHaveLength(0);
+    fake.pending()[0].reply("first done");
+    await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
+    await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
+    expect([verify(got[0], "q").id, verify(got[0], "q").status?.state]).toEqual([
+      second.id,
+      TaskState.TASK_STATE_WORKING,
+    ]);
+    fake.pending()[0].reply("second done");
+    await until(async () => expect(got).toHaveLength(2));
+    expect(verify(got[1], "q").status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
   it("set, list, get and delete on a task; a config set on an ended task sends its final state once; no token: one is made", async () => {
     const { got } = receiver();
     const client = await a2aClient("main");
