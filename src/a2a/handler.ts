@@ -29,7 +29,14 @@ import { checkTextSize } from "../session/byte-budget";
 import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
 import { agentCard } from "./card";
-import { checkedPushConfig, deletePushConfig, getPushConfig, listPushConfigs, setPushConfig } from "./push-methods";
+import {
+  checkedPushConfig,
+  deletePushConfig,
+  getPushConfig,
+  listPushConfigs,
+  SEND_CONFIG_ID,
+  setPushConfig,
+} from "./push-methods";
 import { runUpdates } from "./stream";
 import { taskOfRun } from "./tasks";
 
@@ -106,7 +113,7 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
    */
   private async start(params: SendMessageRequest): Promise<RunSnapshot> {
     const push = params.configuration?.taskPushNotificationConfig;
-    const checked = push ? checkedPushConfig("", push) : null;
+    const checked = push ? checkedPushConfig("", push, SEND_CONFIG_ID) : null;
     const run = await this.enqueue(params);
     if (checked) await setPushConfig(this.call.env, run, { ...checked, runId: run.runId });
     return run;

@@ -37,9 +37,19 @@ function newToken(): string {
     .replace(/=+$/, "");
 }
 
-/** A client's config, checked: bad input is a malformed request naming the field (limits: docs/limits.md). */
-export function checkedPushConfig(runId: string, c: TaskPushNotificationConfig): SetPushConfig {
-  const id = c.id || crypto.randomUUID();
+/** The id of a config sent with `SendMessage` without one: fixed, so a retried send sets the same config again. */
+export const SEND_CONFIG_ID = "send";
+
+/**
+ * A client's config, checked: bad input is a malformed request naming the field (limits: docs/limits.md). An empty
+ * id is `defaultId` (a UUID unless given).
+ */
+export function checkedPushConfig(
+  runId: string,
+  c: TaskPushNotificationConfig,
+  defaultId: string = crypto.randomUUID(),
+): SetPushConfig {
+  const id = c.id || defaultId;
   if (!PUSH_CONFIG_ID.test(id))
     throw new RequestMalformedError("id: 1 to 64 characters of letters, digits, `.`, `_` and `-`");
   const problem = pushUrlProblem(c.url ?? "");
@@ -60,6 +70,7 @@ export function checkedPushConfig(runId: string, c: TaskPushNotificationConfig):
     id,
     url: c.url,
     token,
+    tokenMade: !c.token,
     authScheme: auth?.scheme || null,
     authCredentials: auth?.scheme ? auth.credentials : null,
   };

@@ -69,6 +69,8 @@ export interface SetPushConfig {
   id: string;
   url: string;
   token: string;
+  /** The client gave no token (`token` was made): setting the config again keeps the one it already has. */
+  tokenMade: boolean;
   authScheme: string | null;
   authCredentials: string | null;
 }
@@ -81,11 +83,13 @@ const pushRpc = {
   set: async (host: SessionHost, c: SetPushConfig): Promise<PushConfigView | "not_found" | "limit"> => {
     if (!host.hasStorage || !host.runRow(c.runId)) return "not_found";
     const out = host.storage.transactionSync(() => {
+      // A retried set (a SendMessage sent again) must not change the key a receiver already verifies with.
+      const kept = c.tokenMade ? pushConfig(host.sql, c.runId, c.id)?.token : undefined;
       const row: PushConfigRow = {
         run_id: c.runId,
         id: c.id,
         url: c.url,
-        token: c.token,
+        token: kept ?? c.token,
         auth_scheme: c.authScheme,
         auth_credentials: c.authCredentials,
         created_at: Date.now(),

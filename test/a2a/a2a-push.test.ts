@@ -166,6 +166,39 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     expect(verify(got[1], "q").status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
+  it("a SendMessage sent again with its config (no id, no token) is the same task with the same config and key", async () => {
+    const { got } = receiver();
+    const client = await a2aClient("main");
+    const request = SendMessageRequest.fromJSON({
+      message: {
+        messageId: crypto.randomUUID(),
+        role: "ROLE_USER",
+        parts: [{ text: "sent twice" }],
+        contextId: `retried-${crypto.randomUUID()}`,
+      },
+      configuration: { taskPushNotificationConfig: { url: RECEIVER } },
+    });
+    const once = await client.sendMessage(request);
+    if (!("id" in once)) throw new Error("expected a task");
+    const ref = { tenant: "", taskId: once.id, id: "send" };
+    const token = (await client.getTaskPushNotificationConfig(ref)).token;
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const twice = await client.sendMessage(request);
+    expect("id" in twice && twice.id).toBe(once.id);
+    const listed = await client.listTaskPushNotificationConfig({
+      tenant: "",
+      taskId: once.id,
+      pageSize: 0,
+      pageToken: "",
+    });
+    expect(listed.configs.map((c) => [c.id, c.token])).toEqual([["send", token]]);
+    // Every notification (`working` if the run had not started when the config was stored, then `completed`)
+    // verifies with that one key.
+    await alarmUntil(`agent:main:${once.contextId}`, () =>
+      expect(got.map((r) => verify(r, token).status?.state).at(-1)).toBe(TaskState.TASK_STATE_COMPLETED),
+    );
+  });
+
   it("set, list, get and delete on a task; a config set on an ended task sends its final state once; no token: one is made", async () => {
     const { got } = receiver();
     const client = await a2aClient("main");
