@@ -1,3 +1,4 @@
+import { a2aPushExtension } from "./a2a/push";
 import { outboxExtension } from "./channels/outbox";
 import { sendCommandExtension } from "./policy/send-command";
 import { modelRunnerExtension } from "./runners/builtin-run";
@@ -47,6 +48,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   sendModesExtension, // sessions_send steer/notify: durable rows, drained at a step / the next turn
   sessionStatusExtension, // session_status: the card's facts, the model override, changesSince
   searchFeedExtension, // sessions_search: new user/assistant messages pushed to the agent's search index
+  a2aPushExtension, // A2A push notifications: a task's configs, one outbox delivery per config and state
   runLogExtension, // one run_ended log line per run (src/log.ts)
 ];
 

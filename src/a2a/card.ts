@@ -38,18 +38,18 @@ export function agentCard(origin: string, agent: AgentConfig): AgentCard {
   return {
     name,
     description: `Switchboard agent "${agent.id}": its sessions, runs and tools behind one gateway.`,
-    supportedInterfaces: [
-      {
-        url: `${origin}${a2aPath(agent.id)}`,
-        protocolBinding: "JSONRPC",
-        tenant: "",
-        protocolVersion: A2A_PROTOCOL_VERSION,
-      },
-    ],
+    // Both bindings at one URL: JSON-RPC is POST to it, HTTP+JSON the paths below it (src/http/routes/a2a-rest.ts).
+    // JSON-RPC first: a client that speaks both and takes the first it supports keeps using it.
+    supportedInterfaces: (["JSONRPC", "HTTP+JSON"] as const).map((protocolBinding) => ({
+      url: `${origin}${a2aPath(agent.id)}`,
+      protocolBinding,
+      tenant: "",
+      protocolVersion: A2A_PROTOCOL_VERSION,
+    })),
     provider: undefined,
     version: "1.0.0",
     documentationUrl: `${origin}/docs`,
-    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
     securitySchemes: {
       [GATEWAY_SCHEME]: bearer("The gateway's operator token (GATEWAY_TOKEN)"),
       [AGENT_SCHEME]: bearer(`The token of agent "${agent.id}" (AGENT_TOKENS)`),

@@ -1,7 +1,11 @@
 import type {
   AgentCard,
   CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
   ListTasksResponse,
   Message,
   SendMessageRequest,
@@ -11,7 +15,6 @@ import type {
   TaskPushNotificationConfig,
 } from "@a2a-js/sdk";
 import {
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -27,6 +30,14 @@ import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
 import { abortRunHandle } from "../tasks/run-abort";
 import { agentCard } from "./card";
+import {
+  checkedPushConfig,
+  deletePushConfig,
+  getPushConfig,
+  listPushConfigs,
+  SEND_CONFIG_ID,
+  setPushConfig,
+} from "./push-methods";
 import { runUpdates } from "./stream";
 import { taskOfRun } from "./tasks";
 
@@ -96,8 +107,20 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
     return run;
   }
 
-  /** Queue the message as a run of the context's session; the same message id from the same token is the same run. */
+  /**
+   * Queue the message as a run of the context's session; the same message id from the same token is the same run.
+   * A push config in the request is checked before the run exists and set on it right after: it then gets every
+   * state from `working` on (a run that started or ended in between is notified at once: src/a2a/push.ts).
+   */
   private async start(params: SendMessageRequest): Promise<RunSnapshot> {
+    const push = params.configuration?.taskPushNotificationConfig;
+    const checked = push ? checkedPushConfig("", push, SEND_CONFIG_ID) : null;
+    const run = await this.enqueue(params);
+    if (checked) await setPushConfig(this.call.env, run, { ...checked, runId: run.runId });
+    return run;
+  }
+
+  private async enqueue(params: SendMessageRequest): Promise<RunSnapshot> {
     const message = params.message;
     if (!message) throw new RequestMalformedError("message is required");
     if (!message.messageId) throw new RequestMalformedError("message.messageId is required");
@@ -176,16 +199,21 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
     );
   }
 
-  async createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    const run = await this.runOf(params.taskId);
+    return setPushConfig(this.call.env, run, checkedPushConfig(run.runId, params));
   }
-  async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigRequest,
+  ): Promise<TaskPushNotificationConfig> {
+    return getPushConfig(this.call.env, await this.runOf(params.taskId), params.id);
   }
-  async listTaskPushNotificationConfigs(): Promise<never> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsRequest,
+  ): Promise<ListTaskPushNotificationConfigsResponse> {
+    return listPushConfigs(this.call.env, await this.runOf(params.taskId));
   }
-  async deleteTaskPushNotificationConfig(): Promise<void> {
-    throw new PushNotificationNotSupportedError("Push notifications are not served by this agent");
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest): Promise<void> {
+    await deletePushConfig(this.call.env, await this.runOf(params.taskId), params.id);
   }
 }

@@ -1,3 +1,4 @@
+import { attemptPush } from "../a2a/push-delivery";
 import { log } from "../log";
 import type { SessionHost } from "../session/host";
 import type { TimerRow } from "../session/timers";
@@ -49,9 +50,12 @@ export async function attempt(host: SessionHost, timer: TimerRow): Promise<void>
   try {
     const payload = JSON.parse(claimed.row.payload_json) as OutboundPayload;
     const channelCfg = host.cfg.channels[claimed.row.channel];
-    const result = channelCfg?.outbound
-      ? await postWebhook({ url: channelCfg.outbound.url, secret: channelCfg.outbound.secret, payload })
-      : { outcome: "dead" as const, error: noWebhookError(claimed.row.channel) };
+    const result =
+      claimed.row.kind === "a2a_push"
+        ? await attemptPush(host, payload)
+        : channelCfg?.outbound
+          ? await postWebhook({ url: channelCfg.outbound.url, secret: channelCfg.outbound.secret, payload })
+          : { outcome: "dead" as const, error: noWebhookError(claimed.row.channel) };
     log[result.outcome === "delivered" ? "info" : "warn"]("delivery_attempt", {
       sessionKey: host.key,
       deliveryId: claimed.row.id,

@@ -7,7 +7,8 @@ import type { OutboundPayload } from "./webhook";
  * delivery by id, the bounded listing, and the event each state change emits (docs/webhooks.md).
  */
 
-export type DeliveryKind = "reply" | "announce" | "subagent_announce";
+/** `a2a_push`: an A2A task's push notification (src/a2a/push.ts), POSTed to the URL its client configured. */
+export type DeliveryKind = "reply" | "announce" | "subagent_announce" | "a2a_push";
 export type DeliveryStatus = "pending" | "delivered" | "blocked" | "dead";
 
 export interface DeliveryView {

@@ -45,7 +45,14 @@ export const BLOCKED_BY_POLICY = "send blocked by session policy";
  * Decided when a delivery is queued and again when an operator re-queues one, so a retry can never
  * send what the session's policy still blocks.
  */
-function deliveryDecision(host: SessionHost, channel: string): { status: DeliveryStatus; error: string | null } {
+function deliveryDecision(
+  host: SessionHost,
+  channel: string,
+  kind: DeliveryKind,
+): { status: DeliveryStatus; error: string | null } {
+  // An A2A push goes to the URL its task's client set (src/a2a/push.ts): not a channel message, so neither send
+  // policy nor a channel webhook applies; the config itself is read at each attempt.
+  if (kind === "a2a_push") return { status: "pending", error: null };
   const meta = host.meta;
   const policy = resolveSendPolicy({
     policy: host.cfg.session.sendPolicy,
@@ -86,7 +93,7 @@ export function queueDelivery(host: SessionHost, d: QueueDeliveryInput): { id: s
     idempotencyKey: d.idempotencyKey,
   };
 
-  const { status, error } = deliveryDecision(host, channel);
+  const { status, error } = deliveryDecision(host, channel, d.kind);
   const payloadJson = JSON.stringify(payload);
   host.sql.exec(
     `INSERT INTO outbox (id, idempotency_key, kind, channel, payload_json, status, attempts, last_error, created_at, updated_at, bytes)
@@ -120,7 +127,7 @@ export function retryDelivery(host: SessionHost, id: string): DeliveryView | nul
     if (!row) return null;
     if (row.status === "dead" || row.status === "blocked") {
       const now = Date.now();
-      const decision = deliveryDecision(host, row.channel);
+      const decision = deliveryDecision(host, row.channel, row.kind);
       if (decision.status === "pending") {
         host.sql.exec("UPDATE outbox SET status = 'pending', attempts = 0, updated_at = ? WHERE id = ?", now, id);
         host.timers.clear(OUTBOX_DEAD_TIMER, id);

@@ -16,7 +16,7 @@ export interface OutboundPayload {
   threadId?: string | null;
   message: string;
   sessionKey: string;
-  kind: "reply" | "announce" | "subagent_announce";
+  kind: "reply" | "announce" | "subagent_announce" | "a2a_push";
   idempotencyKey: string;
 }
 
@@ -100,6 +100,11 @@ export async function postWebhook(input: {
   url: string;
   secret?: string;
   payload: OutboundPayload;
+  /**
+   * The body to send instead of the payload's JSON (an A2A push notification sends its `StreamResponse`:
+   * src/a2a/push-delivery.ts), with its content type and headers of its own; the signature covers this body.
+   */
+  body?: { raw: string; contentType: string; headers: Record<string, string> };
   now?: () => number;
   fetchImpl?: typeof fetch;
   timeoutMs?: number;
@@ -118,13 +123,15 @@ export async function postWebhook(input: {
   let rawBody: string;
   let headers: Record<string, string>;
   try {
-    rawBody = JSON.stringify(input.payload);
+    rawBody = input.body?.raw ?? JSON.stringify(input.payload);
     headers = await signedWebhookHeaders({
       id: input.payload.idempotencyKey,
       rawBody,
       secret: input.secret,
       nowMs: (input.now ?? Date.now)(),
     });
+    // The body's own headers never replace the signature and id headers they travel with.
+    if (input.body) headers = { ...input.body.headers, ...headers, "Content-Type": input.body.contentType };
   } catch (err) {
     // Unserialisable payload or unusable secret: retrying cannot fix either.
     return { outcome: "dead", error: `cannot build request: ${errorMessage(err)}` };

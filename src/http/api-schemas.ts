@@ -66,7 +66,7 @@ export const historyPageSchema = z
   })
   .meta({ id: "HistoryPage", description: "A sanitized page of a transcript (the shape of sessions_history)." });
 
-const DELIVERY_KINDS = ["reply", "announce", "subagent_announce"] as const;
+const DELIVERY_KINDS = ["reply", "announce", "subagent_announce", "a2a_push"] as const;
 export const DELIVERY_STATUSES = ["pending", "delivered", "blocked", "dead"] as const;
 
 export const deliverySchema = z
@@ -92,7 +92,9 @@ export const deliverySchema = z
         kind: z.enum(DELIVERY_KINDS),
         idempotencyKey: z.string(),
       })
-      .describe("The body POSTed to the channel webhook (docs/webhooks.md)"),
+      .describe(
+        "The body POSTed to the channel webhook (docs/webhooks.md); for `a2a_push`, `to` is the receiver's URL and `message` the A2A notification's body (docs/protocols.md)",
+      ),
   })
   .meta({ id: "Delivery", description: "One outbound delivery of the outbox." });
 
@@ -295,6 +297,21 @@ export const a2aRpcResponseSchema = z
   ])
   .meta({ id: "A2AJsonRpcResponse" });
 
+/** An A2A error of the HTTP+JSON binding (the SDK's `toRestErrorBody`: a google.rpc.Status with an ErrorInfo detail). */
+export const a2aRestErrorSchema = z
+  .strictObject({
+    error: z.strictObject({
+      code: z.number().int().describe("The HTTP status"),
+      status: z.string().describe("NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, …"),
+      message: z.string(),
+      details: z.array(z.record(z.string(), z.unknown())).describe("An ErrorInfo naming the A2A error (`reason`)"),
+    }),
+  })
+  .meta({ id: "A2ARestError" });
+
+/** A refusal on the HTTP+JSON binding: an A2A error, or our envelope for authentication, scope and limits. */
+export const a2aRestRefusalSchema = z.union([a2aRestErrorSchema, errorEnvelopeSchema]);
+
 /** An agent's A2A card (A2A v1, JSON form of the SDK's `AgentCard`): public, nothing secret (src/a2a/card.ts). */
 export const a2aCardSchema = z
   .strictObject({
@@ -303,7 +320,7 @@ export const a2aCardSchema = z
     supportedInterfaces: z.array(
       z.strictObject({
         url: z.string(),
-        protocolBinding: z.literal("JSONRPC"),
+        protocolBinding: z.enum(["JSONRPC", "HTTP+JSON"]),
         protocolVersion: z.string(),
       }),
     ),

@@ -12,6 +12,7 @@ import { authenticate } from "./auth";
 import { mcpOriginGuard } from "./mcp-guard";
 import { requestLog } from "./request-log";
 import { a2aApp } from "./routes/a2a";
+import { a2aRestApp } from "./routes/a2a-rest";
 import { discoveryApp } from "./routes/discovery";
 import { eventsApp } from "./routes/events";
 import { metaApp } from "./routes/meta";
@@ -117,6 +118,7 @@ export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
     .route("/v1/runs", runsApp)
     .route("/v1", eventsApp) // /v1/sessions/{key}/events, /v1/runs/{id}/events
     .route("/", a2aApp) // /a2a/{agentId} (JSON-RPC), its agent card, /.well-known/agent-card.json
+    .route("/", a2aRestApp) // /a2a/{agentId}/message:send, /tasks/{id}, … (A2A's HTTP+JSON binding)
     .route("/", discoveryApp) // /.well-known/mcp/server-card.json, /mcp/server-card, /.well-known/mcp/catalog.json
     .route("/v1", tasksApp) // /v1/sessions/{key}/tasks[/audit], /v1/tasks/{taskId}
     .route("/", metaApp(app)); // /healthz, /v1/agents, /v1/config, /openapi.json (from every route above), /docs

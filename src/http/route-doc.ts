@@ -32,7 +32,7 @@ export interface RouteDoc {
   description?: string;
   tag: Tag;
   /** The success answer: its status, description and JSON body schema, or the media type of a non-JSON body. */
-  ok: { status?: 200 | 202; description: string; schema?: z.ZodType; contentType?: string };
+  ok: { status?: 200 | 201 | 202 | 204; description: string; schema?: z.ZodType; contentType?: string | string[] };
   /** Error statuses this route can answer besides those of every authed route (401, 429, 500). */
   errors?: ErrorStatus[];
   /** No token needed. */
@@ -64,7 +64,12 @@ export function routeDoc(doc: RouteDoc) {
     [doc.ok.status ?? 200]: {
       description: doc.ok.description,
       ...(doc.ok.contentType
-        ? { content: { [doc.ok.contentType]: { schema: { type: "string" } } } }
+        ? {
+            // One answer may come as either media type (an A2A route that answers a task or, to subscribe, a stream).
+            content: Object.fromEntries(
+              [doc.ok.contentType].flat().map((type) => [type, { schema: { type: "string" } }]),
+            ),
+          }
         : doc.ok.schema
           ? { content: { "application/json": { schema: resolver(doc.ok.schema) } } }
           : {}),

@@ -60,3 +60,6 @@ export const A2A_CARD_TEXT =
 
 export const A2A_RPC_TEXT =
   "A2A v1 JSON-RPC binding (official A2A SDK transport; send `A2A-Version: 1.0`). `SendMessage` / `SendStreamingMessage` queue the message as a run of the session its `contextId` names (`agent:{agentId}:{contextId}`; none: a new `a2a:<uuid>` context); the task id IS the run id (`GET /v1/runs/{id}`). `GetTask`, `CancelTask` (aborts the run), `SubscribeToTask` (resumes from `Last-Event-ID`). Run states map onto task states as docs/protocols.md tabulates. A2A errors are JSON-RPC errors with status 200; authentication errors use the error envelope. The gateway token or this agent's token; another agent's token is a 403.";
+
+export const A2A_REST_TEXT =
+  "A2A v1 HTTP+JSON binding (the paths of the official A2A SDK's REST transport, under the agent's A2A URL; send `A2A-Version: 1.0`): the same methods as the JSON-RPC endpoint `POST /a2a/{agentId}`, answered by the same handler. Bodies and answers are the JSON forms of A2A's messages (`application/a2a+json`); streams are `text/event-stream` of `StreamResponse`s whose SSE `id:` is a resume point for `Last-Event-ID`. A2A errors are HTTP 400/404 with a google.rpc.Status body; authentication and scope errors use the error envelope (docs/protocols.md, \"A2A\").";

@@ -17,8 +17,11 @@ import type { DeadDelivery, EnqueueRequest, RunInput, RunSnapshot, TranscriptMes
  */
 export interface SessionExtension {
   name: string;
-  /** Inside the transaction that claims a queued run (status `running`): rows that follow its start. Synchronous. */
-  onRunStarted?(host: SessionHost, run: RunRow, input: RunInput): void;
+  /**
+   * Inside the transaction that moves a queued run to running (each start, a retried run's too): rows that follow
+   * its start (a send task's `running`, an A2A task's `working` notification). Must be synchronous.
+   */
+  onRunStarted?(host: SessionHost, run: RunRow, input: RunInput, started: RunSnapshot): void;
   /** Inside the run-ending transaction: write follow-up rows (timers, outbox, flow state). Must be synchronous. */
   onRunEnded?(host: SessionHost, event: RunEndedEvent): void;
   /** After that transaction committed: start work that may do I/O (a delivery attempt, an RPC). */
@@ -187,8 +190,8 @@ export class SessionExtensions {
   }
 
   /** Rows that follow a run's start, written in the transaction that claims it. */
-  onRunStarted(host: SessionHost, run: RunRow, input: RunInput): void {
-    for (const ext of this.list) ext.onRunStarted?.(host, run, input);
+  onRunStarted(host: SessionHost, run: RunRow, input: RunInput, started: RunSnapshot): void {
+    for (const ext of this.list) ext.onRunStarted?.(host, run, input, started);
   }
 
   /** Follow-ups written in the run-ending transaction (flows, deliveries). */

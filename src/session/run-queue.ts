@@ -127,8 +127,9 @@ export class RunQueue {
       if (next.started_at === null && timeoutSeconds !== null)
         host.timers.set(DEADLINE_TIMER, next.id, now + timeoutSeconds * 1000, { timeoutSeconds });
       const claimed = host.runRow(next.id)!;
-      this.extensions.onRunStarted(host, claimed, input);
-      host.events.run(host.snapshot(claimed));
+      const started = host.snapshot(claimed);
+      this.extensions.onRunStarted(host, claimed, input, started);
+      host.events.run(started);
       return claimed;
     });
   }

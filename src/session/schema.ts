@@ -235,6 +235,20 @@ export const MIGRATIONS: MigrationStep[] = [
   CREATE TABLE search_feed (id INTEGER PRIMARY KEY CHECK (id = 1), after_seq INTEGER NOT NULL);
   INSERT OR IGNORE INTO timers (kind, ref, due_at) SELECT 'search-feed', 'messages', 0 WHERE EXISTS (SELECT 1 FROM messages);
   `,
+  // A2A push-notification configs (src/a2a/push-store.ts): a few per task (MAX_PUSH_CONFIGS_PER_TASK), found by the
+  // task's run id when its state changes; kept with the run. IF NOT EXISTS: a schema rewind re-runs this step.
+  `
+  CREATE TABLE IF NOT EXISTS a2a_push_configs (
+    run_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    token TEXT NOT NULL,
+    auth_scheme TEXT,
+    auth_credentials TEXT,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, id)
+  );
+  `,
 ];
 
 export function migrate(sql: SqlStorage): void {

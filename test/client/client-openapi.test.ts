@@ -1,7 +1,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SwitchboardApiError, SwitchboardClient } from "../../src/client/index";
-import { Contract, type Doc } from "../helpers/contract";
+import { A2A_REST_OPERATIONS, Contract, type Doc } from "../helpers/contract";
 import { call, GATEWAY } from "../helpers/http";
 
 /**
@@ -23,6 +23,8 @@ const NOT_IN_CLIENT: Record<string, string> = {
   "POST /a2a/{agentId}": 'A2A clients speak it (docs/clients.md, "A2A")',
   "GET /a2a/{agentId}/.well-known/agent-card.json": "A2A discovery, read by A2A clients (docs/protocols.md)",
   "GET /.well-known/agent-card.json": "A2A discovery, read by A2A clients (docs/protocols.md)",
+  // A2A's HTTP+JSON binding: the A2A SDK's REST transport speaks it (docs/protocols.md, "HTTP+JSON binding").
+  ...Object.fromEntries(A2A_REST_OPERATIONS.map((op) => [op, 'A2A clients speak it (docs/clients.md, "A2A")'])),
   "GET /v1/sessions/{key}/transcript.jsonl": "a download (JSON lines), fetched as a file",
   "GET /v1/sessions/{key}/attachments": "attachments are read by the runtimes they were sent to",
   "GET /v1/sessions/{key}/attachments/{name}": "a file download",

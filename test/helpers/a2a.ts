@@ -1,6 +1,12 @@
 import { exports } from "cloudflare:workers";
 import { SendMessageRequest, type StreamResponse } from "@a2a-js/sdk";
-import { type Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
+import {
+  type Client,
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+} from "@a2a-js/sdk/client";
 import { GATEWAY } from "./http";
 
 export const ORIGIN = "https://switchboard.test";
@@ -14,11 +20,20 @@ export function workerFetch(token: string = GATEWAY): typeof fetch {
   };
 }
 
-/** The official A2A JS SDK's client for one agent, built from its card the way a remote client would. */
-export function a2aClient(agentId: string, token: string = GATEWAY): Promise<Client> {
+/**
+ * The official A2A JS SDK's client for one agent, built from its card the way a remote client would: over the
+ * JSON-RPC binding, or with `binding: "rest"` over the HTTP+JSON one (the SDK's RestTransport).
+ */
+export function a2aClient(
+  agentId: string,
+  token: string = GATEWAY,
+  binding: "jsonrpc" | "rest" = "jsonrpc",
+): Promise<Client> {
   const fetchImpl = workerFetch(token);
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    transports: [
+      binding === "rest" ? new RestTransportFactory({ fetchImpl }) : new JsonRpcTransportFactory({ fetchImpl }),
+    ],
     cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
   });
   return factory.createFromUrl(`${ORIGIN}/a2a/${agentId}/`);
