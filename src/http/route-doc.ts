@@ -1,6 +1,7 @@
 import { describeRoute, resolver } from "hono-openapi";
 import type { z } from "zod";
 import { errorEnvelopeSchema } from "./api-schemas";
+import { markDocumented } from "./strict-query";
 
 /**
  * How a route describes itself in /openapi.json (docs/contract.md, "Describing a route"): put
@@ -76,13 +77,15 @@ export function routeDoc(doc: RouteDoc) {
       description: r.description,
       ...(r.schema ? { content: { "application/json": { schema: resolver(r.schema) } } } : {}),
     };
-  return describeRoute({
-    summary: doc.summary,
-    ...(doc.description ? { description: doc.description } : {}),
-    tags: [doc.tag],
-    ...(doc.public ? { security: [] } : {}),
-    ...(doc.sessionHeader ? { parameters: [SESSION_HEADER] } : {}),
-    ...(doc.requestBody ? { requestBody: doc.requestBody as never } : {}),
-    responses: responses as never,
-  });
+  return markDocumented(
+    describeRoute({
+      summary: doc.summary,
+      ...(doc.description ? { description: doc.description } : {}),
+      tags: [doc.tag],
+      ...(doc.public ? { security: [] } : {}),
+      ...(doc.sessionHeader ? { parameters: [SESSION_HEADER] } : {}),
+      ...(doc.requestBody ? { requestBody: doc.requestBody as never } : {}),
+      responses: responses as never,
+    }),
+  );
 }
