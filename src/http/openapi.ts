@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { generateSpecs } from "hono-openapi";
-import { jsonSchemaOf } from "../tools/json-schema";
+import { toolArgsSchema } from "../tools/json-schema";
 import { TOOLS } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 
@@ -15,7 +15,7 @@ const TAGS = ["tools", "sessions", "runs", "deliveries", "agents", "meta"] as co
 
 export async function openApiDocument(app: Hono<AppEnv>): Promise<Record<string, unknown>> {
   const toolArgs = Object.fromEntries(
-    TOOLS.map((t) => [`${t.name}.args`, { description: t.description, ...jsonSchemaOf(t.schema) }]),
+    TOOLS.map((t) => [`${t.name}.args`, { description: t.description, ...toolArgsSchema(t) }]),
   );
   const doc = await generateSpecs(app, {
     documentation: {

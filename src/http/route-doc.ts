@@ -77,15 +77,16 @@ export function routeDoc(doc: RouteDoc) {
       description: r.description,
       ...(r.schema ? { content: { "application/json": { schema: resolver(r.schema) } } } : {}),
     };
-  return markDocumented(
-    describeRoute({
-      summary: doc.summary,
-      ...(doc.description ? { description: doc.description } : {}),
-      tags: [doc.tag],
-      ...(doc.public ? { security: [] } : {}),
-      ...(doc.sessionHeader ? { parameters: [SESSION_HEADER] } : {}),
-      ...(doc.requestBody ? { requestBody: doc.requestBody as never } : {}),
-      responses: responses as never,
-    }),
-  );
+  const described = describeRoute({
+    summary: doc.summary,
+    ...(doc.description ? { description: doc.description } : {}),
+    tags: [doc.tag],
+    ...(doc.public ? { security: [] } : {}),
+    ...(doc.sessionHeader ? { parameters: [SESSION_HEADER] } : {}),
+    ...(doc.requestBody ? { requestBody: doc.requestBody as never } : {}),
+    responses: responses as never,
+  });
+  // Held to closed query strings (src/http/strict-query.ts) unless its 400 is its protocol's own (/mcp: JSON-RPC),
+  // whose URL is whatever a client was configured with.
+  return doc.otherResponses?.[400] ? described : markDocumented(described);
 }

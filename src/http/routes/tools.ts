@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { endTime, startTime } from "hono/timing";
 import { z } from "zod";
-import { describeTool, jsonSchemaOf } from "../../tools/json-schema";
+import { describeTool, toolArgsSchema } from "../../tools/json-schema";
 import { findTool, invokeTool, parseToolArgs, TOOLS, toolResultText, toolsFor } from "../../tools/registry";
 import { toolCatalogSchema, toolResultSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
@@ -59,7 +59,7 @@ function invokeRequestDoc() {
               ...common,
             },
             // A tool with required parameters cannot be called without `args` (its schema names them).
-            required: (jsonSchemaOf(t.schema).required as string[] | undefined)?.length ? ["tool", "args"] : ["tool"],
+            required: (toolArgsSchema(t).required as string[] | undefined)?.length ? ["tool", "args"] : ["tool"],
           })),
         },
       },
