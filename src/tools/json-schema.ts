@@ -26,7 +26,8 @@ const CACHE = new WeakMap<z.ZodType, Map<string, JsonSchema>>();
 /**
  * A tool's arguments as a caller may send them: its schema's JSON Schema, plus the one rule applied before
  * the schema — strings are trimmed and a blank one counts as absent (src/tools/registry.ts `parseToolArgs`) —
- * so a required string parameter must hold a non-blank character (`pattern: "\\S"`), as the server demands.
+ * so a required string parameter must hold a non-blank character (`pattern: "\\S"`), and an optional one's
+ * `minLength: 1` says nothing (a blank value is taken as not sent), as the server reads them.
  */
 export function toolArgsSchema(def: ToolDefinition): JsonSchema {
   const cached = ARGS_CACHE.get(def);
@@ -36,8 +37,10 @@ export function toolArgsSchema(def: ToolDefinition): JsonSchema {
   const properties = Object.fromEntries(
     Object.entries((base.properties as Record<string, JsonSchema> | undefined) ?? {}).map(([name, p]) => [
       name,
-      required.has(name) && p.type === "string" && p.pattern === undefined && !def.keepEmpty?.includes(name)
-        ? { ...p, pattern: "\\S" }
+      blankIsAbsent(p, name, def)
+        ? required.has(name)
+          ? { ...p, pattern: p.pattern ?? "\\S" }
+          : withoutMinLength1(p)
         : p,
     ]),
   );
@@ -46,6 +49,14 @@ export function toolArgsSchema(def: ToolDefinition): JsonSchema {
   return out;
 }
 const ARGS_CACHE = new WeakMap<ToolDefinition, JsonSchema>();
+
+const blankIsAbsent = (p: JsonSchema, name: string, def: ToolDefinition) =>
+  p.type === "string" && !def.keepEmpty?.includes(name);
+
+function withoutMinLength1(p: JsonSchema): JsonSchema {
+  const { minLength, ...rest } = p;
+  return minLength === 1 ? rest : p;
+}
 
 /** One tool as a JSON-Schema function definition (the common shape of MCP, OpenAI and AI SDK tools). */
 export interface ToolDescriptor {

@@ -3,7 +3,7 @@ import fc from "fast-check";
 
 /**
  * fast-check arbitraries derived from the JSON Schemas of /openapi.json (test/http/openapi-requests.test.ts):
- * `valueOf(schema)` generates values the schema accepts, `violationsOf(schema)` values that break one of its
+ * `valueOf(schema)` generates values the schema accepts, `violationsOf(schema)` values that break each of its
  * documented constraints (pattern, maxLength, minimum, enum, required, additionalProperties, minProperties,
  * oneOf, type). Both are bounded (short strings, at most three array items, nesting cut at depth 4) and both
  * are checked by an independent validator (@cfworker/json-schema, as test/helpers/contract.ts checks answers):
@@ -14,6 +14,8 @@ import fc from "fast-check";
  */
 
 export type Schema = Record<string, any>;
+/** Values breaking one documented constraint: `at` the field path (`.args.limit`), `what` the constraint. */
+export type Violation = { at: string; what: string; arb: fc.Arbitrary<unknown> };
 type Components = Record<string, Schema>;
 
 /** What a generator gives when its candidate did not hold (filtered out by the caller, never retried). */
@@ -43,18 +45,26 @@ export class SchemaSet {
     return v.validate(value).valid;
   }
 
-  /** Values `schema` accepts; SKIP where a generated value turned out not to be one. */
-  valueOf(schema: Schema): fc.Arbitrary<unknown> {
-    return this.raw(schema, 0).map((v) => (this.accepts(schema, v) ? v : SKIP));
+  /** Values `schema` accepts (from its branch `from`, when given); SKIP where one turned out not to be. */
+  valueOf(schema: Schema, from: Schema = schema): fc.Arbitrary<unknown> {
+    return this.raw(from, 0).map((v) => (this.accepts(schema, v) ? v : SKIP));
+  }
+
+  /** The branches of a union (each generated on its own, so every variant is exercised), else the schema. */
+  branchesOf(schema: Schema): Schema[] {
+    const s = this.resolve(schema);
+    return s.oneOf?.every((b: Schema) => b.type || b.$ref) ? s.oneOf : (s.anyOf ?? [schema]);
   }
 
   /**
-   * Values that break a documented constraint of `schema` (undefined when it has none to break); SKIP where
-   * a candidate turned out to be accepted after all.
+   * One entry per documented constraint of `schema` (where it sits, which constraint) with values that break
+   * it and nothing else; SKIP where a value turned out to be accepted after all.
    */
-  violationsOf(schema: Schema): fc.Arbitrary<unknown> | undefined {
-    const candidates = this.breaking(schema, 0);
-    return candidates.length ? fc.oneof(...candidates).map((v) => (this.accepts(schema, v) ? SKIP : v)) : undefined;
+  violationsOf(schema: Schema, at = ""): Violation[] {
+    return this.breaking(schema, 0, at).map((v) => ({
+      ...v,
+      arb: v.arb.map((x) => (x === SKIP || this.accepts(schema, x) ? SKIP : x)),
+    }));
   }
 
   private raw(schema: Schema, depth: number): fc.Arbitrary<unknown> {
@@ -108,7 +118,13 @@ export class SchemaSet {
       const model: Record<string, fc.Arbitrary<unknown>> = {};
       for (const k of keys) model[k] = this.raw(props[k], depth + 1);
       const requiredKeys = keys.filter((k) => required.has(k) || chosen.includes(k));
-      const known = fc.record(model, { requiredKeys });
+      // Often only what is required (for an object without required fields: `{}`), where a server most often
+      // demands more than its document says.
+      const minimal = fc.record(Object.fromEntries(requiredKeys.map((k) => [k, model[k]])));
+      const known = fc.oneof(
+        { arbitrary: fc.record(model, { requiredKeys }), weight: 3 },
+        { arbitrary: minimal, weight: 1 },
+      );
       // A schema that takes other properties (a record) gets a few of its own.
       const extra = s.additionalProperties && typeof s.additionalProperties === "object" && !Object.keys(props).length;
       const base = extra
@@ -116,71 +132,85 @@ export class SchemaSet {
             maxKeys: depth >= MAX_DEPTH ? 0 : 3,
           })
         : known;
-      const min = s.minProperties ?? 0;
-      return min > 0 && keys.length
-        ? base.filter((o) => Object.keys(o).length >= min)
-        : (base as fc.Arbitrary<Record<string, unknown>>);
+      return base as fc.Arbitrary<Record<string, unknown>>;
     });
   }
 
-  private breaking(schema: Schema, depth: number): fc.Arbitrary<unknown>[] {
+  private breaking(schema: Schema, depth: number, at: string): Violation[] {
     const s = this.resolve(schema);
     if (depth > MAX_DEPTH) return [];
-    const out: fc.Arbitrary<unknown>[] = [];
-    if ("const" in s || Array.isArray(s.enum)) out.push(fc.constantFrom("not-documented", 12345, null));
+    const out: Violation[] = [];
+    const add = (what: string, arb: fc.Arbitrary<unknown>) => out.push({ at, what, arb });
+    if ("const" in s || Array.isArray(s.enum)) add("const/enum", fc.constantFrom("not-documented", 12345, null));
     if (s.anyOf || (s.oneOf && !s.type)) {
       // A value no branch takes; a value of a branch that breaks it (the union as a whole then refuses it).
-      out.push(fc.constantFrom<unknown>("x", 3.5, [], true));
-      for (const b of s.anyOf ?? s.oneOf) out.push(...this.breaking(b, depth + 1));
+      add("no branch", fc.constantFrom<unknown>("x", 3.5, [], true));
+      for (const b of s.anyOf ?? s.oneOf) out.push(...this.breaking(b, depth + 1, branchName(at, this.resolve(b))));
     }
     const types: string[] = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];
-    if (types.length && !types.includes("null")) out.push(fc.constant(null));
-    if (types.length && !types.includes("number") && !types.includes("integer")) out.push(fc.constant(7));
-    else if (types.length && !types.includes("string")) out.push(fc.constant("7"));
+    if (types.length && !types.includes("null")) add("type (null)", fc.constant(null));
+    if (types.length && !types.includes("number") && !types.includes("integer")) add("type (number)", fc.constant(7));
+    else if (types.length && !types.includes("string")) add("type (string)", fc.constant("7"));
     if (types.includes("string")) {
-      if (s.maxLength !== undefined) out.push(fc.constant("a".repeat(s.maxLength + 1)));
-      if (s.minLength) out.push(fc.constant("a".repeat(s.minLength - 1)));
-      if (s.pattern) out.push(notMatching(s.pattern));
+      if (s.maxLength !== undefined) add("maxLength", fc.constant("a".repeat(s.maxLength + 1)));
+      if (s.minLength) add("minLength", fc.constant("a".repeat(s.minLength - 1)));
+      if (s.pattern) add("pattern", notMatching(s.pattern));
     }
     if (types.includes("integer") || types.includes("number")) {
-      if (s.minimum !== undefined) out.push(fc.constant(s.minimum - 1));
-      if (s.maximum !== undefined && s.maximum < Number.MAX_SAFE_INTEGER) out.push(fc.constant(s.maximum + 1));
-      if (types.includes("integer") && !types.includes("number")) out.push(fc.constant((s.minimum ?? 0) + 0.5));
+      if (s.minimum !== undefined) add("minimum", fc.constant(s.minimum - 1));
+      if (s.maximum !== undefined && s.maximum < Number.MAX_SAFE_INTEGER) add("maximum", fc.constant(s.maximum + 1));
+      if (types.includes("integer") && !types.includes("number")) add("integer", fc.constant((s.minimum ?? 0) + 0.5));
     }
-    if (types.includes("object") && depth < MAX_DEPTH) out.push(...this.breakingObject(s, depth));
+    if (types.includes("object") && depth < MAX_DEPTH) out.push(...this.breakingObject(s, depth, at));
     return out;
   }
 
-  private breakingObject(s: Schema, depth: number): fc.Arbitrary<unknown>[] {
+  private breakingObject(s: Schema, depth: number, at: string): Violation[] {
     const valid = this.objectOf(s, depth);
     const props: Record<string, Schema> = s.properties ?? {};
-    const out: fc.Arbitrary<unknown>[] = [];
-    for (const k of s.required ?? []) out.push(valid.map(({ [k]: _gone, ...rest }) => rest));
+    const out: Violation[] = [];
+    const add = (what: string, arb: fc.Arbitrary<unknown>) => out.push({ at, what, arb });
+    for (const k of s.required ?? [])
+      add(
+        `required ${k}`,
+        valid.map(({ [k]: _gone, ...rest }) => rest),
+      );
     if (s.additionalProperties === false)
-      out.push(
+      add(
+        "additionalProperties",
         fc
           .tuple(valid, fc.stringMatching(/^[a-z][a-zA-Z]{2,10}$/))
-          .filter(([, name]) => !(name in props))
-          .map(([o, name]) => ({ ...o, [name]: 1 })),
+          .map(([o, name]) => (name in props ? SKIP : { ...o, [name]: 1 })),
       );
-    if (s.minProperties) out.push(fc.constant({}));
+    if (s.minProperties) add("minProperties", fc.constant({}));
     const exclusive: string[][] = (s.oneOf ?? [])
       .filter((b: Schema) => b.required && !b.type)
       .map((b: Schema) => b.required);
     if (exclusive.length > 1) {
       // Every exclusive field present (more than one branch matches), and none of them (no branch matches).
       const fields = [...new Set(exclusive.flat())];
-      out.push(
+      add(
+        "oneOf (all)",
         fc
-          .tuple(valid, ...fields.map((k) => this.valueOf(props[k] ?? {})))
+          .tuple(valid, ...fields.map((k) => this.raw(props[k] ?? {}, depth + 1)))
           .map(([o, ...vs]) => ({ ...o, ...Object.fromEntries(fields.map((k, i) => [k, vs[i]])) })),
       );
-      out.push(valid.map((o) => Object.fromEntries(Object.entries(o).filter(([k]) => !fields.includes(k)))));
+      add(
+        "oneOf (none)",
+        valid.map((o) => Object.fromEntries(Object.entries(o).filter(([k]) => !fields.includes(k)))),
+      );
     }
     for (const [k, p] of Object.entries(props))
-      for (const bad of this.breaking(p, depth + 1)) out.push(fc.tuple(valid, bad).map(([o, v]) => ({ ...o, [k]: v })));
+      for (const bad of this.breaking(p, depth + 1, `${at}.${k}`))
+        out.push({ ...bad, arb: fc.tuple(valid, bad.arb).map(([o, v]) => (v === SKIP ? SKIP : { ...o, [k]: v })) });
     return out;
   }
+}
+
+/** Where a union's branch is: its title or its discriminating `const` (the /tools/invoke variant's tool). */
+function branchName(at: string, b: Schema): string {
+  const tool = b.properties?.tool?.const;
+  return `${at}[${b.title ?? tool ?? "branch"}]`;
 }
 
 /** Strings of a string schema: from its pattern when it has one (lookaheads are checked by the filter). */
