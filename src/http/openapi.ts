@@ -24,7 +24,7 @@ export async function openApiDocument(app: Hono<AppEnv>): Promise<Record<string,
         title: "Switchboard",
         version: "0.1.0",
         description:
-          "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}` (components.schemas.Error).",
+          "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}` (components.schemas.Error). Query strings are closed: a query parameter an operation does not list is a 400 naming it (every operation but /mcp, whose errors are JSON-RPC's).",
       },
       security: [{ bearerAuth: [] }],
       tags: TAGS.map((name) => ({ name })),
