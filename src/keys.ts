@@ -40,8 +40,27 @@ export interface KeyContext {
 export const MAX_KEY_LENGTH = 512;
 export const SESSION_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Characters a key segment may hold: ids of every channel we know (Telegram `-100…`, Matrix `!room:x.org`, Slack `1710.0001`). */
-const SEGMENT_RE = /^[a-z0-9_\-.@+=!$~,]+$/;
+const SEGMENT_CHARS = "a-z0-9_.@+=!$~,-";
+const SEGMENT_RE = new RegExp(`^[${SEGMENT_CHARS}]+$`);
 const RESERVED = new Set(["global", "unknown"]);
+
+/** `[Aa][Gg]…`: a JSON Schema pattern has no flags, and keys are case-insensitive. */
+const anyCase = (word: string) => [...word].map((c) => `[${c.toUpperCase()}${c}]`).join("");
+const SEG = `[A-Z${SEGMENT_CHARS}]+`;
+const AGENT_ID = AGENT_ID_RE.source.slice(1, -1).replaceAll("a-z", "A-Za-z");
+const AGENT_PREFIX = `${anyCase("agent")}:${AGENT_ID}:`;
+
+/**
+ * What `parseSessionKey` accepts, as one ECMA-262 pattern (the `{key}` path parameter's, src/http/route-helpers.ts,
+ * so /openapi.json says what the server refuses): segments of SEGMENT_CHARS in either case joined by `:`;
+ * `agent:<agentId>:<rest>` when the first segment is `agent`; never `unknown`, nor `unknown`/`global` as the
+ * rest of an agent key. Untrimmed keys are refused here (a path has no reason to carry blanks). Not encoded:
+ * a bare `global`, which only `session.scope = "global"` accepts (config, not grammar). test/keys.test.ts
+ * holds pattern and parser to each other.
+ */
+export const SESSION_KEY_PATTERN =
+  `^(?!${anyCase("unknown")}$)(?!${AGENT_PREFIX}(?:${anyCase("unknown")}|${anyCase("global")})$)` +
+  `(?:${AGENT_PREFIX}${SEG}(?::${SEG})*|(?!${anyCase("agent")}(?::|$))${SEG}(?::${SEG})*)$`;
 
 /** `looksLikeSessionKey` of OpenClaw: anything else is a sessionId / custom-key candidate. */
 export function looksLikeSessionKey(raw: string): boolean {

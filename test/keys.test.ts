@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseConfig, setConfigOverride } from "../src/config/load";
 import type { Config } from "../src/config/schema";
@@ -8,6 +9,7 @@ import {
   looksLikeSessionKey,
   parseSessionKey,
   SESSION_ID_RE,
+  SESSION_KEY_PATTERN,
 } from "../src/keys";
 import { call, enc, flushIndex, invoke, sendAndWait } from "./helpers/http";
 
@@ -214,5 +216,39 @@ describe("keys over HTTP", () => {
     const hist = await invoke("sessions_history", { sessionKey: "global" });
     expect(hist.details.sessionKey).toBe("main");
     expect(hist.details.messages.map((m: any) => m.content[0].text)).toContain("global hello");
+  });
+});
+
+describe("SESSION_KEY_PATTERN (the {key} path parameter of /openapi.json)", () => {
+  // The pattern and the parser must refuse the same keys: keys built from the grammar's own words, characters
+  // and near misses (empty segments, a bad agent id, reserved rests, characters outside a segment, any case).
+  const word = fc.constantFrom("agent", "AGENT", "Agent", "main", "unknown", "global", "cron", "x", "ops", "run", "-1");
+  const chars = fc.string({ unit: fc.constantFrom(..."aZ09_.@+=!$~,-/#é "), minLength: 1, maxLength: 6 });
+  const segment = fc.oneof(word, chars, fc.constant(""), fc.constant("a".repeat(65)));
+  const key = fc.array(segment, { minLength: 1, maxLength: 5 }).map((s) => s.join(":"));
+  const parses = (raw: string) => {
+    try {
+      parseSessionKey(raw, keyContextOf(perSender));
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it("accepts exactly the keys the parser accepts (blanks around a key aside, which the parser trims)", () => {
+    const pattern = new RegExp(SESSION_KEY_PATTERN);
+    fc.assert(
+      fc.property(key, (raw) => {
+        const blankEdged = raw.trim() !== raw;
+        // A bare `global` is grammar-valid: only CONFIG (session.scope) decides it (src/keys.ts).
+        const global = raw.toLowerCase() === "global";
+        expect(pattern.test(raw), raw).toBe(blankEdged ? false : parses(raw) || global);
+      }),
+      { numRuns: 3000, seed: 25 },
+    );
+    for (const raw of ["main", "current", "agent:ops:telegram:group:-100", "cron:job:run:1", "AGENT:Main:X"])
+      expect(pattern.test(raw), raw).toBe(true);
+    for (const raw of ["agent::x", "agent:x", "agent", "unknown", "agent:main:global", "a b", "x:", "ø"])
+      expect(pattern.test(raw), raw).toBe(false);
   });
 });

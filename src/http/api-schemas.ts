@@ -356,3 +356,24 @@ export const a2aCardSchema = z
     ),
   })
   .meta({ id: "A2AAgentCard" });
+
+/**
+ * `GET /openapi.json`: this document's own shape, to the depth a client reads before it walks `paths`
+ * (the OpenAPI 3.1 meta-schema validates the rest: test/node/openapi-document.test.ts).
+ */
+export const openApiDocumentSchema = z
+  .strictObject({
+    openapi: z.literal("3.1.0"),
+    info: z.strictObject({ title: z.string(), version: z.string(), description: z.string() }),
+    servers: z.array(z.strictObject({ url: z.string() })).describe("This Worker's origin, as the request reached it"),
+    security: z.array(z.record(z.string(), z.array(z.string()))),
+    tags: z.array(z.strictObject({ name: z.string() })),
+    paths: z
+      .record(z.string(), z.record(z.string(), z.unknown()))
+      .describe("Every operation: `path → method → operation`"),
+    components: z.strictObject({
+      schemas: z.record(z.string(), z.unknown()),
+      securitySchemes: z.record(z.string(), z.unknown()),
+    }),
+  })
+  .meta({ id: "OpenApiDocument" });

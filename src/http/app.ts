@@ -21,6 +21,7 @@ import { sessionsApp } from "./routes/sessions";
 import { tasksApp } from "./routes/tasks";
 import { toolsApp } from "./routes/tools";
 import { runTokenWriteScope } from "./scopes";
+import { strictQuery } from "./strict-query";
 import { fromHttpException } from "./validate";
 
 export const MAX_BODY_BYTES = 2 * 1024 * 1024;
@@ -111,6 +112,8 @@ export function createApp(extra?: Hono<AppEnv>): Hono<AppEnv> {
   // The origin rule comes first: a foreign Origin or Host is a 403 whatever the token (src/http/mcp-guard.ts).
   app.use("/mcp", mcpOriginGuard);
   app.use("/mcp", authed);
+  // After auth (a caller without a token learns nothing of a route's parameters), before every route's validators.
+  app.use("*", strictQuery);
 
   app
     .route("/", toolsApp) // /tools/invoke, /v1/tools, /mcp

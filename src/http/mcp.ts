@@ -101,7 +101,11 @@ const jsonRpcId = z.union([z.string(), z.number(), z.null()]);
 const jsonRpcRequestSchema = z
   .object({
     jsonrpc: z.literal("2.0"),
-    id: jsonRpcId.optional().describe("Absent for a notification (answered 202 with no body)"),
+    // A request's id is a string or an integer (never null): what the SDK's transport takes.
+    id: z
+      .union([z.string(), z.number().int()])
+      .optional()
+      .describe("Absent for a notification (answered 202 with no body)"),
     method: z
       .string()
       .describe(

@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
 import { generateSpecs } from "hono-openapi";
-import { jsonSchemaOf } from "../tools/json-schema";
+import { toolArgsSchema } from "../tools/json-schema";
 import { TOOLS } from "../tools/registry";
 import type { AppEnv } from "./app-env";
 
@@ -15,7 +15,7 @@ const TAGS = ["tools", "sessions", "runs", "deliveries", "agents", "meta"] as co
 
 export async function openApiDocument(app: Hono<AppEnv>): Promise<Record<string, unknown>> {
   const toolArgs = Object.fromEntries(
-    TOOLS.map((t) => [`${t.name}.args`, { description: t.description, ...jsonSchemaOf(t.schema) }]),
+    TOOLS.map((t) => [`${t.name}.args`, { description: t.description, ...toolArgsSchema(t) }]),
   );
   const doc = await generateSpecs(app, {
     documentation: {
@@ -24,7 +24,7 @@ export async function openApiDocument(app: Hono<AppEnv>): Promise<Record<string,
         title: "Switchboard",
         version: "0.1.0",
         description:
-          "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}` (components.schemas.Error).",
+          "The session layer for AI agents: session tools over /tools/invoke, /mcp and REST. Errors use one envelope `{ok: false, error: {type, message}}` (components.schemas.Error). Query strings are closed: a query parameter an operation does not list is a 400 naming it (every operation but /mcp, whose errors are JSON-RPC's).",
       },
       security: [{ bearerAuth: [] }],
       tags: TAGS.map((name) => ({ name })),

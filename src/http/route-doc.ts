@@ -1,6 +1,7 @@
 import { describeRoute, resolver } from "hono-openapi";
 import type { z } from "zod";
 import { errorEnvelopeSchema } from "./api-schemas";
+import { markDocumented } from "./strict-query";
 
 /**
  * How a route describes itself in /openapi.json (docs/contract.md, "Describing a route"): put
@@ -81,7 +82,7 @@ export function routeDoc(doc: RouteDoc) {
       description: r.description,
       ...(r.schema ? { content: { "application/json": { schema: resolver(r.schema) } } } : {}),
     };
-  return describeRoute({
+  const described = describeRoute({
     summary: doc.summary,
     ...(doc.description ? { description: doc.description } : {}),
     tags: [doc.tag],
@@ -90,4 +91,7 @@ export function routeDoc(doc: RouteDoc) {
     ...(doc.requestBody ? { requestBody: doc.requestBody as never } : {}),
     responses: responses as never,
   });
+  // Held to closed query strings (src/http/strict-query.ts) unless its 400 is its protocol's own (/mcp: JSON-RPC),
+  // whose URL is whatever a client was configured with.
+  return doc.otherResponses?.[400] ? described : markDocumented(described);
 }

@@ -3,7 +3,8 @@ import { HTTPException } from "hono/http-exception";
 import { validator } from "hono-openapi";
 import { z } from "zod";
 import { invalid, SwitchboardError } from "../errors";
-import { issueText, type ValidationIssue } from "../zod-issue-text";
+import { issueField, issueText, type ValidationIssue } from "../zod-issue-text";
+import { markQueryNames } from "./strict-query";
 
 /**
  * Request validation through Hono's validator middleware (hono-openapi's `validator`, which also puts
@@ -11,12 +12,16 @@ import { issueText, type ValidationIssue } from "../zod-issue-text";
  * `limit: must be >= 1` (test/http/bad-input.test.ts, test/http/input-bounds.test.ts).
  */
 export function valid<T extends keyof ValidationTargets, S extends z.ZodType>(target: T, schema: S) {
-  return validator(target, schema, (result, c) => {
+  const middleware = validator(target, schema, (result, c) => {
     if (result.success) return;
     if (target === "json" && !isJsonRequest(c))
       throw invalid("Request body must be valid JSON (send it with Content-Type: application/json)");
     throw invalid(requestIssueText(result.error[0], target === "json" ? "body" : target));
   });
+  // The query's names are the schema's: any other is refused before this runs (src/http/strict-query.ts).
+  return target === "query" && schema instanceof z.ZodObject
+    ? markQueryNames(middleware, Object.keys(schema.shape))
+    : middleware;
 }
 
 function isJsonRequest(c: Context): boolean {
@@ -24,9 +29,12 @@ function isJsonRequest(c: Context): boolean {
 }
 
 /** `<field path>: <message>`; an issue about the whole body of a JSON request says what the body must be. */
-function requestIssueText(issue: ValidationIssue, whole: string): string {
+function requestIssueText(issue: ValidationIssue & { code?: string; keys?: string[] }, whole: string): string {
   if (!issue.path?.length && whole === "body" && /expected object/.test(issue.message))
     return "Request body must be a JSON object";
+  // A closed body names every field it does not take, as tool arguments do (src/tools/registry.ts).
+  if (issue.code === "unrecognized_keys" && issue.keys?.length)
+    return `${issue.keys.map((k) => (issue.path?.length ? `${issueField(issue, "")}.${k}` : k)).join(", ")}: unknown field${issue.keys.length > 1 ? "s" : ""}`;
   return issueText(issue, whole);
 }
 

@@ -67,7 +67,9 @@ export const runCompletionSchema = z
       .describe("Tokens the runtime spent, recorded in the session's totals."),
     model: z.string().max(256).optional().describe("Model the runtime used, for the transcript."),
   })
-  .refine((c) => (c.reply !== undefined) !== (c.error !== undefined), "send exactly one of reply or error");
+  .refine((c) => (c.reply !== undefined) !== (c.error !== undefined), "send exactly one of reply or error")
+  // The refinement above, as /openapi.json states it (JSON Schema's "exactly one of these fields present").
+  .meta({ oneOf: [{ required: ["reply"] }, { required: ["error"] }] });
 export type RunCompletion = z.infer<typeof runCompletionSchema>;
 
 /** What a runtime receives for each run (the POST body). */

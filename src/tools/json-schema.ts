@@ -23,6 +23,41 @@ export function jsonSchemaOf(schema: z.ZodType, io: "input" | "output" = "input"
 }
 const CACHE = new WeakMap<z.ZodType, Map<string, JsonSchema>>();
 
+/**
+ * A tool's arguments as a caller may send them: its schema's JSON Schema, plus the one rule applied before
+ * the schema — strings are trimmed and a blank one counts as absent (src/tools/registry.ts `parseToolArgs`) —
+ * so a required string parameter must hold a non-blank character (`pattern: "\\S"`), and an optional one's
+ * `minLength: 1` says nothing (a blank value is taken as not sent), as the server reads them.
+ */
+export function toolArgsSchema(def: ToolDefinition): JsonSchema {
+  const cached = ARGS_CACHE.get(def);
+  if (cached) return cached;
+  const base = jsonSchemaOf(def.schema);
+  const required = new Set((base.required as string[] | undefined) ?? []);
+  const properties = Object.fromEntries(
+    Object.entries((base.properties as Record<string, JsonSchema> | undefined) ?? {}).map(([name, p]) => [
+      name,
+      blankIsAbsent(p, name, def)
+        ? required.has(name)
+          ? { ...p, pattern: p.pattern ?? "\\S" }
+          : withoutMinLength1(p)
+        : p,
+    ]),
+  );
+  const out = { ...base, properties };
+  ARGS_CACHE.set(def, out);
+  return out;
+}
+const ARGS_CACHE = new WeakMap<ToolDefinition, JsonSchema>();
+
+const blankIsAbsent = (p: JsonSchema, name: string, def: ToolDefinition) =>
+  p.type === "string" && !def.keepEmpty?.includes(name);
+
+function withoutMinLength1(p: JsonSchema): JsonSchema {
+  const { minLength, ...rest } = p;
+  return minLength === 1 ? rest : p;
+}
+
 /** One tool as a JSON-Schema function definition (the common shape of MCP, OpenAI and AI SDK tools). */
 export interface ToolDescriptor {
   name: string;
@@ -31,5 +66,5 @@ export interface ToolDescriptor {
 }
 
 export function describeTool(def: ToolDefinition, description = def.description): ToolDescriptor {
-  return { name: def.name, description, parameters: jsonSchemaOf(def.schema) };
+  return { name: def.name, description, parameters: toolArgsSchema(def) };
 }

@@ -64,8 +64,10 @@ export function findTool(caller: Pick<Caller, "isSubagent" | "spawnDepth">, cfg:
 
 /** Accept snake_case spellings of every parameter (test/tools/sessions-list.test.ts), then validate with the tool's schema. */
 export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string, unknown> {
-  if (raw === undefined || raw === null) raw = {};
-  if (typeof raw !== "object" || Array.isArray(raw)) throw invalid("args: expected an object");
+  if (raw === undefined) raw = {};
+  // `null` is not "no arguments": refused as /tools/invoke's schema refuses it (src/http/routes/tools.ts).
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw))
+    throw invalid("args: expected an object (omit args, or send {}, for no arguments)");
   const args: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw as Record<string, unknown>)) {
     const camel = k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());

@@ -51,6 +51,12 @@ describe("bad input changes nothing", () => {
       [{}, "tool"],
       [{ tool: 5 }, "tool"],
       [{ tool: "sessions_list", args: [] }, "args: expected an object"],
+      // null is not "no arguments": a client bug is refused, not run as a call without them.
+      [{ tool: "agents_list", args: null }, "args: expected an object (omit args, or send {}, for no arguments)"],
+      [
+        { tool: "sessions_list", sessionKey: "agent::x" },
+        'sessionKey: Malformed session key "agent::x": empty segment',
+      ],
       [{ tool: "sessions_list", args: { limit: "ten" } }, "limit"],
       [{ tool: "sessions_list", args: { limit: 0 } }, "limit"],
       [{ tool: "sessions_list", args: { kinds: "main" } }, "kinds"],
@@ -98,6 +104,31 @@ describe("bad input changes nothing", () => {
     expect4xx(await call("GET", `/v1/runs/${crypto.randomUUID()}.eA/wait?timeoutMs=-1`), 400, "timeoutMs");
     expect(await hasStorage(key)).toBe(false);
     expect((await call("GET", `/v1/sessions/${enc(key)}`)).status).toBe(404);
+  });
+
+  it("query strings and the PATCH body are closed: an unknown name is a 400 naming it; the invoke envelope stays open", async () => {
+    const key = "agent:main:bad-closed";
+    expect4xx(
+      await call("GET", "/v1/sessions?limt=5"),
+      400,
+      "limt: unknown query parameter (this route takes agentId, limit, kinds, activeMinutes, cursor)",
+    );
+    expect4xx(
+      await call("GET", `/v1/sessions/${enc(key)}?verbose=1&x=`),
+      400,
+      "verbose, x: unknown query parameters (this route takes none)",
+    );
+    expect4xx(await call("GET", "/healthz?probe=1", undefined, { token: null }), 400, "probe: unknown query parameter");
+    expect4xx(
+      await call("PATCH", `/v1/sessions/${enc(key)}`, { labl: "x", mdl: "y" }),
+      400,
+      "labl, mdl: unknown fields",
+    );
+    expect4xx(await call("PATCH", `/v1/sessions/${enc(key)}`, { label: "  " }), 400, "label: invalid label: empty");
+    expect(await hasStorage(key)).toBe(false);
+    // OpenClaw clients send envelope fields of their own: ignored, as before (docs/contract.md, "Endpoints").
+    const extra = await call("POST", "/tools/invoke", { tool: "agents_list", args: {}, dryRun: true, channel: "x" });
+    expect(extra.status).toBe(200);
   });
 
   it("unknown tools are a 404 (and so are tools hidden from sub-agents)", async () => {

@@ -16,7 +16,7 @@ import { valid } from "../validate";
 const cardResponse = (c: Context<AppEnv>, agentId: string) =>
   c.json(AgentCard.toJSON(agentCard(new URL(c.req.url).origin, agentOf(c, agentId))) as Record<string, unknown>);
 
-const cardDoc = (summary: string, errors: 404[]) =>
+const cardDoc = (summary: string, errors: (400 | 404)[]) =>
   routeDoc({
     tag: "agents",
     summary,
@@ -64,7 +64,7 @@ export const a2aApp = new Hono<AppEnv>()
   )
   .get(
     "/a2a/:agentId/.well-known/agent-card.json",
-    cardDoc("An agent's A2A agent card", [404]),
+    cardDoc("An agent's A2A agent card", [400, 404]),
     valid("param", agentParam),
     (c) => cardResponse(c, c.req.valid("param").agentId),
   )

@@ -27,13 +27,22 @@ function resumePoint(header: string | undefined, query: string | undefined): str
   return raw;
 }
 
+/** An event id as resumePoint takes it (empty: from the start), so the document states the grammar it checks. */
+const RESUME_PATTERN = new RegExp(`^(?:${EVENT_ID_PATTERN.source.slice(1, -1)})?$`);
 const resumeHeader = z.object({
-  "last-event-id": z.string().max(EVENT_ID_MAX_CHARS).optional().describe("Resume after this event id"),
+  // Checked by resumePoint, whose message names the header as clients spell it (`Last-Event-ID`).
+  "last-event-id": z
+    .string()
+    .max(EVENT_ID_MAX_CHARS)
+    .optional()
+    .meta({ pattern: RESUME_PATTERN.source })
+    .describe("Resume after this event id"),
 });
 const resumeQuery = z.object({
   lastEventId: z
     .string()
     .max(EVENT_ID_MAX_CHARS)
+    .regex(RESUME_PATTERN, { error: "expected an event id of this stream (the `id` of an event, or 0)" })
     .optional()
     .describe("Resume after this event id (when the header cannot be set)"),
 });

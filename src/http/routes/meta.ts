@@ -1,9 +1,9 @@
 import { Hono } from "hono";
-import { z } from "zod";
+import type { z } from "zod";
 import { agentModel, agentSandboxMode, agentUnavailable, configWarnings, defaultAgentId } from "../../config/load";
 import { redactSecrets } from "../../config/redact";
 import { archiveStatus } from "../../spawn/archive-read";
-import { agentsSchema, effectiveConfigSchema, healthSchema } from "../api-schemas";
+import { agentsSchema, effectiveConfigSchema, healthSchema, openApiDocumentSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
 import { authenticate } from "../auth";
 import { DOCS_PAGE, docsHeaders } from "../docs";
@@ -94,7 +94,7 @@ export function metaApp(root: Hono<AppEnv>) {
         routeDoc({
           tag: "meta",
           summary: "This document",
-          ok: { description: "OpenAPI 3.1 document", schema: z.record(z.string(), z.unknown()) },
+          ok: { description: "OpenAPI 3.1 document", schema: openApiDocumentSchema },
           public: true,
           errors: [500],
         }),

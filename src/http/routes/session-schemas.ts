@@ -26,13 +26,31 @@ export const inboundMessage = z.object({
   senderIsOwner: z.boolean().optional(),
 });
 
-export const sessionPatch = z.object({
-  label: z.union([z.string().max(4096), z.null()]).optional(),
-  model: z.union([z.string().max(512), z.null()]).optional(),
-  thinkingLevel: z.union([z.string().max(32), z.null()]).optional(),
-  verboseLevel: z.union([z.string().max(32), z.null()]).optional(),
-  sendPolicy: z.unknown().optional(),
-});
+export const LABEL_MAX = 512;
+
+/**
+ * Closed and never empty: a misspelt field is a 400 naming it, and a body changing nothing is a 400, both
+ * stated in /openapi.json (`additionalProperties: false`, `minProperties: 1`) as the server checks them.
+ * A label is OpenClaw's (test/http/rest.test.ts): trimmed, 1..512 characters, so at most 512 with a non-blank.
+ */
+export const sessionPatch = z
+  .strictObject({
+    label: z
+      .string()
+      .max(LABEL_MAX, `invalid label: too long (max ${LABEL_MAX})`)
+      .regex(/\S/, "invalid label: empty")
+      .nullable()
+      .optional(),
+    model: z.union([z.string().max(512), z.null()]).optional(),
+    thinkingLevel: z.union([z.string().max(32), z.null()]).optional(),
+    verboseLevel: z.union([z.string().max(32), z.null()]).optional(),
+    sendPolicy: z.unknown().optional(),
+  })
+  .refine(
+    (patch) => Object.keys(patch).length > 0,
+    "nothing to change (label, model, thinkingLevel, verboseLevel, sendPolicy)",
+  )
+  .meta({ minProperties: 1 });
 
 export const listQuery = z.object({
   agentId: z
@@ -55,8 +73,6 @@ export const historyQuery = z.object({
   }),
   includeTools: z.string().optional().describe("`true` to include toolResult messages"),
 });
-
-export const LABEL_MAX = 512;
 
 /** Label rules of OpenClaw (test/http/rest.test.ts): trimmed, 1..512 characters. */
 export function normalizeLabel(v: unknown): string {

@@ -1,22 +1,30 @@
 import { Hono } from "hono";
 import { endTime, startTime } from "hono/timing";
 import { z } from "zod";
-import { describeTool } from "../../tools/json-schema";
+import { describeTool, toolArgsSchema } from "../../tools/json-schema";
 import { findTool, invokeTool, parseToolArgs, TOOLS, toolResultText, toolsFor } from "../../tools/registry";
 import { toolCatalogSchema, toolResultSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
 import { requesterOf } from "../auth";
 import { MCP_ROUTE_DOC, mcpEndpoint } from "../mcp";
 import { routeDoc } from "../route-doc";
+import { sessionKeyString } from "../route-helpers";
 import { TOOLS_INVOKE_TEXT } from "../route-texts";
 import { phaseTimer } from "../server-timing";
 import { valid } from "../validate";
 
+/**
+ * The envelope stays open (OpenClaw clients send fields of their own; docs/contract.md, "Endpoints"); what it
+ * carries is exact: `args` an object when given — `null` is refused, not read as absent, so a client's bug
+ * is not run as a call without arguments — and `sessionKey` a key the parser takes.
+ */
 export const invokeBody = z.object({
   tool: z.string().min(1).max(128),
   action: z.string().max(128).optional(),
-  args: z.unknown().optional(),
-  sessionKey: z.string().max(1024).optional(),
+  args: z
+    .record(z.string(), z.unknown(), { error: "expected an object (omit args, or send {}, for no arguments)" })
+    .optional(),
+  sessionKey: sessionKeyString().optional().describe("Requester session (default: `main` of the token's agent)"),
   dryRun: z.boolean().optional(),
 });
 
@@ -50,7 +58,8 @@ function invokeRequestDoc() {
               args: { $ref: `#/components/schemas/${t.name}.args` },
               ...common,
             },
-            required: ["tool"],
+            // A tool with required parameters cannot be called without `args` (its schema names them).
+            required: (toolArgsSchema(t).required as string[] | undefined)?.length ? ["tool", "args"] : ["tool"],
           })),
         },
       },
