@@ -55,8 +55,6 @@ describe("search feed", () => {
       obj.sql.exec("DELETE FROM timers WHERE kind = ?", SEARCH_FEED_TIMER);
       await state.storage.deleteAlarm();
       rewindSchemaBefore(obj.sql, "CREATE TABLE search_feed");
-      // The helper keeps what the step itself creates (its steps are re-runnable); this one's table goes too.
-      obj.sql.exec("DROP TABLE search_feed");
     });
     expect((await searchShardFor(env, "main", key).counts()).docs).toBe(0);
     // The new version starts: the migration runs before the object serves anything and sets the feed's timer.
@@ -82,7 +80,6 @@ describe("search feed", () => {
       obj.sql.exec("DELETE FROM timers WHERE kind = ?", SEARCH_FEED_TIMER);
       await state.storage.deleteAlarm();
       rewindSchemaBefore(obj.sql, "CREATE TABLE search_feed");
-      obj.sql.exec("DROP TABLE search_feed");
     });
     await evict(sessionStub(key));
     // The upgraded object's first call is a read: the migration writes the feed's timer and the object arms
