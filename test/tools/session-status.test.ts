@@ -223,9 +223,9 @@ describe("session_status", () => {
     expect((await status({ sessionKey: child }, me)).details).toMatchObject({ ok: true, sessionKey: child });
     const research = "agent:research:status-vis";
     await sendAndWait(research, "z", {}, { token: RESEARCH_TOKEN });
-    // The cross-agent text is the one every session tool shares (src/policy/visibility.ts).
+    // OpenClaw 2026's cross-agent text: the classic sentence and where agent pairs are restricted.
     expect((await status({ sessionKey: research }, me)).details.error).toBe(
-      "Session status visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+      "Session status visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.",
     );
     // Under tree a session outside the caller's tree is refused whether or not it exists: nothing is revealed.
     expect((await status({ sessionKey: "agent:main:status-vis-none" }, me)).details.error).toBe(tree.details.error);

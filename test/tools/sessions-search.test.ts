@@ -279,7 +279,8 @@ describe("sessions_search: visibility inside the query", () => {
     expect(await search({ query: t.word, sessionKey: t.grandchild }, t.me)).toEqual(tree);
     expect(await search({ query: t.word, sessionKey: t.theirs }, t.me)).toEqual({
       status: "forbidden",
-      error: "Session search visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+      error:
+        "Session search visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.",
     });
     cfg({ sessions: { visibility: "all" } });
     expect(await search({ query: t.word, sessionKey: t.theirs }, t.me)).toEqual({
