@@ -15,18 +15,20 @@ export type MigrationStep = string | ((sql: SqlStorage) => void);
  */
 const schemaOf = new WeakMap<readonly MigrationStep[], string>();
 
-export function runMigrations(sql: SqlStorage, steps: readonly MigrationStep[]): void {
+/** Answers how many steps ran on an existing database (0: it was current; a new object's count is 0 too). */
+export function runMigrations(sql: SqlStorage, steps: readonly MigrationStep[]): number {
   sql.exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)");
   const row = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
   if (!row) {
     const script = schemaOf.get(steps);
     if (script !== undefined) {
       sql.exec(`${script};\nINSERT INTO schema_version (version) VALUES (${steps.length})`);
-      return;
+      return 0;
     }
     sql.exec("INSERT INTO schema_version (version) VALUES (0)");
   }
-  let version = row?.version ?? 0;
+  const from = row?.version ?? 0;
+  let version = from;
   while (version < steps.length) {
     const step = steps[version];
     if (typeof step === "string") sql.exec(step);
@@ -34,7 +36,11 @@ export function runMigrations(sql: SqlStorage, steps: readonly MigrationStep[]):
     version++;
     sql.exec("UPDATE schema_version SET version = ?", version);
   }
-  if (!row) rememberSchema(sql, steps);
+  if (!row) {
+    rememberSchema(sql, steps);
+    return 0;
+  }
+  return version - from;
 }
 
 /**

@@ -2,7 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { type MigrationStep, runMigrations } from "../src/migrations";
-import { MIGRATIONS } from "../src/session/schema";
+import { MIGRATIONS, migrate } from "../src/session/schema";
+import { rewindSchemaBefore } from "./helpers/schema-rewind";
 
 /** Run `migrate` on a new object's database, counting its `exec` calls; answer its schema and version. */
 function migrateNew(name: string, migrate: (sql: SqlStorage) => void) {
@@ -73,5 +74,31 @@ describe("migrations of a new object (src/migrations.ts)", () => {
     expect(scripted.execs).toBe(3);
     expect(scripted.version).toBe(MIGRATIONS.length);
     expect(scripted.schema).toEqual(replayed.schema);
+  });
+
+  it("rewindSchemaBefore (test/helpers/schema-rewind.ts) leaves any step and the ones after it re-runnable", async () => {
+    // Tests rewind a session to before a step to prove an old session's upgrade: for every step, the migration
+    // must run again from there and end with exactly the schema a new object gets.
+    await runInDurableObject(env.SESSIONS.getByName("agent:main:mig-rewind"), (_obj, state) => {
+      const sql = state.storage.sql;
+      const schemaOf = () =>
+        sql
+          .exec<{ type: string; name: string; tbl_name: string; sql: string | null }>(
+            `SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE '\\_cf\\_%' ESCAPE '\\'
+               AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name`,
+          )
+          .toArray();
+      migrate(sql);
+      const current = schemaOf();
+      expect(current.map((o) => o.name)).toContain("search_feed");
+      MIGRATIONS.forEach((step, i) => {
+        if (typeof step !== "string") return;
+        // The whole step is a marker no other step contains.
+        rewindSchemaBefore(sql, step);
+        expect(sql.exec<{ version: number }>("SELECT version FROM schema_version").one().version).toBe(i);
+        expect({ step: i, ran: migrate(sql) }).toEqual({ step: i, ran: MIGRATIONS.length - i });
+        expect({ step: i, schema: schemaOf() }).toEqual({ step: i, schema: current });
+      });
+    });
   });
 });

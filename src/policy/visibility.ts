@@ -81,13 +81,29 @@ const A2A_NOUN: Record<GuardAction, string> = {
   search: "search",
 };
 
+/**
+ * Cross-agent below `all`. The classic tools (list, history, send) keep the classic text, which their
+ * specification governs; session_status and sessions_search are OpenClaw 2026 tools and speak its text, which
+ * adds where agent pairs are restricted (docs/contract.md, docs/openclaw-2026-coverage.md; pinned by
+ * test/policy/policy.test.ts).
+ */
+const CROSS_AGENT: Record<GuardAction, string> = {
+  history: "Session history visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+  send: "Session send visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+  list: "Session list visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+  status:
+    "Session status visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.",
+  search:
+    "Session search visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.",
+};
+
 export type VisibilityErrorKind = "crossAgent" | "a2aDisabled" | "a2aDenied" | "self" | "tree";
 
 /** The exact denial texts of OpenClaw's guard. */
 export function visibilityError(action: GuardAction, kind: VisibilityErrorKind): string {
   switch (kind) {
     case "crossAgent":
-      return `Session ${action} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`;
+      return CROSS_AGENT[action];
     case "a2aDisabled":
       return A2A_DISABLED[action];
     case "a2aDenied":

@@ -251,8 +251,9 @@ export const MIGRATIONS: MigrationStep[] = [
   `,
 ];
 
-export function migrate(sql: SqlStorage): void {
-  runMigrations(sql, MIGRATIONS);
+/** Answers how many steps ran on an existing schema (src/migrations.ts). */
+export function migrate(sql: SqlStorage): number {
+  return runMigrations(sql, MIGRATIONS);
 }
 
 /** Sizes and history heads for messages that have none (written before the byte-budget migration). */

@@ -71,7 +71,10 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
       const exists =
         this.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").toArray()
           .length > 0;
-      if (exists) this.ensureSchema();
+      // A migration may write timer rows without the alarm that runs them (the search feed's, due at once,
+      // src/session/schema.ts): arm it now, or a session that is only read after an upgrade would wait for its
+      // next write to run them (docs/timers.md, "Migrations"). Only when a step ran: a current schema costs no alarm read.
+      if (exists && this.ensureSchema() > 0) await this.timers.arm();
     });
   }
 
@@ -107,12 +110,14 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     return this.ctx.getWebSockets().length > 0;
   }
 
-  private ensureSchema(): void {
-    if (this.schemaReady) return;
-    migrate(this.sql);
+  /** Answers how many migration steps ran (0 when the schema was current or new, or already checked). */
+  private ensureSchema(): number {
+    if (this.schemaReady) return 0;
+    const ran = migrate(this.sql);
     const row = this.sql.exec<{ json: string }>("SELECT json FROM meta WHERE id = 1").toArray()[0];
     this.meta = row ? (JSON.parse(row.json) as SessionMeta) : null;
     this.schemaReady = true;
+    return ran;
   }
 
   saveMeta(): void {

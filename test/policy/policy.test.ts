@@ -355,12 +355,22 @@ describe("checkSessionAccess", () => {
 
   it("cross-agent below all is forbidden with the visibility text per action, whatever a2a says", () => {
     const a2a = { enabled: true, allow: ["*"] };
+    // The classic tools keep the classic sentence; session_status and sessions_search (OpenClaw 2026 tools)
+    // add its pointer to tools.agentToAgent.
+    const classic = (label: string) =>
+      `Session ${label} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`;
+    const of2026 = (label: string) =>
+      `Session ${label} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.`;
+    const expected: Record<GuardAction, string> = {
+      history: classic("history"),
+      send: classic("send"),
+      list: classic("list"),
+      status: of2026("status"),
+      search: of2026("search"),
+    };
     for (const visibility of ["self", "tree", "agent"] as Visibility[]) {
-      for (const action of ["history", "send", "status", "list", "search"] as GuardAction[]) {
-        expect(cross(visibility, action, a2a)).toEqual({
-          ok: false,
-          error: `Session ${action} visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.`,
-        });
+      for (const action of Object.keys(expected) as GuardAction[]) {
+        expect(cross(visibility, action, a2a)).toEqual({ ok: false, error: expected[action] });
       }
     }
   });

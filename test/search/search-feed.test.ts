@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { parseCanonical } from "../../src/keys";
 import { indexEntryOf } from "../../src/registry/row";
@@ -55,8 +55,6 @@ describe("search feed", () => {
       obj.sql.exec("DELETE FROM timers WHERE kind = ?", SEARCH_FEED_TIMER);
       await state.storage.deleteAlarm();
       rewindSchemaBefore(obj.sql, "CREATE TABLE search_feed");
-      // The helper keeps what the step itself creates (its steps are re-runnable); this one's table goes too.
-      obj.sql.exec("DROP TABLE search_feed");
     });
     expect((await searchShardFor(env, "main", key).counts()).docs).toBe(0);
     // The new version starts: the migration runs before the object serves anything and sets the feed's timer.
@@ -73,6 +71,40 @@ describe("search feed", () => {
     expect(first.results[0]).toMatchObject({ sessionKey: key, role: "user", snippet: "oldwombat 0" });
     const last = await search({ query: "oldwombat 69" }, key);
     expect(last.results[0]).toMatchObject({ role: "assistant", snippet: "oldwombat 69" });
+  });
+
+  it("an old session that is only read after the migration is indexed by its alarm, with no new message", async () => {
+    const key = "agent:main:feed-pre-index-read";
+    await seedSession(key, [userMsg("readonlyquokka asks"), assistantMsg("readonlyquokka answers")]);
+    await runInDurableObject(sessionStub(key), async (obj, state) => {
+      obj.sql.exec("DELETE FROM timers WHERE kind = ?", SEARCH_FEED_TIMER);
+      await state.storage.deleteAlarm();
+      rewindSchemaBefore(obj.sql, "CREATE TABLE search_feed");
+    });
+    await evict(sessionStub(key));
+    // The upgraded object's first call is a read: the migration writes the feed's timer and the object arms
+    // its alarm for it before serving the read (src/session/session-object.ts).
+    const history = await call("GET", `/v1/sessions/${enc(key)}/history`);
+    expect(history.status).toBe(200);
+    expect(history.json.messages).toHaveLength(2);
+    // The alarm runs the feed (it may also have fired on its own: it is due at once, and its push may still be
+    // in flight). Without the armed alarm nothing runs the timer and this times out.
+    await runDurableObjectAlarm(sessionStub(key));
+    await vi.waitFor(
+      async () => {
+        if (await feedTimer(key)) await runDurableObjectAlarm(sessionStub(key));
+        expect(await feedTimer(key)).toBeNull();
+      },
+      { timeout: 5_000, interval: 20 },
+    );
+    const r = await search({ query: "readonlyquokka" }, key);
+    expect(r.results.map((x: any) => [x.role, x.snippet])).toEqual(
+      expect.arrayContaining([
+        ["user", "readonlyquokka asks"],
+        ["assistant", "readonlyquokka answers"],
+      ]),
+    );
+    expect(r.results).toHaveLength(2);
   });
 
   it("pushes in batches until every message is in, then clears its timer", async () => {

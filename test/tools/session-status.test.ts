@@ -194,6 +194,14 @@ describe("session_status", () => {
     );
     const id = "0b6f2d1e-9c41-4c52-9a57-3f0c5a8e6f1d";
     expect((await status({ sessionKey: id }, me)).details.error).toBe(`Unknown sessionId: ${id}`);
+    // `main` is the caller's agent's main session.
+    const main = await sessionStub("agent:main:main").ensureSession();
+    expect((await status({ sessionKey: "main" }, me)).details).toMatchObject({
+      ok: true,
+      sessionKey: "agent:main:main",
+      agentId: "main",
+      sessionId: main.sessionId,
+    });
     for (const bad of [-1, 1.5, "3", true]) {
       const r = await status({ changesSince: bad }, me);
       expect(r.status).toBe(400);
@@ -223,10 +231,12 @@ describe("session_status", () => {
     expect((await status({ sessionKey: child }, me)).details).toMatchObject({ ok: true, sessionKey: child });
     const research = "agent:research:status-vis";
     await sendAndWait(research, "z", {}, { token: RESEARCH_TOKEN });
-    // The cross-agent text is the one every session tool shares (src/policy/visibility.ts).
+    // OpenClaw 2026's cross-agent text: the classic sentence and where agent pairs are restricted.
     expect((await status({ sessionKey: research }, me)).details.error).toBe(
-      "Session status visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+      "Session status visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.",
     );
+    // `main` is outside a non-main caller's tree.
+    expect((await status({ sessionKey: "main" }, me)).details.error).toBe(tree.details.error);
     // Under tree a session outside the caller's tree is refused whether or not it exists: nothing is revealed.
     expect((await status({ sessionKey: "agent:main:status-vis-none" }, me)).details.error).toBe(tree.details.error);
     setConfigOverride({

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { setConfigOverride } from "../../src/config/load";
 import { SEARCH_CANDIDATES_PER_SHARD } from "../../src/search/search-index-object";
 import { searchShardOf } from "../../src/search/search-shards";
-import { SEARCH_CAPPED_WARNING } from "../../src/tools/sessions-search";
+import { SEARCH_CAPPED_WARNING, SEARCH_DEFAULT_LIMIT, SEARCH_RESULT_MAX_BYTES } from "../../src/tools/sessions-search";
 import { invoke, RESEARCH_TOKEN, sendAndWait, sessionStub } from "../helpers/http";
 import { assistantMsg, indexNow, search, seedSession, userMsg } from "../helpers/search";
 
@@ -213,6 +213,44 @@ describe("sessions_search: parameters", () => {
   });
 });
 
+describe("sessions_search: limits", () => {
+  it("limit defaults to 10: the 10 best of 12 hits, with truncated", async () => {
+    const key = "agent:main:search-default-limit";
+    await seedSession(
+      key,
+      Array.from({ length: 12 }, (_, i) => userMsg(`defaultlimitword ${i}`, i + 1)),
+    );
+    await indexNow(key);
+    const r = await search({ query: "defaultlimitword" }, key);
+    expect(SEARCH_DEFAULT_LIMIT).toBe(10);
+    expect(r.results).toHaveLength(10);
+    expect(r.truncated).toBe(true);
+    // Equal scores: the newest ten.
+    expect(r.results.map((x: any) => x.timestamp)).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3]);
+  });
+
+  it("cuts the result to 32 KiB of JSON from its end, with truncated", async () => {
+    // 25 hits of a 500-character key, each snippet 300 characters of three-byte text: about 37 KB in all.
+    const key = `agent:main:search-budget-${"k".repeat(475)}`;
+    const wide = Array.from({ length: 100 }, () => "漢字漢字漢字漢字漢字").join(" ");
+    await seedSession(
+      key,
+      Array.from({ length: 25 }, (_, i) => userMsg(`budgetword ${wide}`, i + 1)),
+    );
+    await indexNow(key);
+    const r = await search({ query: "budgetword", limit: 25 }, key);
+    const bytes = new TextEncoder().encode(JSON.stringify(r)).length;
+    const row = new TextEncoder().encode(JSON.stringify(r.results[0])).length;
+    expect(row).toBeGreaterThan(1_300);
+    expect(r.truncated).toBe(true);
+    expect(r.results.length).toBeLessThan(25);
+    // Within the budget, and another row would not have fitted; the rows kept are the best (here: newest).
+    expect(bytes).toBeLessThanOrEqual(SEARCH_RESULT_MAX_BYTES);
+    expect(bytes + row + 1).toBeGreaterThan(SEARCH_RESULT_MAX_BYTES);
+    expect(r.results.map((x: any) => x.timestamp)).toEqual(Array.from({ length: r.results.length }, (_, i) => 25 - i));
+  });
+});
+
 describe("sessions_search: visibility inside the query", () => {
   /** A fresh tree per test (storage outlives a test): me, my child, its child, a stranger, another agent's session. */
   async function setup(tag: string) {
@@ -271,6 +309,9 @@ describe("sessions_search: visibility inside the query", () => {
     const t = await setup("onekey");
     expect(await t.keys({ sessionKey: t.child })).toEqual([t.child]);
     expect(await t.keys({ sessionKey: "current" })).toEqual([t.me]);
+    // A sessionId names its session as the key does.
+    const childId = (await sessionStub(t.child).getMeta())!.sessionId;
+    expect(await t.keys({ sessionKey: childId })).toEqual([t.child]);
     const tree = {
       status: "forbidden",
       error: "Session search visibility is restricted to the current session tree (tools.sessions.visibility=tree).",
@@ -279,7 +320,8 @@ describe("sessions_search: visibility inside the query", () => {
     expect(await search({ query: t.word, sessionKey: t.grandchild }, t.me)).toEqual(tree);
     expect(await search({ query: t.word, sessionKey: t.theirs }, t.me)).toEqual({
       status: "forbidden",
-      error: "Session search visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access.",
+      error:
+        "Session search visibility is restricted. Set tools.sessions.visibility=all to allow cross-agent access; use tools.agentToAgent to restrict permitted agent pairs.",
     });
     cfg({ sessions: { visibility: "all" } });
     expect(await search({ query: t.word, sessionKey: t.theirs }, t.me)).toEqual({
@@ -291,6 +333,13 @@ describe("sessions_search: visibility inside the query", () => {
       status: "forbidden",
       error: "Session search visibility is restricted to the current session (tools.sessions.visibility=self).",
     });
+    // `main` is the caller's agent's main session: outside a non-main caller's tree, searchable under `agent`.
+    await seedSession(ME, [userMsg(`${t.word} main`)]);
+    await indexNow(ME);
+    cfg({ sessions: { visibility: "tree" } });
+    expect(await search({ query: t.word, sessionKey: "main" }, t.me)).toEqual(tree);
+    cfg({ sessions: { visibility: "agent" } });
+    expect(await t.keys({ sessionKey: "main" }, t.stranger)).toEqual([ME]);
   });
 
   it("an agent token searches as its agent: the other agent's sessions stay out", async () => {
