@@ -262,6 +262,27 @@ describe("change notices", () => {
     );
   });
 
+  it("watching again sends a pending notice again: a watcher that lost it (deleted and created again) gets it once", async () => {
+    model();
+    const { w, t, v0 } = await watching();
+    await human(t, "one");
+    await runDurableObjectAlarm(sessionStub(t));
+    await vi.waitFor(async () => expect(await inbox(w)).toHaveLength(1));
+    // Watching again while it is held: the repeat is a no-op.
+    expect((await send(w, { sessionKey: t, message: "again", mode: "notify", watch: true })).details.watched).toBe(
+      true,
+    );
+    await runDurableObjectAlarm(sessionStub(t));
+    expect(await inbox(w)).toEqual([{ state: "pending", text: notice(t, v0) }]);
+    // The watcher's rows are gone (as for a session deleted and created again): watching again brings it back once.
+    await sql(w, "DELETE FROM send_inbox; DELETE FROM watching");
+    expect((await send(w, { sessionKey: t, message: "again", mode: "notify", watch: true })).details.watched).toBe(
+      true,
+    );
+    await runDurableObjectAlarm(sessionStub(t));
+    await vi.waitFor(async () => expect(await inbox(w)).toEqual([{ state: "pending", text: notice(t, v0) }]));
+  });
+
   it("a notice the watcher never takes ends dead after its attempts, visibly; an operator retry delivers it", async () => {
     model();
     const { w, t, v0 } = await watching();
