@@ -1,5 +1,6 @@
 import { a2aPushExtension } from "./a2a/push";
 import { outboxExtension } from "./channels/outbox";
+import { watchersExtension } from "./events/watchers";
 import { sendCommandExtension } from "./policy/send-command";
 import { modelRunnerExtension } from "./runners/builtin-run";
 import { webhookRunnerExtension } from "./runners/webhook-runner";
@@ -46,6 +47,7 @@ export const SESSION_EXTENSIONS: readonly SessionExtension[] = [
   deadTimersExtension, // dead timers over /v1 (GET …/timers/dead, retry)
   sendIntoExtension, // sessions_send: target checks + enqueue in one call
   sendModesExtension, // sessions_send steer/notify: durable rows, drained at a step / the next turn
+  watchersExtension, // sessions_send watch: a target's watchers, their change notices, a watcher's acknowledgements
   sessionStatusExtension, // session_status: the card's facts, the model override, changesSince
   searchFeedExtension, // sessions_search: new user/assistant messages pushed to the agent's search index
   a2aPushExtension, // A2A push notifications: a task's configs, one outbox delivery per config and state

@@ -24,6 +24,8 @@ export interface EventsHost {
   /** The session's `sessionId`: new each time the key's session is created again (event-ids.ts). */
   incarnation(): string | null;
   runSnapshot(runId: string): RunSnapshot | null;
+  /** A state change was written at `seq`, inside its transaction (the extensions' `onStateChange`). */
+  stateChanged?(seq: number, change: StateChange): void;
 }
 
 /** What waits for its transaction to commit (commit-gate.ts). */
@@ -108,7 +110,12 @@ export class SessionEvents {
 
   private record(type: SessionEventType, data: string, state: StateChange | null = null): void {
     this.gate.offer(
-      () => this.log.append(type, data, state),
+      () => {
+        const seq = this.log.append(type, data, state);
+        // In the same transaction as the change: what must follow it (a watcher's notice) commits with it.
+        if (state) this.host.stateChanged?.(seq, state);
+        return seq;
+      },
       (seq) => ({ seq, type, data }),
     );
   }

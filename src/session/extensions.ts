@@ -1,4 +1,5 @@
 import { SwitchboardError, toRpcError } from "../errors";
+import type { StateChange } from "../events/state-kinds";
 import { log } from "../log";
 import type { FlowFinding } from "./audit-types";
 import type { SessionHost } from "./host";
@@ -57,6 +58,11 @@ export interface SessionExtension {
    * write the rows and timers that must follow it (the search feed, src/search/feed.ts). Synchronous.
    */
   onTranscriptAppend?(host: SessionHost, appended: AppendedMessage): void;
+  /**
+   * An event that is also a material state change was written at `seq` (docs/events.md, "changesSince"),
+   * inside its transaction: write the rows and timers that must follow it (watcher notices, src/events/watchers.ts).
+   */
+  onStateChange?(host: SessionHost, seq: number, change: StateChange): void;
   /** A delivery of this session ended dead (its last attempt failed, or no webhook is configured). */
   onDeliveryDead?(host: SessionHost, delivery: DeadDelivery): Promise<void> | void;
   /** Called before the session's storage is deleted (archive/delete): release what lives elsewhere. */
@@ -225,6 +231,11 @@ export class SessionExtensions {
   /** A message entered the transcript (inside its transaction). */
   onTranscriptAppend(host: SessionHost, appended: AppendedMessage): void {
     for (const ext of this.list) ext.onTranscriptAppend?.(host, appended);
+  }
+
+  /** A state change was written (inside its transaction). */
+  onStateChange(host: SessionHost, seq: number, change: StateChange): void {
+    for (const ext of this.list) ext.onStateChange?.(host, seq, change);
   }
 
   /** A delivery ended dead (src/channels/outbox-attempts.ts). A throw leaves its timer for the alarm to retry. */

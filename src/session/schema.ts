@@ -249,6 +249,31 @@ export const MIGRATIONS: MigrationStep[] = [
     PRIMARY KEY (run_id, id)
   );
   `,
+  // Watchers (src/events/watchers.ts, docs/events.md "Watchers and notices"): on a target, the sessions that
+  // watch it with their cursors; on a watcher, the notices it holds for its targets until its turn read them.
+  // IF NOT EXISTS: independent of any other step's place in this list.
+  `
+  CREATE TABLE IF NOT EXISTS watchers (
+    watcher_key TEXT PRIMARY KEY,
+    last_seen INTEGER NOT NULL,
+    notified INTEGER NOT NULL,
+    material INTEGER NOT NULL,
+    pending INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT 'live',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE TABLE IF NOT EXISTS watching (
+    target_key TEXT PRIMARY KEY,
+    incarnation TEXT NOT NULL,
+    notified INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL,
+    inbox_key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX IF NOT EXISTS watching_state ON watching (state, updated_at);
+  `,
 ];
 
 /** Answers how many steps ran on an existing schema (src/migrations.ts). */

@@ -56,6 +56,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
       hasSession: () => this.schemaReady && this.meta !== null,
       incarnation: () => this.meta?.sessionId ?? null,
       runSnapshot: (runId) => (this.schemaReady ? this.snapshotOf(runId) : null),
+      stateChanged: (seq, change) => this.extensions.onStateChange(this, seq, change),
     });
     this.transcript = new Transcript(
       this.sql,

@@ -25,6 +25,7 @@ import {
   sendModeSchema,
   sendWithoutTurn,
 } from "./sessions-send-modes";
+import { watchAfterAdmission, watchSchema, withWatched } from "./sessions-send-watch";
 
 /** Default wait of a send, OpenClaw's (test/tools/sessions-send.test.ts). */
 export const SEND_DEFAULT_TIMEOUT_SECONDS = 30;
@@ -58,6 +59,7 @@ export const sessionsSendSchema = z.strictObject({
     .optional()
     .describe("Retry-safe key: the same key returns the same run, never a second message."),
   mode: sendModeSchema,
+  watch: watchSchema,
 });
 export type SessionsSendArgs = z.infer<typeof sessionsSendSchema>;
 
@@ -211,8 +213,8 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
   const idempotencyKey = args.idempotencyKey
     ? `send:${idempotencyScope(ctx.caller)}:${requesterKey}:${args.idempotencyKey}`
     : undefined;
-  if (args.mode === "steer" || args.mode === "notify")
-    return sendWithoutTurn(ctx, args.mode, args.message, {
+  if (args.mode === "steer" || args.mode === "notify") {
+    const r = await sendWithoutTurn(ctx, args.mode, args.message, {
       targetKey,
       shownKey,
       provenance: {
@@ -225,6 +227,8 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
       requesterKey,
       ...(idempotencyKey ? { idempotencyKey } : {}),
     });
+    return isRefusal(r) ? r : withWatched(r, await watchAfterAdmission(ctx, args.watch, targetKey, !!requesterMeta));
+  }
 
   const timeoutSeconds = Math.max(0, Math.floor(args.timeoutSeconds ?? SEND_DEFAULT_TIMEOUT_SECONDS));
   // A send outliving its wait is a task of the requester's ledger (src/tasks/send-task.ts): the wait as made below.
@@ -266,6 +270,7 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     return { ...(asNonChild as Refusal), runId: crypto.randomUUID(), sessionKey: shownKey };
   }
   const { run, meta: targetMeta } = sent;
+  const watched = await watchAfterAdmission(ctx, args.watch, targetKey, !!requesterMeta);
 
   const route = announceRouteOf(targetMeta, target);
   const delivery: SendDelivery = {
@@ -279,13 +284,13 @@ export async function sessionsSend(ctx: ToolContext, args: SessionsSendArgs): Pr
     mode: "announce",
   };
   if (timeoutSeconds === 0) {
-    if (followup) return followupResult(run, shownKey, modeDelivery);
-    return { runId: run.runId, status: "accepted", sessionKey: shownKey, delivery };
+    if (followup) return withWatched(followupResult(run, shownKey, modeDelivery), watched);
+    return withWatched({ runId: run.runId, status: "accepted", sessionKey: shownKey, delivery }, watched);
   }
   // Server-side wait in the target's object; the flow does not depend on it (a timeout cancels nothing).
   const waited = (await ctx.env.SESSIONS.getByName(targetKey).waitRun(run.runId, timeoutSeconds * 1000)) ?? run;
-  if (followup) return followupResult(waited, shownKey, modeDelivery);
-  return waitedResult(waited, shownKey, timeoutSeconds, delivery);
+  if (followup) return withWatched(followupResult(waited, shownKey, modeDelivery), watched);
+  return withWatched(waitedResult(waited, shownKey, timeoutSeconds, delivery), watched);
 }
 
 export const sessionsSendTool = defineTool({

@@ -22,8 +22,12 @@ describe("unknown parameters are refused by name", () => {
       { relationship: "owned", include_derived_titles: true },
       "relationship, includeDerivedTitles: unknown parameters for sessions_list",
     ],
-    // `mode` is supported (test/tools/sessions-send-modes.test.ts); `watch` is not.
-    ["sessions_send", { sessionKey: "main", message: "hi", watch: true }, "watch: unknown parameter for sessions_send"],
+    // `mode` and `watch` are supported (test/tools/sessions-send-modes.test.ts, test/events/watchers.test.ts).
+    [
+      "sessions_send",
+      { sessionKey: "main", message: "hi", unwatch: true },
+      "unwatch: unknown parameter for sessions_send",
+    ],
     // `messageId`/`sessionId` are supported (test/tools/sessions-history.test.ts); `pendingBefore` is not.
     [
       "sessions_history",
