@@ -1,5 +1,8 @@
-/** Default and bound of `session.indexShards` (docs/scale.md derives both from the capacity model). */
-export const INDEX_SHARDS_DEFAULT = 16;
+/**
+ * Bound of `session.indexShards` and of a self-sizing index (docs/scale.md). A power of two: every doubling
+ * of a self-sizing index divides it, so a sessionId drawn to share its key's shard modulo 256 shares it at
+ * every count the index can reach (src/registry/session-id.ts).
+ */
 export const INDEX_SHARDS_MAX = 256;
 
 /**
