@@ -79,14 +79,15 @@ describe("the self-sizing index", () => {
   });
 
   it("a split under concurrent writes and paging: every row once, in order; cursors from before and during it stay valid", async () => {
-    autoConfig("sp", { rows: 100 });
+    // Past 400 rows a shard splits: the 600-row object does, its two halves of ~300 do not.
+    autoConfig("sp", { rows: 400 });
     const { index, entries, model } = await seeded("sp", 600);
     const limit = 25;
     const first = await index.list({ scope: { type: "agent" }, limit });
     const before = first.next!;
     const seen: { key: string; updatedAt: number }[] = first.rows.map((r) => ({ key: r.key, updatedAt: r.updatedAt }));
     const hold = holdBatches("sp");
-    // A write to the 600-row shard: it is past 100 rows, so the writer asks shard 0 to split.
+    // A write to the 600-row shard: it is past 400 rows, so the writer asks shard 0 to split.
     const now = Date.now();
     await index.upsert(touched(entries[599], now), { locatorWritten: true });
     model.set(entries[599].key, now);
@@ -137,15 +138,22 @@ describe("the self-sizing index", () => {
   });
 
   it("shards evicted in the middle of a split: the move resumes from its rows; lists and sessionIds stay right throughout", async () => {
-    autoConfig("ev", { rows: 100 });
+    autoConfig("ev", { rows: 300 });
     const { index, entries, model } = await seeded("ev", 500);
     const hold = holdBatches("ev");
     const fresh = syntheticIndexEntries([{ key: "agent:ev:fresh", updatedAt: Date.now() }])[0];
     await index.upsert(fresh, { locatorWritten: false });
     model.set(fresh.key, fresh.updatedAt);
     expect(await recordedLayout("ev")).toMatchObject({ shards: 2, from: 1 });
-    await hold.step(0); // one batch moved (its rows and locators), the next one is held
+    await hold.step(0); // batches move (rows and locators) one at a time; two moved, the next one is held
     await hold.step(0);
+    // A row not moved yet is written during the move: it goes to its new shard, its old copy goes away.
+    // The oldest such row, so that its old position and its new one fall on different pages.
+    const waiting = new Set((await stored("ev", 0)).keys);
+    const late = entries.find((e) => waiting.has(e.key) && shardOf(e.key, 2) === 1)!;
+    const lateAt = Date.now();
+    await index.upsert(touched(late, lateAt), { locatorWritten: true });
+    model.set(late.key, lateAt);
     await evict(shardStub("ev", 0), shardStub("ev", 1));
     expect(await recordedLayout("ev")).toMatchObject({ shards: 2, from: 1 });
     expect((await stored("ev", 1)).keys.length).toBeGreaterThan(0);
