@@ -6,7 +6,8 @@ import { shardOf } from "./shard-hash";
 
 /**
  * One source shard's part of a layout change (docs/scale.md, "The self-sizing index"): the rows and sessionId
- * locators that belong elsewhere under the new count move there, batch by batch, from this shard's alarm.
+ * locators that belong elsewhere under the new count move there, batch by batch (SPLIT_SCAN_ROWS scanned),
+ * from this shard's alarm.
  * Before the first batch the shard is sealed: calls made with an older layout are refused
  * (STALE_LAYOUT), so no writer with the old layout can put a row where readers of the new one do not look;
  * readers of the new layout read this shard before its targets (src/registry/session-index.ts), and a batch
@@ -21,6 +22,13 @@ export const SPLIT_SCHEMA = `
     attempts INTEGER NOT NULL DEFAULT 0, stalled INTEGER NOT NULL DEFAULT 0);
   CREATE TABLE split_forgotten (session_id TEXT PRIMARY KEY);
 `;
+
+/**
+ * Rows (and locators) one batch scans, in key order: a split moves about half of them, a merge all, so a
+ * batch ships 0.5–1 MB of rows in one RPC per target (far under the 32 MiB RPC limit) and its deletes are one
+ * short transaction. Scanning only 200 (the legacy move's batch) made a 100,000-row split 500 alarm runs.
+ */
+export const SPLIT_SCAN_ROWS = 1_000;
 
 /** The text of a refusal to a caller whose layout is older than the shard's seal (the caller re-reads it). */
 export const STALE_LAYOUT = "index layout moved";
@@ -108,14 +116,14 @@ async function oneBatch(
     .exec<StoredRow>(
       "SELECT key, session_id, kind, label, spawned_by, updated_at, listed, row_json FROM sessions WHERE key > ? ORDER BY key LIMIT ?",
       s.row_cursor,
-      MOVE_BATCH_ROWS,
+      SPLIT_SCAN_ROWS,
     )
     .toArray();
   const ids = sql
     .exec<{ session_id: string; key: string; spawned_by: string | null }>(
       "SELECT session_id, key, spawned_by FROM session_ids WHERE session_id > ? ORDER BY session_id LIMIT ?",
       s.id_cursor,
-      MOVE_BATCH_ROWS,
+      SPLIT_SCAN_ROWS,
     )
     .toArray();
   // Sessions deleted while a batch was in flight (src/registry/registry-object.ts `remove`): their copy

@@ -10,12 +10,17 @@ export const INDEX_SHARDS_MAX = 256;
  * Stable across isolates and releases — a row's place depends on nothing but its key.
  */
 export function shardOf(value: string, shards: number): number {
-  let h = 0x811c9dc5;
+  return fnv1a(value) % shards;
+}
+
+/** FNV-1a (32 bits) over the string's UTF-16 units, continuing from `state` (a prefix's hash). */
+export function fnv1a(value: string, state = 0x811c9dc5): number {
+  let h = state;
   for (let i = 0; i < value.length; i++) {
     h ^= value.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
   }
-  return h % shards;
+  return h;
 }
 
 /** Name of shard `shard` of an agent's index; `registry:<agentId>` alone is the pre-sharding object. */
