@@ -5,8 +5,9 @@ import { loadConfig } from "../../src/config/load";
 import { refreshLayout } from "../../src/registry/index-layout";
 import { RegistryObject } from "../../src/registry/registry-object";
 import type { IndexEntry } from "../../src/registry/row";
+import { newSessionId } from "../../src/registry/session-id";
 import { sessionIndex } from "../../src/registry/session-index";
-import { shardOf } from "../../src/registry/shard-hash";
+import { INDEX_SHARDS_MAX, shardOf } from "../../src/registry/shard-hash";
 import { syntheticIndexEntries } from "../helpers/index-rows";
 import {
   expectedOrder,
@@ -246,6 +247,15 @@ describe("the self-sizing index", () => {
     const { index, entries } = await seeded("hot", 10);
     for (const e of entries.slice(0, 6)) await index.upsert(touched(e, Date.now()), { locatorWritten: true });
     expect((await recordedLayout("hot")).shards).toBe(2);
+  });
+
+  it("a new sessionId shares its key's shard at every count a self-sizing index reaches, and stays a v4 UUID", () => {
+    for (let i = 0; i < 50; i++) {
+      const key = `agent:ids:k${i}`;
+      const id = newSessionId(key, INDEX_SHARDS_MAX);
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      for (let n = 1; n <= INDEX_SHARDS_MAX; n *= 2) expect(shardOf(id, n)).toBe(shardOf(key, n));
+    }
   });
 
   it("indexShards stays a fixed override, and an index recorded at the old default of 16 keeps 16 when it is unset", async () => {
