@@ -6,6 +6,7 @@ import type { AppEnv } from "../src/http/app-env";
 import { authorizeKey } from "../src/http/auth";
 import { valid } from "../src/http/validate";
 import { keyContextOf, parseCanonical, parseSessionKey } from "../src/keys";
+import { indexShardStub } from "../src/registry/registry-stubs";
 import { type IndexEntry, indexEntryOf } from "../src/registry/row";
 import { SessionIndex, sessionIndex } from "../src/registry/session-index";
 import { INDEX_SHARDS_MAX } from "../src/registry/shard-hash";
@@ -56,7 +57,8 @@ const indexBytesBody = z.object({
 /** At most 1,000 writes per request (a Worker request's subrequest budget) and 64 in flight. */
 const indexWritesBody = z.object({
   agentId: z.string().min(1).max(64),
-  shards: shardCount,
+  /** Absent: the agent's own layout from CONFIG (a self-sizing index unless it sets indexShards). */
+  shards: shardCount.optional(),
   from: z.number().int().min(0).default(0),
   sessions: z.number().int().min(1).max(1_000_000),
   count: z.number().int().min(1).max(1_000),
@@ -197,7 +199,10 @@ function addBenchRoutes(app: Hono<AppEnv>): void {
     requireOperator(c);
     const body = c.req.valid("json");
     const cfg = c.get("cfg");
-    const index = new SessionIndex(c.env, body.shards, body.agentId);
+    const index =
+      body.shards === undefined
+        ? sessionIndex(c.env, cfg, body.agentId)
+        : new SessionIndex(c.env, body.shards, body.agentId);
     const t0 = performance.now();
     let next = 0;
     const worker = async () => {
@@ -208,6 +213,23 @@ function addBenchRoutes(app: Hono<AppEnv>): void {
     };
     await Promise.all(Array.from({ length: body.concurrency }, worker));
     return c.json({ writes: body.count, ms: performance.now() - t0 });
+  });
+
+  /**
+   * The self-sizing index (bench/index-split.mjs): its recorded layout, and one doubling started now, as a
+   * shard past its threshold would start it (thresholds that never merge it back during the bench).
+   */
+  app.get("/v1/_bench/index/layout", hidden, async (c) => {
+    requireOperator(c);
+    const agentId = c.req.query("agentId") ?? "";
+    return c.json({ layout: await indexShardStub(c.env, agentId, 0).readLayout() });
+  });
+  app.post("/v1/_bench/index/split", hidden, async (c) => {
+    requireOperator(c);
+    const { agentId } = (await c.req.json()) as { agentId: string };
+    const layout = await sessionIndex(c.env, c.get("cfg"), agentId).layout();
+    const now = { rows: 1, writesPerSecond: 1, sustainMs: 0, coolMs: 365 * 86_400_000, maxShards: INDEX_SHARDS_MAX };
+    return c.json({ layout: await indexShardStub(c.env, agentId, 0).requestSplit(agentId, layout.epoch, now) });
   });
 
   /** A session's runs in queue order with their transcript positions (the send-order check). */

@@ -11,6 +11,7 @@ import { moduleLines } from "./cpu-profile.mjs";
 import { benchEvents } from "./events.mjs";
 import { buildSnapshot, startGateway, stopAllGateways } from "./gateway.mjs";
 import { benchIndex, INDEX_AGENTS, seedIndex } from "./index.mjs";
+import { benchSelfSizing, SPLIT_AGENTS, seedSelfSizing } from "./index-split.mjs";
 import { benchLane } from "./lane.mjs";
 import { client, fmt, measureInterleaved } from "./load.mjs";
 import { readTable, sendTable } from "./report.mjs";
@@ -61,6 +62,7 @@ const CONFIG = {
       { id: SIZE_AGENTS.ordinary },
       { id: INDEX_AGENTS.one },
       { id: INDEX_AGENTS.many },
+      ...Object.values(SPLIT_AGENTS).map((id) => ({ id })),
       { id: SEARCH_AGENTS.small },
       { id: SEARCH_AGENTS.big },
       { id: SLOW_MODEL.agentId, model: "slow/bench" },
@@ -72,7 +74,8 @@ const CONFIG = {
     },
   },
   tools: { sessions: { visibility: "agent" } },
-  session: { agentToAgent: { maxPingPongTurns: 0 } },
+  // The bench's write loads run for minutes: only its own split (bench/index-split.mjs) changes a layout.
+  session: { agentToAgent: { maxPingPongTurns: 0 }, indexSplit: { sustainSeconds: 3600 } },
 };
 
 const log = (...a) => console.log(...a);
@@ -205,7 +208,7 @@ async function main() {
   log(`  ready after ${fmt((performance.now() - started) / 1000)} s; agents: ${gateway.agents.join(", ")}`);
   const request = client(gateway.base, TOKEN);
 
-  // BENCH_ONLY=reads|sends|sizes|index|events|lane|tasks|search runs one part (for development); the full bench runs all of them.
+  // BENCH_ONLY=reads|sends|sizes|index|self-sizing|events|lane|tasks|search runs one part (for development); the full bench runs all of them.
   const only = process.env.BENCH_ONLY;
   let cpuProfile = null;
   if (only === undefined || only === "sends") {
@@ -215,10 +218,14 @@ async function main() {
   }
   log("Seeding…");
   if (only === undefined || only === "index") await seedIndex(request, log);
+  // BENCH_ONLY=self-sizing runs the self-sizing index's part alone (it is also part of BENCH_ONLY=index).
+  const selfSizingOn = only === undefined || only === "index" || only === "self-sizing";
+  if (selfSizingOn) await seedSelfSizing(request, log);
   if (only === undefined || only === "search") await seedSearch(request, log);
   if (
     only !== "sizes" &&
     only !== "index" &&
+    only !== "self-sizing" &&
     only !== "events" &&
     only !== "lane" &&
     only !== "tasks" &&
@@ -271,6 +278,11 @@ async function main() {
   if (only === undefined || only === "index") {
     index = await benchIndex(request, log);
     log("", index.lines.join("\n"), "");
+  }
+  let selfSizing = { lines: [`(skipped: BENCH_ONLY=${only})`] };
+  if (selfSizingOn) {
+    selfSizing = await benchSelfSizing(request, log);
+    log("", selfSizing.lines.join("\n"), "");
   }
 
   let search = { lines: [`(skipped: BENCH_ONLY=${only})`] };
@@ -337,6 +349,10 @@ async function main() {
     "## Session index: 1 shard vs 16 (docs/scale.md)",
     "",
     ...index.lines,
+    "",
+    "## The self-sizing session index (docs/scale.md)",
+    "",
+    ...selfSizing.lines,
     "",
     "## sessions_search at 100 and 100,000 sessions (docs/search.md)",
     "",

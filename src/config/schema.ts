@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { AGENT_ID_RE } from "../keys";
-import { INDEX_SHARDS_DEFAULT, INDEX_SHARDS_MAX } from "../registry/shard-hash";
+import { INDEX_SHARDS_MAX } from "../registry/shard-hash";
 import { PROVIDER_APIS } from "../runners/provider-catalog";
 import { CONTEXT_DEFAULT_BYTES, MESSAGE_MAX_BYTES } from "../session/byte-budget";
 import { type AgentConfig, agentsSchema } from "./agents-schema";
@@ -82,9 +82,19 @@ export const ConfigSchema = z.object({
       dmScope: z.enum(["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]).default("main"),
       agentToAgent: z.object({ maxPingPongTurns: z.number().int().min(0).max(5).default(5) }).prefault({}),
       sendPolicy: sendPolicy.optional(),
-      // Objects the session index of one agent is spread over (docs/scale.md: why 16, and why the
-      // count is fixed for a deployment's life — rows are placed by a hash of the key modulo it).
-      indexShards: z.number().int().min(1).max(INDEX_SHARDS_MAX).default(INDEX_SHARDS_DEFAULT),
+      // A fixed count of objects for every agent's session index (docs/scale.md: why it is fixed once rows
+      // exist — rows are placed by a hash of the key modulo it). Unset: each index sizes itself (indexSplit).
+      indexShards: z.number().int().min(1).max(INDEX_SHARDS_MAX).optional(),
+      // The self-sizing index's thresholds (docs/scale.md, "The self-sizing index"; bounds in docs/limits.md).
+      indexSplit: z
+        .object({
+          rows: z.number().int().min(1).max(5_000_000).default(250_000),
+          writesPerSecond: z.number().int().min(1).max(10_000).default(150),
+          sustainSeconds: z.number().int().min(0).max(3_600).default(60),
+          coolSeconds: z.number().int().min(0).max(604_800).default(3_600),
+          maxShards: z.number().int().min(1).max(INDEX_SHARDS_MAX).default(INDEX_SHARDS_MAX),
+        })
+        .prefault({}),
     })
     .prefault({}),
   tools: z

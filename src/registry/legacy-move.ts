@@ -21,7 +21,7 @@ export const MOVE_MAX_ATTEMPTS = 8;
 /** 2 s, 4 s … 256 s: the cap is never reached before MOVE_MAX_ATTEMPTS ends the move. */
 const MOVE_BACKOFF: Backoff = { baseDelayMs: 2_000, maxDelayMs: 2_000 * 2 ** MOVE_MAX_ATTEMPTS, jitter: "none" };
 
-type StoredRow = {
+export type StoredRow = {
   key: string;
   session_id: string;
   kind: string;
@@ -32,7 +32,7 @@ type StoredRow = {
   row_json: string;
 };
 
-function entryOf(r: StoredRow): IndexEntry {
+export function entryOf(r: StoredRow): IndexEntry {
   const row = JSON.parse(r.row_json) as SessionRow;
   return {
     key: r.key,
@@ -115,8 +115,11 @@ async function moveOneBatch(ctx: DurableObjectState, env: Env): Promise<void> {
   await ctx.storage.setAlarm(Date.now());
 }
 
-/** Rows and their sessionId locators, grouped by shard: one RPC per shard touched. */
-export async function copyToShards(env: Env, shards: number, entries: IndexEntry[]): Promise<void> {
+/**
+ * Rows and their sessionId locators, grouped by shard: one RPC per shard touched. `epoch`: the caller's
+ * layout, checked by each shard (src/registry/index-split.ts); the legacy mover passes none.
+ */
+export async function copyToShards(env: Env, shards: number, entries: IndexEntry[], epoch?: number): Promise<void> {
   type Batch<T> = { agentId: string; shard: number; items: T[] };
   const group = <T>(into: Map<string, Batch<T>>, agentId: string, value: string, item: T) => {
     const shard = shardOf(value, shards);
@@ -131,7 +134,7 @@ export async function copyToShards(env: Env, shards: number, entries: IndexEntry
     group(ids, e.agentId, e.sessionId, { sessionId: e.sessionId, key: e.key, spawnedBy: e.spawnedBy });
   }
   await Promise.all([
-    ...[...rows.values()].map((b) => indexShardStub(env, b.agentId, b.shard).upsertMany(b.items)),
-    ...[...ids.values()].map((b) => indexShardStub(env, b.agentId, b.shard).indexSessionIds(b.items)),
+    ...[...rows.values()].map((b) => indexShardStub(env, b.agentId, b.shard).upsertMany(b.items, epoch)),
+    ...[...ids.values()].map((b) => indexShardStub(env, b.agentId, b.shard).indexSessionIds(b.items, epoch)),
   ]);
 }

@@ -1,64 +1,35 @@
 import { DurableObject } from "cloudflare:workers";
 import { runMigrations } from "../migrations";
-import { LAYOUT_SCHEMA } from "./index-layout";
+import { beginSplit, SPLIT_SCHEMA, STALE_LAYOUT, sealOf, splitBatch, splitting } from "./index-split";
+import type { Layout, SplitTuning } from "./layout-math";
+import {
+  claimLayout,
+  coordinate,
+  LAYOUT_RECORD_SCHEMA,
+  LAYOUT_SCHEMA,
+  type LayoutWant,
+  readLayout,
+  replaceLayout,
+  sourceDone,
+  startSplit,
+} from "./layout-record";
 import { MOVE_SCHEMA, moveBatch } from "./legacy-move";
+import { indexShardStub } from "./registry-stubs";
 import type { IndexEntry, SessionRow } from "./row";
+import { childOf, type ListQuery, listShard, type ShardPage } from "./shard-list";
 import { WritePacer } from "./write-pacing";
+
+export type { ListPage, ListQuery, ListScope, ShardPage } from "./shard-list";
+export { SEARCH_SCAN_ROWS } from "./shard-list";
 
 /**
  * One shard of an agent's session index (`registry:<agentId>:<shard>`, placed by src/registry/session-index.ts).
  * It holds the rows whose key hashes to it and the sessionId locators whose sessionId hashes to it.
- * Every list and resolve is one indexed query with visibility in the WHERE clause and LIMIT applied
- * last, so a scoped caller never gets an under-filled page. The same class serves the pre-sharding
- * object `registry:<agentId>` while it moves its rows out (src/registry/legacy-move.ts).
+ * Every list and resolve is one indexed query (src/registry/shard-list.ts). Calls from the index carry the
+ * caller's layout epoch: a shard sealed by a later layout refuses them (src/registry/index-split.ts). The same class serves the pre-sharding
+ * object `registry:<agentId>` while it moves its rows out (src/registry/legacy-move.ts), and shard 0 keeps
+ * the agent's layout record and coordinates its splits and merges (src/registry/layout-record.ts).
  */
-export type ListScope = { type: "self"; key: string } | { type: "tree"; key: string } | { type: "agent" };
-
-export interface ListQuery {
-  scope: ListScope;
-  kinds?: string[];
-  /** Only rows with updatedAt >= this (ms). */
-  activeSince?: number;
-  limit: number;
-  /** Keyset cursor: rows strictly older than this (updatedAt desc, key desc). */
-  cursor?: { updatedAt: number; key: string };
-  /** Only rows with exactly this label. */
-  label?: string;
-  /** Lower-case text the key, label, sessionId, kind, display name, channel or model must contain. */
-  search?: string;
-}
-
-/**
- * Rows one shard looks at for a `search` page: matching is a scan (no index answers "contains"), so a page
- * reads at most this many rows, newest first, and ends with a cursor where the scan stopped
- * (docs/limits.md). The next page goes on from there.
- */
-export const SEARCH_SCAN_ROWS = 2000;
-
-/** The fields `search` looks in, lower-cased: the row's columns and the display fields of its JSON. */
-const SEARCH_HAYSTACK = `lower(key || ' ' || COALESCE(label, '') || ' ' || session_id || ' ' || kind || ' ' ||
-  COALESCE(json_extract(row_json, '$.displayName'), '') || ' ' || COALESCE(json_extract(row_json, '$.channel'), '') || ' ' ||
-  COALESCE(json_extract(row_json, '$.model'), ''))`;
-
-export interface ListPage {
-  rows: SessionRow[];
-  /** Cursor of the last row when more rows may follow. */
-  next: { updatedAt: number; key: string } | null;
-}
-
-/**
- * One shard's answer to a listing, in listing order: each row's position (key, updatedAt) and its stored
- * JSON text, unparsed. The merge (src/registry/session-index.ts) picks a page by position and parses only
- * the rows it keeps; strings cross the RPC boundary far cheaper than object graphs (docs/scale.md).
- */
-export interface ShardPage {
-  keys: string[];
-  updatedAt: number[];
-  rows: string[];
-  /** Cursor of the last row when more rows may follow. */
-  next: { updatedAt: number; key: string } | null;
-}
-
 const MIGRATIONS = [
   `
   CREATE TABLE sessions (
@@ -87,36 +58,26 @@ const MIGRATIONS = [
   `,
   MOVE_SCHEMA,
   LAYOUT_SCHEMA,
+  // The self-sizing index: the layout record's epoch and move state, a shard's seal and its part of a move.
+  LAYOUT_RECORD_SCHEMA,
+  SPLIT_SCHEMA,
 ];
 
-/**
- * A shard's page from its rows in listing order (one more than `limit` tells that more follow). `scanStop`:
- * where a search scan stopped short of the listing's end — the page's cursor when the page is not full.
- */
-function shardPageOf(
-  rows: { key: string; updated_at: number; row_json: string }[],
-  limit: number,
-  scanStop: { updatedAt: number; key: string } | null,
-): ShardPage {
-  const more = rows.length > limit;
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return {
-    keys: page.map((r) => r.key),
-    updatedAt: page.map((r) => r.updated_at),
-    rows: page.map((r) => r.row_json),
-    next: more && last ? { updatedAt: last.updated_at, key: last.key } : scanStop,
-  };
-}
+/** What a shard measures against the split thresholds on each write of an auto layout (src/registry/layout-math.ts). */
+export type HotCheck = Pick<SplitTuning, "rows" | "writesPerSecond" | "sustainMs">;
 
-/** A lookup limited to one parent's children (a sandboxed or tree-scoped caller): the condition and its argument. */
-function childOf(spawnedBy: string | undefined): [string, string[]] {
-  return spawnedBy ? [" AND spawned_by = ?", [spawnedBy]] : ["", []];
-}
+/** A hot shard says so at most this often: its writers' split requests to shard 0 stay rare. */
+const HOT_REPEAT_MS = 5_000;
 
 export class RegistryObject extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly pacer = new WritePacer();
+  /** The seal (src/registry/index-split.ts), read once per instance; changed only by beginSplit. */
+  private seal: number | null = null;
+  /** Rows here, counted on the first auto write of this instance and kept since (null: count again). */
+  private rows: number | null = null;
+  private hotSince: number | null = null;
+  private hotSaidAt = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -124,18 +85,49 @@ export class RegistryObject extends DurableObject<Env> {
     ctx.blockConcurrencyWhile(async () => runMigrations(this.sql, MIGRATIONS));
   }
 
+  /** Refuse a caller whose layout is older than this shard's seal: it re-reads the layout and retries there. */
+  private guard(epoch: number | undefined): void {
+    if (epoch === undefined) return;
+    this.seal ??= sealOf(this.sql);
+    if (epoch < this.seal) throw new Error(`${STALE_LAYOUT}: epoch ${epoch} < ${this.seal}`);
+  }
+
   /**
    * Upsert a session's row. Writes can arrive out of order (an inline write racing a coalesced one),
    * so an older row never overwrites a newer one. `withLocator`: the sessionId's locator lives in this
    * shard too (src/registry/session-id.ts) and is written in the same transaction, so the row is never
-   * listed without being resolvable.
+   * listed without being resolvable. `auto`: the layout sizes itself, and `hot` says this shard passed a
+   * split threshold (the caller asks shard 0 to split, src/registry/session-index.ts).
    */
-  async upsert(e: IndexEntry, opts: { withLocator?: boolean } = {}): Promise<{ nextWriteInMs: number }> {
+  async upsert(
+    e: IndexEntry,
+    opts: { withLocator?: boolean; epoch?: number; auto?: HotCheck } = {},
+  ): Promise<{ nextWriteInMs: number; hot?: true }> {
+    this.guard(opts.epoch);
+    const isNew =
+      opts.auto !== undefined &&
+      this.rows !== null &&
+      this.sql.exec("SELECT 1 FROM sessions WHERE key = ?", e.key).toArray().length === 0;
     this.ctx.storage.transactionSync(() => {
       if (opts.withLocator) this.writeLocator(e.sessionId, e.key, e.spawnedBy);
       this.writeRow(e);
     });
-    return { nextWriteInMs: this.pacer.record(Date.now()) };
+    const now = Date.now();
+    const nextWriteInMs = this.pacer.record(now);
+    if (!opts.auto) return { nextWriteInMs };
+    if (this.rows === null) this.rows = this.countRows();
+    else if (isNew) this.rows++;
+    return this.isHot(opts.auto, now) ? { nextWriteInMs, hot: true } : { nextWriteInMs };
+  }
+
+  /** Past the row threshold, or above the write rate for the sustain period; said once per HOT_REPEAT_MS. */
+  private isHot(t: HotCheck, now: number): boolean {
+    if (this.pacer.rate(now) > t.writesPerSecond) this.hotSince ??= now;
+    else this.hotSince = null;
+    const hot = this.rows! > t.rows || (this.hotSince !== null && now - this.hotSince >= t.sustainMs);
+    if (!hot || now - this.hotSaidAt < HOT_REPEAT_MS) return false;
+    this.hotSaidAt = now;
+    return true;
   }
 
   private writeRow(e: IndexEntry): void {
@@ -157,19 +149,23 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   /** Many rows in one call (seeding, bulk imports). */
-  async upsertMany(entries: IndexEntry[]): Promise<void> {
+  async upsertMany(entries: IndexEntry[], epoch?: number): Promise<void> {
+    this.guard(epoch);
+    this.rows = null;
     this.ctx.storage.transactionSync(() => {
       for (const e of entries) this.writeRow(e);
     });
   }
 
   /** A deleted session. While rows move out of this object, the deletion is remembered so a copy in flight is removed too. */
-  async remove(key: string): Promise<void> {
+  async remove(key: string, epoch?: number): Promise<void> {
+    this.guard(epoch);
     const had = this.sql
       .exec<{ session_id: string }>("SELECT session_id FROM sessions WHERE key = ?", key)
       .toArray()[0];
     this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
-    if (had && this.sql.exec("SELECT 1 FROM move_state").toArray().length > 0) {
+    if (had && this.rows !== null) this.rows--;
+    if (had && (this.sql.exec("SELECT 1 FROM move_state").toArray().length > 0 || splitting(this.sql))) {
       this.sql.exec(
         "INSERT INTO move_removed (key, session_id, removed_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET session_id = excluded.session_id, removed_at = excluded.removed_at",
         key,
@@ -184,14 +180,28 @@ export class RegistryObject extends DurableObject<Env> {
     this.sql.exec("DELETE FROM sessions WHERE key = ? AND updated_at <= ?", key, removedAt);
   }
 
-  /** Drop a stale pre-sharding row (its session now writes to its shard); says whether any row is left here. */
-  async forget(key: string): Promise<{ drained: boolean }> {
+  /**
+   * Drop a stale copy (its session now writes to its shard under the new layout: the pre-sharding object's,
+   * or a moving source's); says whether any row is left here.
+   */
+  async forget(key: string, epoch?: number): Promise<{ drained: boolean }> {
+    this.guard(epoch);
     this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
     return { drained: !this.hasAnyRow() };
   }
 
+  /** Many stale copies at once (src/registry/session-index.ts `upsertMany` while rows move). */
+  async forgetMany(keys: string[], epoch?: number): Promise<void> {
+    this.guard(epoch);
+    this.rows = null;
+    this.ctx.storage.transactionSync(() => {
+      for (const key of keys) this.sql.exec("DELETE FROM sessions WHERE key = ?", key);
+    });
+  }
+
   /** Record where a sessionId's session lives (write-once: a session's sessionId never changes). */
-  async indexSessionId(sessionId: string, key: string, spawnedBy: string | null): Promise<void> {
+  async indexSessionId(sessionId: string, key: string, spawnedBy: string | null, epoch?: number): Promise<void> {
+    this.guard(epoch);
     this.writeLocator(sessionId, key, spawnedBy);
   }
 
@@ -204,18 +214,27 @@ export class RegistryObject extends DurableObject<Env> {
     );
   }
 
-  async indexSessionIds(ids: { sessionId: string; key: string; spawnedBy: string | null }[]): Promise<void> {
+  async indexSessionIds(
+    ids: { sessionId: string; key: string; spawnedBy: string | null }[],
+    epoch?: number,
+  ): Promise<void> {
+    this.guard(epoch);
     this.ctx.storage.transactionSync(() => {
       for (const i of ids) this.writeLocator(i.sessionId, i.key, i.spawnedBy);
     });
   }
 
-  async forgetSessionId(sessionId: string): Promise<void> {
-    this.sql.exec("DELETE FROM session_ids WHERE session_id = ?", sessionId);
+  /** A deleted session's locator; while this shard gives locators away, remembered so a copy in flight goes too. */
+  async forgetSessionId(sessionId: string, epoch?: number): Promise<void> {
+    this.guard(epoch);
+    const had = this.sql.exec("DELETE FROM session_ids WHERE session_id = ?", sessionId).rowsWritten > 0;
+    if (had && splitting(this.sql))
+      this.sql.exec("INSERT INTO split_forgotten (session_id) VALUES (?) ON CONFLICT DO NOTHING", sessionId);
   }
 
   /** The key of a sessionId from the locator table (at most one: sessionIds are random UUIDs). */
-  async lookupSessionId(id: string, spawnedBy?: string): Promise<string[]> {
+  async lookupSessionId(id: string, spawnedBy?: string, epoch?: number): Promise<string[]> {
+    this.guard(epoch);
     const [parent, parentArgs] = childOf(spawnedBy);
     return this.sql
       .exec<{ key: string }>(`SELECT key FROM session_ids WHERE session_id = ?${parent}`, id, ...parentArgs)
@@ -223,17 +242,56 @@ export class RegistryObject extends DurableObject<Env> {
       .map((r) => r.key);
   }
 
-  /** Shard 0 only: the index's shard count, recording `shards` when none is recorded yet (src/registry/index-layout.ts). */
-  async claimLayout(shards: number): Promise<number> {
-    const row = this.sql.exec<{ shards: number }>("SELECT shards FROM index_layout").toArray()[0];
-    if (row) return row.shards;
-    this.sql.exec("INSERT INTO index_layout (shards) VALUES (?)", shards);
-    return shards;
+  /** Shard 0 only: the index's layout, recording `want` when none is recorded yet (src/registry/index-layout.ts). */
+  async claimLayout(want: LayoutWant, agentId: string): Promise<Layout> {
+    return this.watched(claimLayout(this.sql, want, agentId));
   }
 
-  /** Shard 0 only: change the recorded count from `from` to `to` (compare-and-set); false if it was not `from`. */
-  async replaceLayout(from: number, to: number): Promise<boolean> {
-    return this.sql.exec("UPDATE index_layout SET shards = ? WHERE shards = ?", to, from).rowsWritten > 0;
+  /** Shard 0 only: the recorded layout (a caller refused by a seal re-reads it). */
+  async readLayout(): Promise<Layout | null> {
+    const layout = readLayout(this.sql);
+    return layout && this.watched(layout);
+  }
+
+  /**
+   * A move never waits on a lost alarm: readers of a moving layout re-read it every second
+   * (src/registry/index-layout.ts), and each read re-arms a missing alarm, which resumes the move.
+   */
+  private async watched(layout: Layout): Promise<Layout> {
+    if (layout.from !== null && (await this.ctx.storage.getAlarm()) === null)
+      await this.ctx.storage.setAlarm(Date.now());
+    return layout;
+  }
+
+  /** Shard 0 only: an empty index takes `want` if the record is still at `epoch`; null if it changed. */
+  async replaceLayout(epoch: number, want: LayoutWant): Promise<Layout | null> {
+    return replaceLayout(this.sql, epoch, want);
+  }
+
+  /** Shard 0 only: a shard of layout `epoch` is hot; split unless the layout changed (src/registry/layout-record.ts). */
+  async requestSplit(agentId: string, epoch: number, tuning: SplitTuning): Promise<Layout | null> {
+    if (startSplit(this.sql, agentId, epoch, tuning)) {
+      this.seal = null;
+      await this.ctx.storage.setAlarm(Date.now());
+    }
+    return readLayout(this.sql);
+  }
+
+  /** Shard 0 only: a source of move `epoch` is done. */
+  async sourceDone(epoch: number, shard: number): Promise<void> {
+    sourceDone(this.sql, epoch, shard);
+  }
+
+  /** A source of a layout change: seal here and start moving out (src/registry/index-split.ts). */
+  async beginSplit(a: { agentId: string; shard: number; epoch: number; toShards: number }): Promise<void> {
+    const started = beginSplit(this.sql, a);
+    this.seal = null;
+    if (started) await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  /** Rows here and the write rate now: the coordinator's cooling check (src/registry/layout-record.ts). */
+  async load(): Promise<{ rows: number; writesPerSecond: number }> {
+    return { rows: this.countRows(), writesPerSecond: this.pacer.rate(Date.now()) };
   }
 
   /**
@@ -249,15 +307,34 @@ export class RegistryObject extends DurableObject<Env> {
     return { pending: true };
   }
 
+  /**
+   * The one alarm serves three kinds of work, each a row here: the pre-sharding object's move, shard 0's
+   * coordination of a layout change, and a source shard's part of it. Each says when it wants to run again.
+   */
   async alarm(): Promise<void> {
     await moveBatch(this.ctx, this.env);
+    const coordinator = await coordinate(this.ctx, this.env);
+    const done = async (agentId: string, epoch: number, shard: number) => {
+      if (shard === 0) sourceDone(this.sql, epoch, shard);
+      else await indexShardStub(this.env, agentId, 0).sourceDone(epoch, shard);
+    };
+    const mover = await splitBatch(this.ctx, this.env, done);
+    // Rows left this shard: its count and rate are measured again before it can call itself hot.
+    if (mover !== null || coordinator !== null) [this.rows, this.hotSince] = [null, null];
+    const next = [coordinator, mover].filter((t): t is number => t !== null);
+    if (next.length > 0) await this.ctx.storage.setAlarm(Math.min(...next));
+  }
+
+  private countRows(): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n;
   }
 
   private hasAnyRow(): boolean {
     return this.sql.exec("SELECT 1 FROM sessions LIMIT 1").toArray().length > 0;
   }
 
-  async get(key: string): Promise<{ key: string; spawnedBy: string | null; row: SessionRow } | null> {
+  async get(key: string, epoch?: number): Promise<{ key: string; spawnedBy: string | null; row: SessionRow } | null> {
+    this.guard(epoch);
     const r = this.sql
       .exec<{ key: string; spawned_by: string | null; row_json: string }>(
         "SELECT key, spawned_by, row_json FROM sessions WHERE key = ?",
@@ -267,81 +344,9 @@ export class RegistryObject extends DurableObject<Env> {
     return r ? { key: r.key, spawnedBy: r.spawned_by, row: JSON.parse(r.row_json) } : null;
   }
 
-  async list(q: ListQuery): Promise<ShardPage> {
-    const where: string[] = ["listed = 1"];
-    const args: (string | number)[] = [];
-    if (q.scope.type === "self") {
-      where.push("key = ?");
-      args.push(q.scope.key);
-    }
-    if (q.kinds && q.kinds.length > 0) {
-      where.push(`kind IN (${q.kinds.map(() => "?").join(", ")})`);
-      args.push(...q.kinds);
-    }
-    if (q.activeSince !== undefined) {
-      where.push("updated_at >= ?");
-      args.push(q.activeSince);
-    }
-    if (q.label !== undefined) {
-      where.push("label = ?");
-      args.push(q.label);
-    }
-    if (q.cursor) {
-      // `updated_at <= ?` is the index's range bound; the OR alone is no bound, and SQLite then read every
-      // row newer than the cursor to reach the page: O(position) per page (test/tools/sessions-list.test.ts).
-      where.push("updated_at <= ? AND (updated_at < ? OR key < ?)");
-      args.push(q.cursor.updatedAt, q.cursor.updatedAt, q.cursor.key);
-    }
-    const limit = Math.max(1, Math.min(q.limit, 1000));
-    const select = (w: string[], index = "") =>
-      `SELECT key, updated_at, row_json, ${q.search !== undefined ? `${SEARCH_HAYSTACK} AS haystack` : "NULL AS haystack"} FROM sessions ${index}WHERE ${w.join(" AND ")}`;
-    // Tree scope = the caller's own row (primary key) + its children (sessions_children), merged in
-    // index order. One `key = ? OR spawned_by = ?` made SQLite walk sessions_recent over every row of
-    // the agent: O(sessions) per call, 6× slower at 100,000 sessions (npm run bench). The children's arm
-    // names its index: left to choose, SQLite walked sessions_recent (listed = 1, in the ORDER BY's order)
-    // and filtered spawned_by, O(rows in the shard) again (test/tools/sessions-list.test.ts, "a tree page reads…").
-    const [query, queryArgs] =
-      q.scope.type === "tree"
-        ? [
-            `${select(["key = ?", ...where])} UNION ALL ${select(["spawned_by = ?", "key <> ?", ...where], "INDEXED BY sessions_children ")}`,
-            [q.scope.key, ...args, q.scope.key, q.scope.key, ...args],
-          ]
-        : [select(where), args];
-    if (q.search !== undefined) return this.searchPage(query, queryArgs, q.search, limit);
-    const rows = this.sql
-      .exec<{ key: string; updated_at: number; row_json: string }>(
-        `${query} ORDER BY updated_at DESC, key DESC LIMIT ?`,
-        ...queryArgs,
-        limit + 1,
-      )
-      .toArray();
-    return shardPageOf(rows, limit, null);
-  }
-
-  /**
-   * A `search` page: the matching rows among the newest SEARCH_SCAN_ROWS of the listing (after the cursor).
-   * When the scan stopped before the listing's end, the page ends where it stopped, so the next page
-   * scans on from there (src/registry/session-index.ts never merges past it).
-   */
-  private searchPage(query: string, queryArgs: (string | number)[], search: string, limit: number): ShardPage {
-    const stop = this.sql
-      .exec<{ key: string; updated_at: number }>(
-        `SELECT key, updated_at FROM (${query}) ORDER BY updated_at DESC, key DESC LIMIT 1 OFFSET ?`,
-        ...queryArgs,
-        SEARCH_SCAN_ROWS - 1,
-      )
-      .toArray()[0];
-    const within = stop ? " AND (updated_at > ? OR (updated_at = ? AND key >= ?))" : "";
-    const rows = this.sql
-      .exec<{ key: string; updated_at: number; row_json: string }>(
-        `SELECT key, updated_at, row_json FROM (${query}) WHERE instr(haystack, ?) > 0${within} ORDER BY updated_at DESC, key DESC LIMIT ?`,
-        ...queryArgs,
-        search,
-        ...(stop ? [stop.updated_at, stop.updated_at, stop.key] : []),
-        limit + 1,
-      )
-      .toArray();
-    return shardPageOf(rows, limit, stop ? { updatedAt: stop.updated_at, key: stop.key } : null);
+  async list(q: ListQuery, epoch?: number): Promise<ShardPage> {
+    this.guard(epoch);
+    return listShard(this.sql, q);
   }
 
   /** Keys whose sessionId is `id` (at most 2: enough to tell "none", "one" and "ambiguous"). */
@@ -354,7 +359,12 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   /** Newest rows (at most 5) with this label, for a merge over shards. */
-  async resolveLabelRows(label: string, spawnedBy?: string): Promise<{ key: string; updatedAt: number }[]> {
+  async resolveLabelRows(
+    label: string,
+    spawnedBy?: string,
+    epoch?: number,
+  ): Promise<{ key: string; updatedAt: number }[]> {
+    this.guard(epoch);
     const [parent, parentArgs] = childOf(spawnedBy);
     return this.sql
       .exec<{ key: string; updated_at: number }>(
@@ -372,6 +382,6 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   async count(): Promise<number> {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sessions").one().n;
+    return this.countRows();
   }
 }

@@ -1,27 +1,66 @@
 import type { Config } from "../config/schema";
-import { checkLayout } from "./index-layout";
+import { isStaleLayout, knownLayout, layoutFor, noteLayout, refreshLayout } from "./index-layout";
+import { homeOf, type Layout, oldHomeOf, type SplitTuning, sourcesOf, spanOf, targetsOf } from "./layout-math";
+import type { LayoutWant } from "./layout-record";
 import { copyToShards } from "./legacy-move";
+import { before, mergeShardPages, mergeSorted, shardSource } from "./page-merge";
 import type { ListPage, ListQuery, ShardPage } from "./registry-object";
-import { indexShardStub, indexShardStubOf, legacyIndexStub, type RegistryStub } from "./registry-stubs";
-import type { IndexEntry, SessionRow } from "./row";
-import { shardOf } from "./shard-hash";
+import { indexShardStub, legacyIndexStub, type RegistryStub } from "./registry-stubs";
+import type { IndexEntry } from "./row";
+import { INDEX_SHARDS_MAX } from "./shard-hash";
 
-type IndexedRow = { key: string; spawnedBy: string | null; row: SessionRow };
+export { canonicalKeyOfRow, mergePages } from "./page-merge";
+
+type IndexedRow = { key: string; spawnedBy: string | null; row: IndexEntry["row"] };
 
 /**
- * The session index of one agent, spread over `session.indexShards` registry objects
- * (`registry:<agentId>:<shard>`). A row lives in the shard of its key's hash; a sessionId's locator in
- * the shard of the sessionId's hash, so a key or a sessionId is one lookup in one object. Listings ask
- * each shard for one page and merge (docs/scale.md). Every caller reaches the index through here.
+ * The session index of one agent, spread over registry objects `registry:<agentId>:<shard>` as its layout
+ * says (src/registry/index-layout.ts): a fixed `indexShards`, or — unset — a layout that starts at one object
+ * and doubles when a shard gets hot, halving back when all cool (docs/scale.md, "The self-sizing index"). A
+ * row lives in the shard of its key's hash; a sessionId's locator in the shard of the sessionId's hash, so a
+ * key or a sessionId is one lookup in one object. Listings ask each shard for one page and merge. Every
+ * caller reaches the index through here.
+ *
+ * While rows move between layouts, a key's old and new shard may differ: reads ask the old one (a sealed
+ * source) first and the new one after, writes go to the new one and drop the old copy, so a row is always
+ * found where a read looks, and each page is still one merge by position (cursors are positions, valid
+ * under every layout).
  */
 export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionIndex {
-  return new SessionIndex(env, indexShardsOf(cfg, agentId), agentId);
+  const split = cfg.session.indexSplit;
+  return new SessionIndex(env, indexShardsOf(cfg, agentId), agentId, {
+    rows: split.rows,
+    writesPerSecond: split.writesPerSecond,
+    sustainMs: split.sustainSeconds * 1_000,
+    coolMs: split.coolSeconds * 1_000,
+    maxShards: split.maxShards,
+  });
 }
 
-/** An agent's shard count: its own `indexShards` (a small agent 1, the hot one 64), else `session.indexShards`. */
-export function indexShardsOf(cfg: Config, agentId: string): number {
+/** An agent's fixed shard count (its own `indexShards`, else `session.indexShards`); undefined: it sizes itself. */
+export function indexShardsOf(cfg: Config, agentId: string): number | undefined {
   return cfg.agents.roster.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
 }
+
+/**
+ * The count a new sessionId is drawn to share its key's shard under (src/registry/session-id.ts): the fixed
+ * count, or for a self-sizing index the largest it can reach, which every smaller power of two divides.
+ */
+export function sessionIdPlacement(cfg: Config, agentId: string): number {
+  return indexShardsOf(cfg, agentId) ?? INDEX_SHARDS_MAX;
+}
+
+/** The thresholds used when none are given (the config's defaults, docs/limits.md). */
+const DEFAULT_TUNING: SplitTuning = {
+  rows: 250_000,
+  writesPerSecond: 150,
+  sustainMs: 60_000,
+  coolMs: 3_600_000,
+  maxShards: INDEX_SHARDS_MAX,
+};
+
+/** A caller refused by a sealed shard re-reads the layout and tries again; more than this many changes in one call is a fault. */
+const STALE_RETRIES = 3;
 
 /**
  * Agents whose pre-sharding object this isolate has seen empty. Nothing writes to that object after the
@@ -30,104 +69,6 @@ export function indexShardsOf(cfg: Config, agentId: string): number {
 const drainedLegacy = new Set<string>();
 
 const EMPTY_SHARD_PAGE: ShardPage = { keys: [], updatedAt: [], rows: [], next: null };
-
-/** Rows show `main` for the global bucket; its key (and cursor position) is `global`. */
-export function canonicalKeyOfRow(row: SessionRow): string {
-  return row.key === "main" ? "global" : row.key;
-}
-
-type Position = { updatedAt: number; key: string };
-
-/** Listing order: updatedAt desc, then key desc (the order of every shard's index). */
-function before(a: Position, b: Position): boolean {
-  if (a.updatedAt !== b.updatedAt) return a.updatedAt > b.updatedAt;
-  return a.key > b.key;
-}
-
-/** Sorted sources as the k-way merge reads them: a length and the position of each entry. */
-interface Sorted {
-  length: number;
-  at(i: number): Position;
-  more: boolean;
-  /** Where the source's next page starts (its cursor), when more follow. */
-  next?: Position | null;
-}
-
-/**
- * K-way merge of sorted sources into at most `limit` picks ([source, index]). A key can sit in two sources
- * only while the pre-sharding object moves out (an identical copy): the first (newest) wins. More rows may
- * follow when entries were left over or any source said so; the cursor is the last pick's position, valid
- * for every shard.
- */
-function mergeSorted(
-  sources: Sorted[],
-  limit: number,
-  stopAtFrontier = true,
-): { picks: [number, number][]; last: Position | null; next: Position | null } {
-  const at = sources.map(() => 0);
-  const picks: [number, number][] = [];
-  const seen = new Set<string>();
-  let leftOver = false;
-  let last: Position | null = null;
-  // The newest cursor of a source with more: below it that source is unread, so the merge stops there (a
-  // search page whose scan stopped early: src/registry/registry-object.ts). A full page's cursor is its last
-  // row, which a merge of `limit` picks never passes. (Not for a first look: SessionIndex.list asks again.)
-  let frontier: Position | null = null;
-  if (stopAtFrontier)
-    for (const s of sources) if (s.more && s.next && (!frontier || before(s.next, frontier))) frontier = s.next;
-  let atFrontier = false;
-  for (;;) {
-    let best = -1;
-    let bestPos: Position | null = null;
-    for (let i = 0; i < sources.length; i++) {
-      if (at[i] >= sources[i].length) continue;
-      const p = sources[i].at(at[i]);
-      if (!bestPos || before(p, bestPos)) [best, bestPos] = [i, p];
-    }
-    if (!bestPos) break;
-    if (frontier && before(frontier, bestPos)) {
-      atFrontier = true;
-      break;
-    }
-    const index = at[best]++;
-    if (seen.has(bestPos.key)) continue;
-    if (picks.length === limit) {
-      leftOver = true;
-      break;
-    }
-    seen.add(bestPos.key);
-    picks.push([best, index]);
-    last = bestPos;
-  }
-  const more = leftOver || atFrontier || sources.some((s) => s.more);
-  const cursor = atFrontier || (!last && frontier) ? frontier : last;
-  return { picks, last, next: more && cursor ? { updatedAt: cursor.updatedAt, key: cursor.key } : null };
-}
-
-/** Merge of pages of parsed rows (sessions_list over several agents). */
-export function mergePages(pages: ListPage[], limit: number): ListPage {
-  const sources = pages.map((p) => ({
-    length: p.rows.length,
-    at: (i: number) => ({ updatedAt: p.rows[i].updatedAt, key: canonicalKeyOfRow(p.rows[i]) }),
-    more: p.next !== null,
-    next: p.next,
-  }));
-  const { picks, next } = mergeSorted(sources, limit);
-  return { rows: picks.map(([s, i]) => pages[s].rows[i]), next };
-}
-
-const shardSource = (p: ShardPage): Sorted => ({
-  length: p.keys.length,
-  at: (i) => ({ updatedAt: p.updatedAt[i], key: p.keys[i] }),
-  more: p.next !== null,
-  next: p.next,
-});
-
-/** Merge of shard answers: picks by position, then parses only the picked rows. */
-function mergeShardPages(pages: ShardPage[], limit: number): ListPage {
-  const { picks, next } = mergeSorted(pages.map(shardSource), limit);
-  return { rows: picks.map(([s, i]) => JSON.parse(pages[s].rows[i]) as SessionRow), next };
-}
 
 /**
  * Rows a shard is first asked for when `shards` shards share a page of `limit`: its fair share with room
@@ -138,98 +79,146 @@ function firstAsk(limit: number, shards: number): number {
   return shards === 1 ? limit : Math.min(limit, Math.ceil((2 * limit) / shards) + 2);
 }
 
+const unique = (xs: number[]) => [...new Set(xs)];
+
 export class SessionIndex {
+  private readonly want: LayoutWant;
+
+  /** `fixedShards`: a fixed count (the config's `indexShards`); undefined: the index sizes itself by `tuning`. */
   constructor(
     private readonly env: Env,
-    readonly shards: number,
+    fixedShards: number | undefined,
     readonly agentId: string,
-  ) {}
+    private readonly tuning: SplitTuning = DEFAULT_TUNING,
+  ) {
+    this.want = fixedShards === undefined ? { mode: "auto" } : { mode: "fixed", shards: fixedShards };
+  }
 
   private shard(n: number): RegistryStub {
     return indexShardStub(this.env, this.agentId, n);
   }
 
-  /** The shard holding the row of `key`. */
-  rowShard(key: string): RegistryStub {
-    return indexShardStubOf(this.env, this.agentId, key, this.shards);
-  }
-
-  /** The shard holding the locator of `sessionId`. */
-  idShard(sessionId: string): RegistryStub {
-    return indexShardStubOf(this.env, this.agentId, sessionId, this.shards);
-  }
-
+  /** Every shard of the layout last seen (a fixed count's, before the first call). */
   allShards(): RegistryStub[] {
-    return Array.from({ length: this.shards }, (_, n) => this.shard(n));
+    const l = knownLayout(this.agentId);
+    const span = l ? spanOf(l) : this.want.mode === "fixed" ? this.want.shards : 1;
+    return Array.from({ length: span }, (_, n) => this.shard(n));
   }
 
-  /**
-   * Before the first read of this isolate: the shard count is the one the rows were written with
-   * (src/registry/index-layout.ts), and the pre-sharding object while it still holds rows, else null.
-   */
-  private async ready(): Promise<RegistryStub | null> {
-    const [legacy] = await Promise.all([this.legacy(), checkLayout(this.env, this.agentId, this.shards)]);
-    return legacy;
+  /** The current layout (claimed on first use). */
+  layout(): Promise<Layout> {
+    return layoutFor(this.env, this.agentId, this.want);
+  }
+
+  /** Run `op` with the layout; a shard sealed by a later layout refuses it, and it runs again with that one. */
+  private async withLayout<T>(op: (l: Layout) => Promise<T>): Promise<T> {
+    let l = await this.layout();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await op(l);
+      } catch (err) {
+        if (attempt >= STALE_RETRIES || !isStaleLayout(err)) throw err;
+        l = await refreshLayout(this.env, this.agentId);
+      }
+    }
   }
 
   /** The pre-sharding object while it still holds rows (asking it starts its move), else null. */
-  private async legacy(): Promise<RegistryStub | null> {
+  private async legacy(l: Layout): Promise<RegistryStub | null> {
     if (drainedLegacy.has(this.agentId)) return null;
     const stub = legacyIndexStub(this.env, this.agentId);
-    if ((await stub.moveOut(this.agentId, this.shards)).pending) return stub;
+    if ((await stub.moveOut(this.agentId, l.shards)).pending) return stub;
     drainedLegacy.add(this.agentId);
     return null;
   }
 
   /**
-   * One page: each source is asked for its share of the page (`firstAsk`) after the cursor with
-   * visibility in its query, then merged by position; only the rows of the page are parsed. `self`
-   * reads the caller's shard; `tree` asks every shard for the caller's children through each shard's
-   * spawned_by index (children live in their own key's shard).
+   * The shards to read, in rounds: one round when nothing moves; while rows move, the sources (which give
+   * rows away) in a round before the targets, so a row copied and deleted between the two reads is seen in
+   * the second.
+   */
+  private rounds(l: Layout, key?: string): number[][] {
+    if (key !== undefined) {
+      const [old, now] = [oldHomeOf(l, key), homeOf(l, key)];
+      return old === now ? [[now]] : [[old], [now]];
+    }
+    if (l.from === null) return [Array.from({ length: l.shards }, (_, n) => n)];
+    return [sourcesOf(l), targetsOf(l)];
+  }
+
+  /**
+   * One page. Nothing moving: each shard is asked for its share of the page (`firstAsk`) after the cursor
+   * with visibility in its query, then merged by position; only the rows of the page are parsed. While
+   * rows move: the rounds (above), each shard asked for a whole page, since a second ask of a source could
+   * miss a row moved after the targets were read. `self` reads the caller's shard; `tree` asks every shard
+   * for the caller's children through each shard's spawned_by index.
    */
   async list(q: ListQuery): Promise<ListPage> {
-    const sources = q.scope.type === "self" ? [this.rowShard(q.scope.key)] : this.allShards();
-    // The pre-sharding object is read BEFORE the shards: a row gone from it by then was copied to its
-    // shard before it went, so one of the two reads sees it (a concurrent read could see neither).
-    const legacy = await this.ready();
-    const old = legacy ? ((await legacy.list(q)) as ShardPage) : EMPTY_SHARD_PAGE;
     const limit = Math.max(1, Math.min(q.limit, 1000));
-    const ask = firstAsk(limit, sources.length);
-    const pages = await Promise.all(sources.map((s) => s.list({ ...q, limit: ask }) as Promise<ShardPage>));
-    // A shard with more rows whose last row is newer than the page's last (or the page is short) may hold
-    // rows of this page: ask it once more, after its last row, for a whole page. Then every shard's rows
-    // down to the page's end are known, so the merge is exact.
-    const first = mergeSorted([...pages, old].map(shardSource), limit, false);
-    const lastOfPage = first.picks.length === limit ? first.last : null;
-    await Promise.all(
-      pages.map(async (page, i) => {
-        const n = page.keys.length;
-        if (!page.next || n === 0) return;
-        if (lastOfPage && !before({ updatedAt: page.updatedAt[n - 1], key: page.keys[n - 1] }, lastOfPage)) return;
-        const more = (await sources[i].list({ ...q, limit, cursor: page.next })) as ShardPage;
-        pages[i] = {
-          keys: [...page.keys, ...more.keys],
-          updatedAt: [...page.updatedAt, ...more.updatedAt],
-          rows: [...page.rows, ...more.rows],
-          next: more.next,
-        };
-      }),
-    );
-    return mergeShardPages([...pages, old], limit);
+    return this.withLayout(async (l) => {
+      // The pre-sharding object is read BEFORE the shards: a row gone from it by then was copied to its
+      // shard before it went, so one of the two reads sees it (a concurrent read could see neither).
+      const legacy = await this.legacy(l);
+      const old = legacy ? ((await legacy.list(q)) as ShardPage) : EMPTY_SHARD_PAGE;
+      const rounds = this.rounds(l, q.scope.type === "self" ? q.scope.key : undefined);
+      if (rounds.length > 1) {
+        const pages: ShardPage[] = [];
+        for (const round of rounds)
+          pages.push(...(await Promise.all(round.map((n) => this.shard(n).list({ ...q, limit }, l.epoch)))));
+        return mergeShardPages([...pages, old], limit);
+      }
+      const sources = rounds[0].map((n) => this.shard(n));
+      const ask = firstAsk(limit, sources.length);
+      const pages = await Promise.all(sources.map((s) => s.list({ ...q, limit: ask }, l.epoch) as Promise<ShardPage>));
+      // A shard with more rows whose last row is newer than the page's last (or the page is short) may hold
+      // rows of this page: ask it once more, after its last row, for a whole page. Then every shard's rows
+      // down to the page's end are known, so the merge is exact.
+      const first = mergeSorted([...pages, old].map(shardSource), limit, false);
+      const lastOfPage = first.picks.length === limit ? first.last : null;
+      await Promise.all(
+        pages.map(async (page, i) => {
+          const n = page.keys.length;
+          if (!page.next || n === 0) return;
+          if (lastOfPage && !before({ updatedAt: page.updatedAt[n - 1], key: page.keys[n - 1] }, lastOfPage)) return;
+          const more = (await sources[i].list({ ...q, limit, cursor: page.next }, l.epoch)) as ShardPage;
+          pages[i] = {
+            keys: [...page.keys, ...more.keys],
+            updatedAt: [...page.updatedAt, ...more.updatedAt],
+            rows: [...page.rows, ...more.rows],
+            next: more.next,
+          };
+        }),
+      );
+      return mergeShardPages([...pages, old], limit);
+    });
   }
 
   async get(key: string): Promise<IndexedRow | null> {
-    // Pre-sharding object first (see list). Typed through `unknown`: the stub's inferred RPC type of a row is too deep for the checker.
-    const legacy = await this.ready();
-    const old = legacy ? ((await legacy.get(key)) as unknown as IndexedRow | null) : null;
-    return old ?? ((await this.rowShard(key).get(key)) as unknown as IndexedRow | null);
+    return this.withLayout(async (l) => {
+      // Pre-sharding object first (see list). Typed through `unknown`: the stub's inferred RPC type of a row is too deep for the checker.
+      const legacy = await this.legacy(l);
+      const old = legacy ? ((await legacy.get(key)) as unknown as IndexedRow | null) : null;
+      if (old) return old;
+      for (const [n] of this.rounds(l, key)) {
+        const found = (await this.shard(n).get(key, l.epoch)) as unknown as IndexedRow | null;
+        if (found) return found;
+      }
+      return null;
+    });
   }
 
-  /** Keys whose sessionId is `id`: the locator's shard, or the pre-sharding object while it moves out. */
+  /** Keys whose sessionId is `id`: the locator's shard (its old one first while locators move). */
   async resolveSessionId(id: string, spawnedBy?: string): Promise<string[]> {
-    const legacy = await this.ready();
-    const old = legacy ? await legacy.resolveSessionId(id, spawnedBy) : [];
-    return old.length > 0 ? old : this.idShard(id).lookupSessionId(id, spawnedBy);
+    return this.withLayout(async (l) => {
+      const legacy = await this.legacy(l);
+      const old = legacy ? await legacy.resolveSessionId(id, spawnedBy) : [];
+      if (old.length > 0) return old;
+      for (const [n] of this.rounds(l, id)) {
+        const found = await this.shard(n).lookupSessionId(id, spawnedBy, l.epoch);
+        if (found.length > 0) return found;
+      }
+      return [];
+    });
   }
 
   /**
@@ -238,51 +227,83 @@ export class SessionIndex {
    * at most 5 rows each, newest first.
    */
   async resolveLabel(label: string, spawnedBy?: string): Promise<string[]> {
-    const legacy = await this.ready();
-    const found = await Promise.all(
-      [...this.allShards(), ...(legacy ? [legacy] : [])].map((s) => s.resolveLabelRows(label, spawnedBy)),
-    );
-    const rows = found.flat().sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? 1 : -1));
-    return [...new Set(rows.map((r) => r.key))].slice(0, 5);
+    return this.withLayout(async (l) => {
+      const legacy = await this.legacy(l);
+      const found = legacy ? [await legacy.resolveLabelRows(label, spawnedBy)] : [];
+      for (const round of this.rounds(l))
+        found.push(...(await Promise.all(round.map((n) => this.shard(n).resolveLabelRows(label, spawnedBy, l.epoch)))));
+      const rows = found.flat().sort((a, b) => b.updatedAt - a.updatedAt || (a.key < b.key ? 1 : -1));
+      return [...new Set(rows.map((r) => r.key))].slice(0, 5);
+    });
   }
 
   /**
    * Write a session's row (the session object's coalesced sync), with the sessionId locator when this
    * object has not written it yet: a row is never resolvable by key but not by sessionId. A locator in the
    * row's shard (every new session's, src/registry/session-id.ts) is written in the same call; one in
-   * another shard (sessions created before that) is written first.
+   * another shard (sessions created before that) is written first. While rows move, the row goes to its new
+   * shard and its old copy is dropped after. A shard of a self-sizing layout that says it is hot makes this
+   * writer ask shard 0 to split (src/registry/layout-record.ts).
    */
   async upsert(entry: IndexEntry, opts: { locatorWritten: boolean }): Promise<{ nextWriteInMs: number }> {
-    await checkLayout(this.env, this.agentId, this.shards);
-    const together = !opts.locatorWritten && shardOf(entry.sessionId, this.shards) === shardOf(entry.key, this.shards);
-    if (!opts.locatorWritten && !together)
-      await this.idShard(entry.sessionId).indexSessionId(entry.sessionId, entry.key, entry.spawnedBy);
-    const paced = await this.rowShard(entry.key).upsert(entry, { withLocator: together });
-    // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
-    if (!drainedLegacy.has(this.agentId)) {
-      const { drained } = await legacyIndexStub(this.env, this.agentId).forget(entry.key);
-      if (drained) drainedLegacy.add(this.agentId);
-    }
-    return paced;
+    return this.withLayout(async (l) => {
+      const home = homeOf(l, entry.key);
+      const together = !opts.locatorWritten && homeOf(l, entry.sessionId) === home;
+      if (!opts.locatorWritten && !together)
+        await this.shard(homeOf(l, entry.sessionId)).indexSessionId(
+          entry.sessionId,
+          entry.key,
+          entry.spawnedBy,
+          l.epoch,
+        );
+      const auto = l.mode === "auto" && l.from === null ? this.tuning : undefined;
+      const paced = await this.shard(home).upsert(entry, { withLocator: together, epoch: l.epoch, auto });
+      const oldHome = oldHomeOf(l, entry.key);
+      if (oldHome !== home) await this.shard(oldHome).forget(entry.key, l.epoch);
+      // A stale pre-sharding copy of this row would list twice (at its old position too): drop it.
+      if (!drainedLegacy.has(this.agentId)) {
+        const { drained } = await legacyIndexStub(this.env, this.agentId).forget(entry.key);
+        if (drained) drainedLegacy.add(this.agentId);
+      }
+      // Not while the pre-sharding object still moves out: its mover places rows by the count it started with.
+      if (paced.hot && drainedLegacy.has(this.agentId)) {
+        const next = await this.shard(0).requestSplit(this.agentId, l.epoch, this.tuning);
+        if (next) noteLayout(this.agentId, next);
+      }
+      return { nextWriteInMs: paced.nextWriteInMs };
+    });
   }
 
-  /** Many rows at once (seeding, bulk imports): one call per shard touched. */
+  /** Many rows at once (seeding, bulk imports): one call per shard touched (and per old shard while rows move). */
   async upsertMany(entries: IndexEntry[]): Promise<void> {
-    await checkLayout(this.env, this.agentId, this.shards);
-    await copyToShards(this.env, this.shards, entries);
+    await this.withLayout(async (l) => {
+      await copyToShards(this.env, l.shards, entries, l.epoch);
+      const stale = new Map<number, string[]>();
+      for (const e of entries) {
+        const [old, now] = [oldHomeOf(l, e.key), homeOf(l, e.key)];
+        if (old !== now) stale.set(old, [...(stale.get(old) ?? []), e.key]);
+      }
+      await Promise.all([...stale].map(([n, keys]) => this.shard(n).forgetMany(keys, l.epoch)));
+    });
   }
 
-  /** A deleted session: its row, its locator, and any pre-sharding copy. */
+  /** A deleted session: its row, its locator (in their old shards too while rows move), and any pre-sharding copy. */
   async remove(key: string, sessionId: string | undefined): Promise<void> {
-    await checkLayout(this.env, this.agentId, this.shards);
-    await this.rowShard(key).remove(key);
-    if (sessionId) await this.idShard(sessionId).forgetSessionId(sessionId);
-    if (!drainedLegacy.has(this.agentId)) await legacyIndexStub(this.env, this.agentId).remove(key);
+    await this.withLayout(async (l) => {
+      const rowShards = unique([oldHomeOf(l, key), homeOf(l, key)]);
+      const idShards = sessionId ? unique([oldHomeOf(l, sessionId), homeOf(l, sessionId)]) : [];
+      await Promise.all([
+        ...rowShards.map((n) => this.shard(n).remove(key, l.epoch)),
+        ...idShards.map((n) => this.shard(n).forgetSessionId(sessionId!, l.epoch)),
+      ]);
+      if (!drainedLegacy.has(this.agentId)) await legacyIndexStub(this.env, this.agentId).remove(key);
+    });
   }
 
-  /** Rows over all shards (tests, bench). */
+  /** Rows over all shards of the layout (tests, bench). */
   async count(): Promise<number> {
-    const counts = await Promise.all(this.allShards().map((s) => s.count()));
+    const l = await this.layout();
+    const counts = await Promise.all(Array.from({ length: spanOf(l) }, (_, n) => this.shard(n).count()));
     return counts.reduce((a, b) => a + b, 0);
   }
 }

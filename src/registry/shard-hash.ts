@@ -1,10 +1,14 @@
-/** Default and bound of `session.indexShards` (docs/scale.md derives both from the capacity model). */
-export const INDEX_SHARDS_DEFAULT = 16;
+/**
+ * Bound of `session.indexShards` and of a self-sizing index (docs/scale.md). A power of two: every doubling
+ * of a self-sizing index divides it, so a sessionId drawn to share its key's shard modulo 256 shares it at
+ * every count the index can reach (src/registry/session-id.ts).
+ */
 export const INDEX_SHARDS_MAX = 256;
 
 /**
- * FNV-1a over the string's UTF-16 units (32 bits; `seed` is the offset basis). Stable across isolates and
- * releases; the search index hashes keys with it too (src/search/hash.ts, src/search/search-shards.ts).
+ * FNV-1a over the string's UTF-16 units (32 bits; `seed` is the offset basis, or a prefix's hash to continue
+ * from, src/registry/session-id.ts). Stable across isolates and releases; the search index hashes keys with it
+ * too (src/search/hash.ts, src/search/search-shards.ts).
  */
 export function fnv1a(value: string, seed = 0x811c9dc5): number {
   let h = seed;

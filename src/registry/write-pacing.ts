@@ -34,4 +34,14 @@ export class WritePacer {
       Math.max(INDEX_INTERVAL_MIN_MS, Math.ceil((1_000 * rate) / SHARD_WRITE_TARGET_PER_S)),
     );
   }
+
+  /**
+   * Writes per second now: the busier of the current and the last whole second, 0 after two quiet seconds.
+   * The self-sizing index compares it with its split threshold (src/registry/registry-object.ts).
+   */
+  rate(now: number): number {
+    if (now - this.windowStart >= 2_000) return 0;
+    if (now - this.windowStart >= 1_000) return this.inWindow;
+    return Math.max(this.inWindow, this.lastWindow);
+  }
 }

@@ -5,7 +5,7 @@ import { parseCanonical } from "../keys";
 import { log } from "../log";
 import { parseSendCommand } from "../policy/send-policy";
 import { newSessionId } from "../registry/session-id";
-import { indexShardsOf } from "../registry/session-index";
+import { sessionIdPlacement } from "../registry/session-index";
 import { assertOpen } from "./closing";
 import { PUMP_TIMER } from "./core-timers";
 import type { SessionExtensions } from "./extensions";
@@ -37,7 +37,7 @@ export function newSessionMeta(key: string, cfg: Config, init: EnqueueRequest["i
   return {
     key: parsed.canonicalKey,
     agentId: parsed.agentId,
-    sessionId: newSessionId(parsed.canonicalKey, indexShardsOf(cfg, parsed.agentId)),
+    sessionId: newSessionId(parsed.canonicalKey, sessionIdPlacement(cfg, parsed.agentId)),
     kind: parsed.kind,
     createdAt: now,
     updatedAt: now,

@@ -44,7 +44,8 @@ describe("sessions_list visibility", () => {
   });
 
   it("a page after a cursor reads that page, not the rows before the cursor", async () => {
-    configure(["paged"]);
+    // 16 fixed shards (the old default; unset, the index starts at one object and sizes itself).
+    configure(["paged"], { session: { indexShards: 16 } });
     const rows: SyntheticRow[] = [];
     for (let n = 0; n < 3_200; n++)
       rows.push({ key: `agent:paged:s${String(n).padStart(4, "0")}`, updatedAt: 100 + n });
@@ -66,7 +67,7 @@ describe("sessions_list visibility", () => {
   });
 
   it("a tree page reads only the caller's children in each shard, not the shard's other rows", async () => {
-    configure(["deep"]);
+    configure(["deep"], { session: { indexShards: 16 } });
     const me = "agent:deep:main";
     // 3,200 sessions over the agent's 16 shards, 32 of them the caller's children: ~200 rows and ~2 children a shard.
     const rows: SyntheticRow[] = [{ key: me, updatedAt: 10 }];
