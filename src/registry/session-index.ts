@@ -170,6 +170,11 @@ export class SessionIndex {
       const sources = rounds[0].map((n) => this.shard(n));
       const ask = firstAsk(limit, sources.length);
       const pages = await Promise.all(sources.map((s) => s.list({ ...q, limit: ask }, l.epoch) as Promise<ShardPage>));
+      // One object (every agent that fits one, docs/scale.md): its page is the page when it is full or the
+      // shard's end — nothing to ask again, so no look-ahead merge; the one merge below keeps the cursor rules.
+      const [only] = pages;
+      if (pages.length === 1 && old === EMPTY_SHARD_PAGE && (only.next === null || only.keys.length >= limit))
+        return mergeShardPages(pages, limit);
       // A shard with more rows whose last row is newer than the page's last (or the page is short) may hold
       // rows of this page: ask it once more, after its last row, for a whole page. Then every shard's rows
       // down to the page's end are known, so the merge is exact.

@@ -103,7 +103,7 @@ export function listShard(sql: SqlStorage, q: ListQuery): ShardPage {
   }
   const limit = Math.max(1, Math.min(q.limit, 1000));
   const select = (w: string[], index = "") =>
-    `SELECT key, updated_at, row_json, ${q.search !== undefined ? `${SEARCH_HAYSTACK} AS haystack` : "NULL AS haystack"} FROM sessions ${index}WHERE ${w.join(" AND ")}`;
+    `SELECT key, updated_at, row_json${q.search !== undefined ? `, ${SEARCH_HAYSTACK} AS haystack` : ""} FROM sessions ${index}WHERE ${w.join(" AND ")}`;
   // Tree scope = the caller's own row (primary key) + its children (sessions_children), merged in
   // index order. One `key = ? OR spawned_by = ?` made SQLite walk sessions_recent over every row of
   // the agent: O(sessions) per call, 6× slower at 100,000 sessions (npm run bench). The children's arm
@@ -117,14 +117,20 @@ export function listShard(sql: SqlStorage, q: ListQuery): ShardPage {
         ]
       : [select(where), args];
   if (q.search !== undefined) return searchPage(sql, query, queryArgs, q.search, limit);
-  const rows = sql
-    .exec<{ key: string; updated_at: number; row_json: string }>(
-      `${query} ORDER BY updated_at DESC, key DESC LIMIT ?`,
-      ...queryArgs,
-      limit + 1,
-    )
-    .toArray();
-  return shardPageOf(rows, limit, null);
+  // Columns by position (`raw`), straight into the page's arrays: no object per row on the hot path of every
+  // listing (docs/scale.md, "The self-sizing index").
+  const page: ShardPage = { keys: [], updatedAt: [], rows: [], next: null };
+  const cursor = sql.exec(`${query} ORDER BY updated_at DESC, key DESC LIMIT ?`, ...queryArgs, limit + 1).raw();
+  for (const [key, updatedAt, row] of cursor) {
+    // Row `limit + 1` (the last the query returns) only says that more follow, from the page's last row.
+    if (page.keys.length === limit) page.next = { updatedAt: page.updatedAt[limit - 1], key: page.keys[limit - 1] };
+    else {
+      page.keys.push(key as string);
+      page.updatedAt.push(updatedAt as number);
+      page.rows.push(row as string);
+    }
+  }
+  return page;
 }
 
 /**

@@ -101,7 +101,12 @@ export function parseToolArgs(tool: ToolDefinition, raw: unknown): Record<string
  * session_status's card) — the payload itself is always the structured part (`details`, `structuredContent`).
  */
 export function toolResultText(name: string, payload: unknown): string {
-  return TOOLS.find((t) => t.name === name)?.resultText?.(payload) ?? JSON.stringify(payload);
+  return toolOwnText(name, payload) ?? JSON.stringify(payload);
+}
+
+/** The tool's own text block (`resultText`), when it has one for this payload; undefined: the text is the JSON. */
+export function toolOwnText(name: string, payload: unknown): string | undefined {
+  return TOOLS.find((t) => t.name === name)?.resultText?.(payload);
 }
 
 export async function invokeTool(ctx: ToolContext, name: string, rawArgs: unknown): Promise<unknown> {

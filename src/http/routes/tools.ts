@@ -2,7 +2,15 @@ import { Hono } from "hono";
 import { endTime, startTime } from "hono/timing";
 import { z } from "zod";
 import { describeTool, toolArgsSchema } from "../../tools/json-schema";
-import { findTool, invokeTool, parseToolArgs, TOOLS, toolResultText, toolsFor } from "../../tools/registry";
+import {
+  findTool,
+  invokeTool,
+  parseToolArgs,
+  TOOLS,
+  toolOwnText,
+  toolResultText,
+  toolsFor,
+} from "../../tools/registry";
 import { toolCatalogSchema, toolResultSchema } from "../api-schemas";
 import type { AppEnv } from "../app-env";
 import { requesterOf } from "../auth";
@@ -36,6 +44,20 @@ export function toolResult(payload: unknown, tool?: string) {
   // Compact JSON: the payload travels twice (text and details), so whitespace would double its cost.
   const text = tool ? toolResultText(tool, payload) : JSON.stringify(payload);
   return { content: [{ type: "text" as const, text }], details: payload };
+}
+
+/**
+ * The `/tools/invoke` answer `{ ok: true, result: toolResult(payload, tool) }` as JSON text, byte for byte
+ * what `c.json` makes of it, with the payload serialised once: when the text block is the payload's JSON
+ * (every tool without its own text) that one string is also `details`. `c.json` would serialise the payload
+ * again — for a sessions_list page, 50 rows the text block already holds (docs/scale.md).
+ */
+export function toolResultBody(payload: unknown, tool: string): string {
+  const json = JSON.stringify(payload);
+  // A payload with no JSON (undefined) has no `details` key in c.json's text either.
+  if (json === undefined) return JSON.stringify({ ok: true, result: toolResult(payload, tool) });
+  const text = toolOwnText(tool, payload) ?? json;
+  return `{"ok":true,"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"details":${json}}}`;
 }
 
 /**
@@ -101,9 +123,7 @@ export const toolsApp = new Hono<AppEnv>()
         } satisfies z.infer<typeof toolResultSchema>);
       }
       const payload = await invokeTool(ctx, body.tool, body.args);
-      return c.json({ ok: true as const, result: toolResult(payload, body.tool) } satisfies z.infer<
-        typeof toolResultSchema
-      >);
+      return c.body(toolResultBody(payload, body.tool), 200, { "Content-Type": "application/json" });
     },
   )
   // Per caller on purpose: a sub-agent's run token sees the sub-agent tool set, so a runtime never offers
