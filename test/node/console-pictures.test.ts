@@ -1,10 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { unstable_startWorker } from "wrangler";
-import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { type ConsoleRig, startConsole } from "./console-rig";
+import { shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
 /**
@@ -30,12 +28,10 @@ const SCRIPT: [string, string][] = [
   ["benchmark the frameworks", "3 benchmarks run: actix-web leads."],
 ];
 
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
+let rig: ConsoleRig | undefined;
 let base = "";
-let runtimes: Server;
 let context: BrowserContext;
 let page: Page;
-let closeBrowser = async () => {};
 let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted and has not completed: its completion path and run token. */
 const slowRuns: { completePath: string; runToken: string }[] = [];
@@ -50,27 +46,24 @@ const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: O
 
 beforeAll(async () => {
   if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  runtimes = createServer(async (req, res) => {
-    const run = JSON.parse(await readBody(req));
-    if (req.url === "/slow") {
-      slowRuns.push({ completePath: run.completePath, runToken: run.runToken });
-      return void res.writeHead(202).end();
-    }
-    const message: string = run.message;
-    const scripted = SCRIPT.find(([heard]) => message.includes(heard))?.[1];
-    // Announce steps (agent-to-agent and sub-agent) stay silent; anything else is acknowledged.
-    const reply = scripted ?? (/announce step/i.test(message) ? "ANNOUNCE_SKIP" : "noted");
-    res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({ reply, model: "m1", usage: { input: 1200, output: 300 } }));
-  });
-  await new Promise<void>((r) => runtimes.listen(0, "127.0.0.1", r));
-  const hookBase = `http://127.0.0.1:${(runtimes.address() as AddressInfo).port}`;
-
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  worker = await unstable_startWorker({
-    config: "wrangler.jsonc",
-    bindings: {
-      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
+  rig = await startConsole({
+    chromium: CHROMIUM,
+    token: OPERATOR,
+    signIn: "context",
+    serve: async (req, res) => {
+      const run = JSON.parse(await readBody(req));
+      if (req.url === "/slow") {
+        slowRuns.push({ completePath: run.completePath, runToken: run.runToken });
+        return void res.writeHead(202).end();
+      }
+      const message: string = run.message;
+      const scripted = SCRIPT.find(([heard]) => message.includes(heard))?.[1];
+      // Announce steps (agent-to-agent and sub-agent) stay silent; anything else is acknowledged.
+      const reply = scripted ?? (/announce step/i.test(message) ? "ANNOUNCE_SKIP" : "noted");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ reply, model: "m1", usage: { input: 1200, output: 300 } }));
+    },
+    bindings: (hookBase) => ({
       // Not the developer's .dev.vars tokens (for npm start's agents): none are needed here.
       AGENT_TOKENS: { type: "plain_text", value: "{}" },
       SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
@@ -104,23 +97,12 @@ beforeAll(async () => {
           tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["planner", "researcher"] } },
         },
       },
-    },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
+    }),
   });
-  await worker.ready;
-  base = String(await worker.url);
-  clockFrozenAt = Date.now();
-
-  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
-  await context.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
+  ({ base, context, page, clockFrozenAt } = rig);
 }, 120_000);
 
-afterAll(async () => {
-  await closeBrowser();
-  await worker?.dispose();
-  runtimes?.closeAllConnections();
-  await new Promise((r) => runtimes?.close(r));
-});
+afterAll(() => rig?.close());
 
 describe.skipIf(!CHROMIUM)("the console's pictures in Chromium", () => {
   it("draws a session's sub-agent tree — children, status, run time, tokens and cost — and follows it live", async () => {

@@ -1,10 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { unstable_startWorker } from "wrangler";
-import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { type ConsoleRig, startConsole } from "./console-rig";
+import { TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
 /**
@@ -21,12 +19,10 @@ const OPERATOR = randomBytes(32).toString("base64url");
 const ROOT = "agent:main:ledger-watch";
 const BOUND = "agent:main:ledger-bound";
 
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
+let rig: ConsoleRig | undefined;
 let base = "";
-let runtimes: Server;
 let context: BrowserContext;
 let page: Page;
-let closeBrowser = async () => {};
 let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted: its run token (a run token of that child's session). */
 const slowRuns: { runToken: string; sessionKey: string }[] = [];
@@ -48,19 +44,16 @@ const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: O
 
 beforeAll(async () => {
   if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  runtimes = createServer(async (req, res) => {
-    const run = JSON.parse(await readBody(req));
-    slowRuns.push({ runToken: run.runToken, sessionKey: run.sessionKey });
-    res.writeHead(202).end();
-  });
-  await new Promise<void>((r) => runtimes.listen(0, "127.0.0.1", r));
-  const hookBase = `http://127.0.0.1:${(runtimes.address() as AddressInfo).port}`;
-
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  worker = await unstable_startWorker({
-    config: "wrangler.jsonc",
-    bindings: {
-      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
+  rig = await startConsole({
+    chromium: CHROMIUM,
+    token: OPERATOR,
+    signIn: "context",
+    serve: async (req, res) => {
+      const run = JSON.parse(await readBody(req));
+      slowRuns.push({ runToken: run.runToken, sessionKey: run.sessionKey });
+      res.writeHead(202).end();
+    },
+    bindings: (hookBase) => ({
       AGENT_TOKENS: { type: "plain_text", value: "{}" },
       SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
       CONFIG: {
@@ -75,23 +68,12 @@ beforeAll(async () => {
           },
         },
       },
-    },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
+    }),
   });
-  await worker.ready;
-  base = String(await worker.url);
-  clockFrozenAt = Date.now();
-
-  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
-  await context.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
+  ({ base, context, page, clockFrozenAt } = rig);
 }, 120_000);
 
-afterAll(async () => {
-  await closeBrowser();
-  await worker?.dispose();
-  runtimes?.closeAllConnections();
-  await new Promise((r) => runtimes?.close(r));
-});
+afterAll(() => rig?.close());
 
 describe.skipIf(!CHROMIUM)("a session's children and tasks in the console", () => {
   it("shows the children and tasks, follows them live from the event stream, and cancels with the token's own rights", async () => {

@@ -1,0 +1,74 @@
+import { createServer, type RequestListener } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { BrowserContext, Page } from "playwright-core";
+import { unstable_startWorker } from "wrangler";
+import { openBrowser, TOKEN_KEY } from "./screenshot";
+
+/**
+ * What the console's browser tests share (test/node/console-*.test.ts): a local server standing in for the
+ * agents' runtimes or model, the Worker under `wrangler dev` pointed at it, and Chromium signed in as the
+ * operator.
+ */
+
+type Bindings = NonNullable<Parameters<typeof unstable_startWorker>[0]["bindings"]>;
+
+export interface ConsoleRig {
+  /** The Worker's URL. */
+  base: string;
+  context: BrowserContext;
+  page: Page;
+  /** When the Worker was ready: the browser's frozen clock, which screenshots need again. */
+  clockFrozenAt: number;
+  /** Closes the browser, the Worker and the local server (connections a failed test left open too). */
+  close(): Promise<void>;
+}
+
+export interface ConsoleRigOptions {
+  chromium: string;
+  /** The operator's token: GATEWAY_TOKEN, and the token the page is signed in with. */
+  token: string;
+  /** Answers the Worker's calls to the local server (a runtime's webhook, a model's API). */
+  serve: RequestListener;
+  /** The Worker's bindings besides GATEWAY_TOKEN, given the local server's base URL. */
+  bindings: (serverBase: string) => Bindings;
+  /**
+   * Where the token is put in session storage, as after the sign-in form: every page of the context, or
+   * only the first page (a test whose other tabs sign in themselves on another origin).
+   */
+  signIn: "context" | "page";
+}
+
+export async function startConsole(o: ConsoleRigOptions): Promise<ConsoleRig> {
+  const server = createServer(o.serve);
+  let dispose = async () => {};
+  let closeBrowser = async () => {};
+  const close = async () => {
+    await closeBrowser();
+    await dispose();
+    server.closeAllConnections(); // a runtime's or model's reply a failed test left open
+    await new Promise((r) => server.close(r));
+  };
+  try {
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const serverBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // No fetch of the Request.cf sample from Cloudflare (scripts/dev.mjs): the test needs no network.
+    process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+    const worker = await unstable_startWorker({
+      config: "wrangler.jsonc",
+      bindings: { GATEWAY_TOKEN: { type: "plain_text", value: o.token }, ...o.bindings(serverBase) },
+      dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
+    });
+    dispose = () => worker.dispose();
+    await worker.ready;
+    const base = String(await worker.url);
+    const clockFrozenAt = Date.now();
+    const browser = await openBrowser(o.chromium, clockFrozenAt);
+    closeBrowser = browser.close;
+    const signedIn = o.signIn === "context" ? browser.context : browser.page;
+    await signedIn.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, o.token]);
+    return { base, context: browser.context, page: browser.page, clockFrozenAt, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
