@@ -62,3 +62,15 @@ export async function age(key: string, ms: number): Promise<void> {
   });
   await runDurableObjectAlarm(stub);
 }
+
+/** The `run` events a session recorded for one run that say it ended (docs/events.md): each end once. */
+export async function runEndEvents(sessionKey: string, runId: string): Promise<string[]> {
+  return runInDurableObject(sessionStub(sessionKey), (_o: SessionObject, state) =>
+    state.storage.sql
+      .exec<{ data: string }>("SELECT data FROM events WHERE type = 'run' ORDER BY seq")
+      .toArray()
+      .map((r) => JSON.parse(r.data) as { runId: string; status: string })
+      .filter((e) => e.runId === runId && e.status !== "queued" && e.status !== "running")
+      .map((e) => e.status),
+  );
+}
