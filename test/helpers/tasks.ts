@@ -74,3 +74,15 @@ export async function runEndEvents(sessionKey: string, runId: string): Promise<s
       .map((e) => e.status),
   );
 }
+
+/** The notes a session's task ledger wrote into its transcript, oldest first. */
+export async function ledgerNotes(key: string): Promise<string[]> {
+  return runInDurableObject(sessionStub(key), (_obj: SessionObject, state) =>
+    state.storage.sql
+      .exec<{ json: string }>("SELECT json FROM messages ORDER BY seq")
+      .toArray()
+      .map((r) => JSON.parse(r.json))
+      .filter((m) => m.provenance?.sourceTool === "task_ledger")
+      .map((m) => m.content[0].text),
+  );
+}

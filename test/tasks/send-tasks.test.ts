@@ -9,7 +9,7 @@ import { newTaskId } from "../../src/tasks/task-id";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { crash } from "../helpers/restart";
 import { baseConfig, deferred, doneFlow, installFakes, until } from "../helpers/scripted";
-import { age } from "../helpers/tasks";
+import { age, ledgerNotes } from "../helpers/tasks";
 
 /**
  * A long `sessions_send` is a task of its requester's ledger (src/tasks/send-task.ts, docs/tasks.md): a
@@ -26,18 +26,6 @@ async function tasksOf(key: string): Promise<any[]> {
   expect(r.status).toBe(200);
   expect(r.json.sessionKey).toBe(key);
   return r.json.tasks;
-}
-
-/** The ledger's notes in the requester's transcript. */
-async function notes(key: string): Promise<string[]> {
-  return runInDurableObject(sessionStub(key), (_obj: SessionObject, state) =>
-    state.storage.sql
-      .exec<{ json: string }>("SELECT json FROM messages ORDER BY seq")
-      .toArray()
-      .map((r) => JSON.parse(r.json))
-      .filter((m) => m.provenance?.sourceTool === "task_ledger")
-      .map((m) => m.content[0].text),
-  );
 }
 
 /** The target's pending ledger reports (task-report timer rows). */
@@ -123,10 +111,10 @@ describe("a long sessions_send is a ledger task", () => {
       }),
     );
     // silent: nothing was added to the requester's transcript; another round of crashes repeats nothing.
-    expect(await notes(req)).toEqual([]);
+    expect(await ledgerNotes(req)).toEqual([]);
     await crash(sessionStub(req), sessionStub(target));
     for (const k of [req, target]) await runDurableObjectAlarm(sessionStub(k));
-    expect(await notes(req)).toEqual([]);
+    expect(await ledgerNotes(req)).toEqual([]);
     expect(await tasksOf(req)).toEqual([done]);
     expect(await pendingReports(target)).toBe(0);
     // The model's listing (subagents, also over MCP) shows it too.
@@ -167,7 +155,7 @@ describe("a long sessions_send is a ledger task", () => {
     const [failed] = await tasksOf(req);
     expect(failed).toMatchObject({ runId, status: "failed", deliveryStatus: "not_applicable" });
     expect(failed.error).toContain("quota exceeded");
-    expect(await notes(req)).toEqual([]);
+    expect(await ledgerNotes(req)).toEqual([]);
   });
 
   it("a send answered within its wait is no task", async () => {
