@@ -37,6 +37,22 @@ async function pendingReports(key: string): Promise<number> {
   );
 }
 
+/**
+ * A send from `req` that does not wait (timeoutSeconds 0): accepted with a run id, answered once the target's
+ * run holds the model.
+ */
+async function sendHeld(
+  fakes: ReturnType<typeof installFakes>,
+  req: string,
+  target: string,
+  message: string,
+): Promise<string> {
+  const r = await invoke("sessions_send", { sessionKey: target, message, timeoutSeconds: 0 }, { sessionKey: req });
+  expect(r.details).toMatchObject({ status: "accepted", runId: expect.any(String) });
+  await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+  return r.details.runId;
+}
+
 /** A requester session and a target whose primary run's model answer is held until `release`. */
 async function setup(extra: Record<string, any> = {}) {
   setConfigOverride(baseConfig({ session: { agentToAgent: { maxPingPongTurns: 0 } }, channels: {}, ...extra }));
@@ -71,16 +87,7 @@ function sendTask(req: string, target: string, runId: string, message: string, e
 describe("a long sessions_send is a ledger task", () => {
   it("fire-and-forget: running while its run runs → succeeded with it; crashes between the steps repeat nothing", async () => {
     const { req, target, fakes, release } = await setup();
-    const r = await invoke(
-      "sessions_send",
-      { sessionKey: target, message: "index the docs", timeoutSeconds: 0 },
-      {
-        sessionKey: req,
-      },
-    );
-    expect(r.details).toMatchObject({ status: "accepted", runId: expect.any(String) });
-    const runId: string = r.details.runId;
-    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    const runId = await sendHeld(fakes, req, target, "index the docs");
     await runDurableObjectAlarm(sessionStub(target));
     const running = sendTask(req, target, runId, "index the docs", {
       status: "running",
@@ -179,15 +186,7 @@ describe("a long sessions_send is a ledger task", () => {
     const { req, target, fakes, release } = await setup({
       agents: { defaults: { model: "fake/m1", timeoutSeconds: 60 } },
     });
-    const r = await invoke(
-      "sessions_send",
-      { sessionKey: target, message: "slow", timeoutSeconds: 0 },
-      {
-        sessionKey: req,
-      },
-    );
-    const runId: string = r.details.runId;
-    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    const runId = await sendHeld(fakes, req, target, "slow");
     await advance(target, 61_000);
     expect(await sessionStub(target).waitRun(runId, 10_000)).toMatchObject({ status: "timeout" });
     await crash(sessionStub(req));
@@ -211,15 +210,7 @@ describe("a long sessions_send is a ledger task", () => {
 
   it("a send into the requester's own session: its ledger records the task in place, once", async () => {
     const { req, fakes, release } = await setup();
-    const r = await invoke(
-      "sessions_send",
-      { sessionKey: req, message: "note to self", timeoutSeconds: 0 },
-      {
-        sessionKey: req,
-      },
-    );
-    const runId: string = r.details.runId;
-    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    const runId = await sendHeld(fakes, req, req, "note to self");
     await runDurableObjectAlarm(sessionStub(req));
     await until(async () =>
       expect((await tasksOf(req)).map((t) => [t.status, t.targetSessionKey])).toEqual([["running", req]]),
