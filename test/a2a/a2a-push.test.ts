@@ -17,6 +17,14 @@ interface Received {
   rawBody: string;
 }
 
+/** A message to "main" through the official A2A client, answered as a task, and the session it runs in. */
+async function sentTask(text: string) {
+  const client = await a2aClient("main");
+  const task = await client.sendMessage(textMessage(text));
+  if (!("id" in task)) throw new Error("expected a task");
+  return { client, task, sessionKey: `agent:main:${task.contextId}` };
+}
+
 /**
  * A push receiver on the `fetch` the objects use (no network): it records every POST to RECEIVER and answers
  * `status()`; anything else goes to whatever `fetch` was before (the fake model provider, when installed).
@@ -201,11 +209,8 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
 
   it("set, list, get and delete on a task; a config set on an ended task sends its final state once; no token: one is made", async () => {
     const { got } = receiver();
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("already done"));
-    if (!("id" in task)) throw new Error("expected a task");
+    const { client, task, sessionKey } = await sentTask("already done");
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const sessionKey = `agent:main:${task.contextId}`;
     const made = await client.createTaskPushNotificationConfig({
       tenant: "",
       taskId: task.id,
@@ -241,10 +246,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
   it("a failing receiver: retried with the outbox's backoff across a restart, dead after the attempt limit, re-queued by an operator", async () => {
     const { got, state } = receiver();
     state.status = () => 503;
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("for a flaky receiver"));
-    if (!("id" in task)) throw new Error("expected a task");
-    const sessionKey = `agent:main:${task.contextId}`;
+    const { client, task, sessionKey } = await sentTask("for a flaky receiver");
     await client.createTaskPushNotificationConfig({
       tenant: "",
       taskId: task.id,
@@ -278,10 +280,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
   it("a config deleted while its notification waits: the delivery ends dead and says so, nothing is sent", async () => {
     const { got, state } = receiver();
     state.status = () => 500;
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("then withdrawn"));
-    if (!("id" in task)) throw new Error("expected a task");
-    const sessionKey = `agent:main:${task.contextId}`;
+    const { client, task, sessionKey } = await sentTask("then withdrawn");
     const ref = { tenant: "", taskId: task.id, id: "gone" };
     await client.createTaskPushNotificationConfig({ ...ref, url: RECEIVER, token: "t", authentication: undefined });
     await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
@@ -295,9 +294,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
 
   it("refusals: non-https and private URLs, credentials in the URL, bad auth, the per-task limit, another agent's task", async () => {
     const { got } = receiver();
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("limits"));
-    if (!("id" in task)) throw new Error("expected a task");
+    const { client, task } = await sentTask("limits");
     const set = (url: string, extra: Record<string, unknown> = {}) =>
       client.createTaskPushNotificationConfig({
         tenant: "",
