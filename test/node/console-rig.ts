@@ -32,10 +32,13 @@ export interface ConsoleRigOptions {
   /** The Worker's bindings besides GATEWAY_TOKEN, given the local server's base URL. */
   bindings: (serverBase: string) => Bindings;
   /**
-   * Where the token is put in session storage, as after the sign-in form: every page of the context, or
-   * only the first page (a test whose other tabs sign in themselves on another origin).
+   * Where the token is put in session storage, as after the sign-in form: every page of the context, only
+   * the first page (a test whose other tabs sign in themselves on another origin), or none (a test that
+   * signs in through the form).
    */
-  signIn: "context" | "page";
+  signIn: "context" | "page" | "none";
+  /** Runs once the Worker is ready and the clock is taken, before the browser opens (seeding the store). */
+  seed?: (base: string) => Promise<void>;
 }
 
 export async function startConsole(o: ConsoleRigOptions): Promise<ConsoleRig> {
@@ -62,10 +65,13 @@ export async function startConsole(o: ConsoleRigOptions): Promise<ConsoleRig> {
     await worker.ready;
     const base = String(await worker.url);
     const clockFrozenAt = Date.now();
+    await o.seed?.(base);
     const browser = await openBrowser(o.chromium, clockFrozenAt);
     closeBrowser = browser.close;
-    const signedIn = o.signIn === "context" ? browser.context : browser.page;
-    await signedIn.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, o.token]);
+    if (o.signIn !== "none") {
+      const signedIn = o.signIn === "context" ? browser.context : browser.page;
+      await signedIn.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, o.token]);
+    }
     return { base, context: browser.context, page: browser.page, clockFrozenAt, close };
   } catch (err) {
     await close();
