@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { type ConsoleRig, startConsole } from "./console-rig";
+import { describe, expect, inject, it, vi } from "vitest";
+import { useConsole } from "./console-rig";
 import { fakeChatModel } from "./fake-chat-model";
 import { TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
@@ -21,7 +21,6 @@ const HOOK_SECRET = `whsec_${Buffer.from("browser-test-webhook-secret-0001").toS
 const SEEDED = 60; // with 25 rows a page: three pages
 const seededKey = (i: number) => `agent:main:seed-${String(i).padStart(2, "0")}`;
 
-let rig: ConsoleRig | undefined;
 let base = "";
 let context: BrowserContext;
 let page: Page;
@@ -44,68 +43,64 @@ const api = (method: string, path: string, body?: unknown) => callWorker(base, O
 const shot = (name: string, opts?: { signedIn: boolean }) =>
   takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name, opts);
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  rig = await startConsole({
-    chromium: CHROMIUM,
-    token: OPERATOR,
-    // The test signs in through the form.
-    signIn: "none",
-    serve: async (req, res) => {
-      const body = JSON.parse(await readBody(req));
-      // The "slow" agent's webhook runtime: accepts each run and never completes it, so it stays running.
-      if (req.url === "/runtime") return void res.writeHead(202).end();
-      if (req.url === "/openai/chat/completions") return model.answer(body, res);
-      hookBodies.push(body);
-      res.writeHead(hookAnswer, hookAnswer === 302 ? { Location: "http://127.0.0.1:1/" } : {}).end("ok");
-    },
-    bindings: (hookBase) => ({
-      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo" },
-            entries: {
-              main: { name: "Main", default: true },
-              research: { name: "Research" },
-              slow: { name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
-            },
+useConsole({
+  token: OPERATOR,
+  // The test signs in through the form.
+  signIn: "none",
+  serve: async (req, res) => {
+    const body = JSON.parse(await readBody(req));
+    // The "slow" agent's webhook runtime: accepts each run and never completes it, so it stays running.
+    if (req.url === "/runtime") return void res.writeHead(202).end();
+    if (req.url === "/openai/chat/completions") return model.answer(body, res);
+    hookBodies.push(body);
+    res.writeHead(hookAnswer, hookAnswer === 302 ? { Location: "http://127.0.0.1:1/" } : {}).end("ok");
+  },
+  bindings: (hookBase) => ({
+    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: {
+          defaults: { model: "builtin/echo" },
+          entries: {
+            main: { name: "Main", default: true },
+            research: { name: "Research" },
+            slow: { name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
           },
-          channels: { hook: { outbound: { url: `${hookBase}/deliver`, secret: HOOK_SECRET } } },
-          // A session set to "fake/m1" is answered by `answerChatCompletion` (above).
-          models: {
-            providers: { fake: { api: "openai-completions", baseUrl: `${hookBase}/openai`, apiKey: "fake-key" } },
-          },
-          // Not supported here: shows up as a configuration warning on the agents page.
-          session: { maintenance: { mode: "enforce" } },
         },
+        channels: { hook: { outbound: { url: `${hookBase}/deliver`, secret: HOOK_SECRET } } },
+        // A session set to "fake/m1" is answered by `answerChatCompletion` (above).
+        models: {
+          providers: { fake: { api: "openai-completions", baseUrl: `${hookBase}/openai`, apiKey: "fake-key" } },
+        },
+        // Not supported here: shows up as a configuration warning on the agents page.
+        session: { maintenance: { mode: "enforce" } },
       },
-    }),
-    seed: async (workerBase) => {
-      base = workerBase;
-      // Sessions to page through: PATCH creates a session with its label, no run needed.
-      // One after another, so the listing's order (newest first) and the screenshots are the same every run.
-      for (let i = 0; i < SEEDED; i++)
-        await api("PATCH", `/v1/sessions/${encodeURIComponent(seededKey(i))}`, { label: `Seed ${i}` });
-      // The index is written behind each session's change; wait until it lists them all.
-      await vi.waitFor(
-        async () =>
-          expect((await api("GET", "/v1/sessions?agentId=main&limit=1000")).count).toBeGreaterThanOrEqual(SEEDED),
-        { timeout: 30_000, interval: 200 },
-      );
     },
-  });
-  ({ base, context, page, clockFrozenAt } = rig);
-  // The console must load nothing from another origin (no CDN).
-  page.on("request", (req) => {
-    if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
-  });
-}, 120_000);
+  }),
+  seed: async (workerBase) => {
+    base = workerBase;
+    // Sessions to page through: PATCH creates a session with its label, no run needed.
+    // One after another, so the listing's order (newest first) and the screenshots are the same every run.
+    for (let i = 0; i < SEEDED; i++)
+      await api("PATCH", `/v1/sessions/${encodeURIComponent(seededKey(i))}`, { label: `Seed ${i}` });
+    // The index is written behind each session's change; wait until it lists them all.
+    await vi.waitFor(
+      async () =>
+        expect((await api("GET", "/v1/sessions?agentId=main&limit=1000")).count).toBeGreaterThanOrEqual(SEEDED),
+      { timeout: 30_000, interval: 200 },
+    );
+  },
+  started: (rig) => {
+    ({ base, context, page, clockFrozenAt } = rig);
+    // The console must load nothing from another origin (no CDN).
+    page.on("request", (req) => {
+      if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
+    });
+  },
+});
 
 const foreign: string[] = [];
-
-afterAll(() => rig?.close());
 
 describe.skipIf(!CHROMIUM)("operator console in Chromium", () => {
   it("signs in with a pasted token, kept in session storage and never in the URL", async () => {

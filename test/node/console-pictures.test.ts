@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { type ConsoleRig, startConsole } from "./console-rig";
+import { describe, expect, inject, it, vi } from "vitest";
+import { useConsole } from "./console-rig";
 import { shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
@@ -28,7 +28,6 @@ const SCRIPT: [string, string][] = [
   ["benchmark the frameworks", "3 benchmarks run: actix-web leads."],
 ];
 
-let rig: ConsoleRig | undefined;
 let base = "";
 let context: BrowserContext;
 let page: Page;
@@ -44,65 +43,61 @@ const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: s
 
 const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name);
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  rig = await startConsole({
-    chromium: CHROMIUM,
-    token: OPERATOR,
-    signIn: "context",
-    serve: async (req, res) => {
-      const run = JSON.parse(await readBody(req));
-      if (req.url === "/slow") {
-        slowRuns.push({ completePath: run.completePath, runToken: run.runToken });
-        return void res.writeHead(202).end();
-      }
-      const message: string = run.message;
-      const scripted = SCRIPT.find(([heard]) => message.includes(heard))?.[1];
-      // Announce steps (agent-to-agent and sub-agent) stay silent; anything else is acknowledged.
-      const reply = scripted ?? (/announce step/i.test(message) ? "ANNOUNCE_SKIP" : "noted");
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ reply, model: "m1", usage: { input: 1200, output: 300 } }));
-    },
-    bindings: (hookBase) => ({
-      // Not the developer's .dev.vars tokens (for npm start's agents): none are needed here.
-      AGENT_TOKENS: { type: "plain_text", value: "{}" },
-      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
-            list: [
-              { id: "main", name: "Main", default: true },
-              { id: "planner", name: "Planner", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
-              {
-                id: "researcher",
-                name: "Researcher",
-                model: "priced/m1",
-                runtime: { type: "webhook", url: `${hookBase}/runtime` },
-              },
-              { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
-            ],
-          },
-          // The researcher's model has prices, so its sessions show a cost (the runtime reports the tokens).
-          models: {
-            providers: {
-              priced: {
-                baseUrl: `${hookBase}/unused`,
-                apiKey: "k",
-                models: [{ id: "m1", cost: { input: 3, output: 15 } }],
-              },
+useConsole({
+  token: OPERATOR,
+  signIn: "context",
+  serve: async (req, res) => {
+    const run = JSON.parse(await readBody(req));
+    if (req.url === "/slow") {
+      slowRuns.push({ completePath: run.completePath, runToken: run.runToken });
+      return void res.writeHead(202).end();
+    }
+    const message: string = run.message;
+    const scripted = SCRIPT.find(([heard]) => message.includes(heard))?.[1];
+    // Announce steps (agent-to-agent and sub-agent) stay silent; anything else is acknowledged.
+    const reply = scripted ?? (/announce step/i.test(message) ? "ANNOUNCE_SKIP" : "noted");
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ reply, model: "m1", usage: { input: 1200, output: 300 } }));
+  },
+  bindings: (hookBase) => ({
+    // Not the developer's .dev.vars tokens (for npm start's agents): none are needed here.
+    AGENT_TOKENS: { type: "plain_text", value: "{}" },
+    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: {
+          defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
+          list: [
+            { id: "main", name: "Main", default: true },
+            { id: "planner", name: "Planner", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
+            {
+              id: "researcher",
+              name: "Researcher",
+              model: "priced/m1",
+              runtime: { type: "webhook", url: `${hookBase}/runtime` },
+            },
+            { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
+          ],
+        },
+        // The researcher's model has prices, so its sessions show a cost (the runtime reports the tokens).
+        models: {
+          providers: {
+            priced: {
+              baseUrl: `${hookBase}/unused`,
+              apiKey: "k",
+              models: [{ id: "m1", cost: { input: 3, output: 15 } }],
             },
           },
-          tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["planner", "researcher"] } },
         },
+        tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["planner", "researcher"] } },
       },
-    }),
-  });
-  ({ base, context, page, clockFrozenAt } = rig);
-}, 120_000);
-
-afterAll(() => rig?.close());
+    },
+  }),
+  started: (rig) => {
+    ({ base, context, page, clockFrozenAt } = rig);
+  },
+});
 
 describe.skipIf(!CHROMIUM)("the console's pictures in Chromium", () => {
   it("draws a session's sub-agent tree — children, status, run time, tokens and cost — and follows it live", async () => {

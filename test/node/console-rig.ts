@@ -1,6 +1,7 @@
 import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, inject } from "vitest";
 import { unstable_startWorker } from "wrangler";
 import { openBrowser, TOKEN_KEY } from "./screenshot";
 
@@ -77,4 +78,20 @@ export async function startConsole(o: ConsoleRigOptions): Promise<ConsoleRig> {
     await close();
     throw err;
   }
+}
+
+/**
+ * The rig for one test file: started before its tests (not when no Chromium launches:
+ * test/node/browser-setup.ts said why, and the file's `describe.skipIf` skips them), `started` handed what
+ * it started, closed after them.
+ */
+export function useConsole(o: Omit<ConsoleRigOptions, "chromium"> & { started: (rig: ConsoleRig) => void }): void {
+  let rig: ConsoleRig | undefined;
+  beforeAll(async () => {
+    const chromium = inject("chromium");
+    if (!chromium) return;
+    rig = await startConsole({ ...o, chromium });
+    o.started(rig);
+  }, 120_000);
+  afterAll(() => rig?.close());
 }

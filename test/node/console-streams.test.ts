@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { type ConsoleRig, startConsole } from "./console-rig";
+import { describe, expect, inject, it } from "vitest";
+import { useConsole } from "./console-rig";
 import { fakeChatModel } from "./fake-chat-model";
 import { TOKEN_KEY } from "./screenshot";
 import { RUN_STREAMS, runTextSoFar, streamCutter } from "./stream-proxy";
@@ -20,7 +20,6 @@ const OPERATOR = randomBytes(32).toString("base64url");
 const model = fakeChatModel();
 const nextReply = model.nextReply;
 
-let rig: ConsoleRig | undefined;
 let base = "";
 let context: BrowserContext;
 let page: Page;
@@ -103,39 +102,35 @@ async function cutRunMidReply(key: string, whileAway: string[]): Promise<void> {
   }
 }
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  rig = await startConsole({
-    chromium: CHROMIUM,
-    token: OPERATOR,
-    // The first page is signed in, as after the sign-in form (test/node/console-browser.test.ts); the tabs
-    // through a proxy are another origin and sign in themselves.
-    signIn: "page",
-    serve: async (req, res) => {
-      if (req.url === "/openai/chat/completions") return model.answer(JSON.parse(await readBody(req)), res);
-      res.writeHead(404).end();
-    },
-    bindings: (modelBase) => ({
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo" },
-            // Every agent AGENT_TOKENS names (vitest.config.ts), or each request is a config_error.
-            entries: { main: { name: "Main", default: true }, research: { name: "Research" } },
-          },
-          // A session set to "fake/m1" is answered by the test (test/node/fake-chat-model.ts).
-          models: {
-            providers: { fake: { api: "openai-completions", baseUrl: `${modelBase}/openai`, apiKey: "fake-key" } },
-          },
+useConsole({
+  token: OPERATOR,
+  // The first page is signed in, as after the sign-in form (test/node/console-browser.test.ts); the tabs
+  // through a proxy are another origin and sign in themselves.
+  signIn: "page",
+  serve: async (req, res) => {
+    if (req.url === "/openai/chat/completions") return model.answer(JSON.parse(await readBody(req)), res);
+    res.writeHead(404).end();
+  },
+  bindings: (modelBase) => ({
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: {
+          defaults: { model: "builtin/echo" },
+          // Every agent AGENT_TOKENS names (vitest.config.ts), or each request is a config_error.
+          entries: { main: { name: "Main", default: true }, research: { name: "Research" } },
+        },
+        // A session set to "fake/m1" is answered by the test (test/node/fake-chat-model.ts).
+        models: {
+          providers: { fake: { api: "openai-completions", baseUrl: `${modelBase}/openai`, apiKey: "fake-key" } },
         },
       },
-    }),
-  });
-  ({ base, context, page } = rig);
-}, 120_000);
-
-afterAll(() => rig?.close());
+    },
+  }),
+  started: (rig) => {
+    ({ base, context, page } = rig);
+  },
+});
 
 describe.skipIf(!CHROMIUM)("the console's event streams in Chromium", () => {
   it("reconnects after the event stream drops and resumes by Last-Event-ID: the drop is shown, every message appears once", async () => {

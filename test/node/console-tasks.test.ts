@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { type ConsoleRig, startConsole } from "./console-rig";
+import { describe, expect, inject, it, vi } from "vitest";
+import { useConsole } from "./console-rig";
 import { TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
@@ -19,7 +19,6 @@ const OPERATOR = randomBytes(32).toString("base64url");
 const ROOT = "agent:main:ledger-watch";
 const BOUND = "agent:main:ledger-bound";
 
-let rig: ConsoleRig | undefined;
 let base = "";
 let context: BrowserContext;
 let page: Page;
@@ -42,38 +41,34 @@ const subagentsTab = (key: string) => new URL(`/console/#/session/${encodeURICom
 
 const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name);
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  rig = await startConsole({
-    chromium: CHROMIUM,
-    token: OPERATOR,
-    signIn: "context",
-    serve: async (req, res) => {
-      const run = JSON.parse(await readBody(req));
-      slowRuns.push({ runToken: run.runToken, sessionKey: run.sessionKey });
-      res.writeHead(202).end();
-    },
-    bindings: (hookBase) => ({
-      AGENT_TOKENS: { type: "plain_text", value: "{}" },
-      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
-            list: [
-              { id: "main", name: "Main", default: true },
-              { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
-            ],
-          },
+useConsole({
+  token: OPERATOR,
+  signIn: "context",
+  serve: async (req, res) => {
+    const run = JSON.parse(await readBody(req));
+    slowRuns.push({ runToken: run.runToken, sessionKey: run.sessionKey });
+    res.writeHead(202).end();
+  },
+  bindings: (hookBase) => ({
+    AGENT_TOKENS: { type: "plain_text", value: "{}" },
+    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: {
+          defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
+          list: [
+            { id: "main", name: "Main", default: true },
+            { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
+          ],
         },
       },
-    }),
-  });
-  ({ base, context, page, clockFrozenAt } = rig);
-}, 120_000);
-
-afterAll(() => rig?.close());
+    },
+  }),
+  started: (rig) => {
+    ({ base, context, page, clockFrozenAt } = rig);
+  },
+});
 
 describe.skipIf(!CHROMIUM)("a session's children and tasks in the console", () => {
   it("shows the children and tasks, follows them live from the event stream, and cancels with the token's own rights", async () => {
