@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, inject, it, vi } from "vitest";
-import { useConsole } from "./console-rig";
+import { subagentBindings, useConsole } from "./console-rig";
 import { shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
@@ -59,27 +59,20 @@ useConsole({
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ reply, model: "m1", usage: { input: 1200, output: 300 } }));
   },
-  bindings: (hookBase) => ({
-    // Not the developer's .dev.vars tokens (for npm start's agents): none are needed here.
-    AGENT_TOKENS: { type: "plain_text", value: "{}" },
-    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-    CONFIG: {
-      type: "json",
-      value: {
-        agents: {
-          defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
-          list: [
-            { id: "main", name: "Main", default: true },
-            { id: "planner", name: "Planner", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
-            {
-              id: "researcher",
-              name: "Researcher",
-              model: "priced/m1",
-              runtime: { type: "webhook", url: `${hookBase}/runtime` },
-            },
-            { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
-          ],
+  bindings: (hookBase) =>
+    subagentBindings(
+      [
+        { id: "main", name: "Main", default: true },
+        { id: "planner", name: "Planner", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
+        {
+          id: "researcher",
+          name: "Researcher",
+          model: "priced/m1",
+          runtime: { type: "webhook", url: `${hookBase}/runtime` },
         },
+        { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
+      ],
+      {
         // The researcher's model has prices, so its sessions show a cost (the runtime reports the tokens).
         models: {
           providers: {
@@ -92,8 +85,7 @@ useConsole({
         },
         tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["planner", "researcher"] } },
       },
-    },
-  }),
+    ),
   started: (rig) => {
     ({ base, context, page, clockFrozenAt } = rig);
   },

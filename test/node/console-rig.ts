@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createServer, type RequestListener } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
@@ -94,4 +95,23 @@ export function useConsole(o: Omit<ConsoleRigOptions, "chromium"> & { started: (
     o.started(rig);
   }, 120_000);
   afterAll(() => rig?.close());
+}
+
+/**
+ * The bindings of a console test about sub-agents: no agent tokens (not the developer's .dev.vars ones, for
+ * npm start's agents), a signing secret of its own, and a CONFIG whose agents — `list` — answer with the
+ * offline echo model and may spawn two levels deep, any agent; `more` is the rest of the CONFIG.
+ */
+export function subagentBindings(list: unknown[], more: Record<string, unknown> = {}): Bindings {
+  return {
+    AGENT_TOKENS: { type: "plain_text", value: "{}" },
+    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: { defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } }, list },
+        ...more,
+      },
+    },
+  };
 }

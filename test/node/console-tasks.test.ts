@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, inject, it, vi } from "vitest";
-import { useConsole } from "./console-rig";
+import { subagentBindings, useConsole } from "./console-rig";
 import { TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
@@ -49,22 +49,11 @@ useConsole({
     slowRuns.push({ runToken: run.runToken, sessionKey: run.sessionKey });
     res.writeHead(202).end();
   },
-  bindings: (hookBase) => ({
-    AGENT_TOKENS: { type: "plain_text", value: "{}" },
-    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-    CONFIG: {
-      type: "json",
-      value: {
-        agents: {
-          defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
-          list: [
-            { id: "main", name: "Main", default: true },
-            { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
-          ],
-        },
-      },
-    },
-  }),
+  bindings: (hookBase) =>
+    subagentBindings([
+      { id: "main", name: "Main", default: true },
+      { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
+    ]),
   started: (rig) => {
     ({ base, context, page, clockFrozenAt } = rig);
   },
