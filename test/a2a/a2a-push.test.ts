@@ -17,6 +17,11 @@ interface Received {
   rawBody: string;
 }
 
+/** A push config for a task as the A2A client sends it: RECEIVER, a blank id and token unless `fields` says. */
+function pushConfig(taskId: string, fields: Record<string, unknown> = {}) {
+  return { tenant: "", taskId, id: "", url: RECEIVER, token: "", authentication: undefined, ...fields };
+}
+
 /** A message to "main" through the official A2A client, answered as a task, and the session it runs in. */
 async function sentTask(text: string) {
   const client = await a2aClient("main");
@@ -211,14 +216,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     const { got } = receiver();
     const { client, task, sessionKey } = await sentTask("already done");
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const made = await client.createTaskPushNotificationConfig({
-      tenant: "",
-      taskId: task.id,
-      id: "",
-      url: RECEIVER,
-      token: "",
-      authentication: undefined,
-    });
+    const made = await client.createTaskPushNotificationConfig(pushConfig(task.id));
     expect(made.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(made.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
@@ -247,14 +245,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     const { got, state } = receiver();
     state.status = () => 503;
     const { client, task, sessionKey } = await sentTask("for a flaky receiver");
-    await client.createTaskPushNotificationConfig({
-      tenant: "",
-      taskId: task.id,
-      id: "flaky",
-      url: RECEIVER,
-      token: "flaky-token",
-      authentication: undefined,
-    });
+    await client.createTaskPushNotificationConfig(pushConfig(task.id, { id: "flaky", token: "flaky-token" }));
     await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
     await advance(sessionKey, nextRetryDelayMs(1));
     expect(got).toHaveLength(2);
@@ -296,15 +287,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     const { got } = receiver();
     const { client, task } = await sentTask("limits");
     const set = (url: string, extra: Record<string, unknown> = {}) =>
-      client.createTaskPushNotificationConfig({
-        tenant: "",
-        taskId: task.id,
-        id: "",
-        url,
-        token: "",
-        authentication: undefined,
-        ...extra,
-      });
+      client.createTaskPushNotificationConfig(pushConfig(task.id, { url, ...extra }));
     const rule = /^url: expected a public https:\/\/ URL/;
     for (const url of [
       "http://receiver.test/x",
@@ -339,16 +322,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     await alarmUntil(`agent:main:${task.contextId}`, () => expect(got).toHaveLength(MAX_PUSH_CONFIGS_PER_TASK));
     // A task of another agent is not found under this one; the other agent's own token cannot act as this agent.
     const research = await a2aClient("research", RESEARCH_TOKEN);
-    await expect(
-      research.createTaskPushNotificationConfig({
-        tenant: "",
-        taskId: task.id,
-        id: "",
-        url: RECEIVER,
-        token: "",
-        authentication: undefined,
-      }),
-    ).rejects.toThrow(/Task not found/);
+    await expect(research.createTaskPushNotificationConfig(pushConfig(task.id))).rejects.toThrow(/Task not found/);
     // A bad config in SendMessage is refused before any run exists.
     const runsBefore = await call("GET", `/v1/sessions/${enc(`agent:main:${task.contextId}`)}/runs`);
     await expect(
