@@ -3,7 +3,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, inject, it, vi } from "vitest";
 import { subagentBindings, useConsole } from "./console-rig";
 import { shot as takeShot } from "./screenshot";
-import { callWorker, readBody } from "./worker-api";
+import { readBody, workerCalls } from "./worker-api";
 
 /**
  * The console's pictures in Chromium (test/node/chromium.ts says which one): a session's sub-agent tree
@@ -35,11 +35,7 @@ let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted and has not completed: its completion path and run token. */
 const slowRuns: { completePath: string; runToken: string }[] = [];
 
-const api = (method: string, path: string, body?: unknown, token = OPERATOR) =>
-  callWorker(base, token, method, path, body);
-
-const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: string) =>
-  (await api("POST", "/tools/invoke", { tool, args, sessionKey })).result.details;
+const { api, invoke } = workerCalls(() => base, OPERATOR);
 
 const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name);
 

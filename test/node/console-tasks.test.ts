@@ -3,7 +3,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { describe, expect, inject, it, vi } from "vitest";
 import { subagentBindings, useConsole } from "./console-rig";
 import { TOKEN_KEY, shot as takeShot } from "./screenshot";
-import { callWorker, readBody } from "./worker-api";
+import { readBody, workerCalls } from "./worker-api";
 
 /**
  * A session's children and ledger tasks in the console (console/tree.tsx, console/tasks.tsx), in Chromium
@@ -26,10 +26,7 @@ let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted: its run token (a run token of that child's session). */
 const slowRuns: { runToken: string; sessionKey: string }[] = [];
 
-const api = (method: string, path: string, body?: unknown, token = OPERATOR) =>
-  callWorker(base, token, method, path, body);
-const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: string) =>
-  (await api("POST", "/tools/invoke", { tool, args, sessionKey })).result.details;
+const { api, invoke } = workerCalls(() => base, OPERATOR);
 const spawn = async (requester: string, args: Record<string, unknown>) => {
   const r = await invoke("sessions_spawn", args, requester);
   expect(r.status, JSON.stringify(r)).toBe("accepted");
