@@ -17,6 +17,19 @@ interface Received {
   rawBody: string;
 }
 
+/** A push config for a task as the A2A client sends it: RECEIVER, a blank id and token unless `fields` says. */
+function pushConfig(taskId: string, fields: Record<string, unknown> = {}) {
+  return { tenant: "", taskId, id: "", url: RECEIVER, token: "", authentication: undefined, ...fields };
+}
+
+/** A message to "main" through the official A2A client, answered as a task, and the session it runs in. */
+async function sentTask(text: string) {
+  const client = await a2aClient("main");
+  const task = await client.sendMessage(textMessage(text));
+  if (!("id" in task)) throw new Error("expected a task");
+  return { client, task, sessionKey: `agent:main:${task.contextId}` };
+}
+
 /**
  * A push receiver on the `fetch` the objects use (no network): it records every POST to RECEIVER and answers
  * `status()`; anything else goes to whatever `fetch` was before (the fake model provider, when installed).
@@ -201,19 +214,9 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
 
   it("set, list, get and delete on a task; a config set on an ended task sends its final state once; no token: one is made", async () => {
     const { got } = receiver();
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("already done"));
-    if (!("id" in task)) throw new Error("expected a task");
+    const { client, task, sessionKey } = await sentTask("already done");
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const sessionKey = `agent:main:${task.contextId}`;
-    const made = await client.createTaskPushNotificationConfig({
-      tenant: "",
-      taskId: task.id,
-      id: "",
-      url: RECEIVER,
-      token: "",
-      authentication: undefined,
-    });
+    const made = await client.createTaskPushNotificationConfig(pushConfig(task.id));
     expect(made.id).toMatch(/^[0-9a-f-]{36}$/);
     expect(made.token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
@@ -241,18 +244,8 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
   it("a failing receiver: retried with the outbox's backoff across a restart, dead after the attempt limit, re-queued by an operator", async () => {
     const { got, state } = receiver();
     state.status = () => 503;
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("for a flaky receiver"));
-    if (!("id" in task)) throw new Error("expected a task");
-    const sessionKey = `agent:main:${task.contextId}`;
-    await client.createTaskPushNotificationConfig({
-      tenant: "",
-      taskId: task.id,
-      id: "flaky",
-      url: RECEIVER,
-      token: "flaky-token",
-      authentication: undefined,
-    });
+    const { client, task, sessionKey } = await sentTask("for a flaky receiver");
+    await client.createTaskPushNotificationConfig(pushConfig(task.id, { id: "flaky", token: "flaky-token" }));
     await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
     await advance(sessionKey, nextRetryDelayMs(1));
     expect(got).toHaveLength(2);
@@ -278,10 +271,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
   it("a config deleted while its notification waits: the delivery ends dead and says so, nothing is sent", async () => {
     const { got, state } = receiver();
     state.status = () => 500;
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("then withdrawn"));
-    if (!("id" in task)) throw new Error("expected a task");
-    const sessionKey = `agent:main:${task.contextId}`;
+    const { client, task, sessionKey } = await sentTask("then withdrawn");
     const ref = { tenant: "", taskId: task.id, id: "gone" };
     await client.createTaskPushNotificationConfig({ ...ref, url: RECEIVER, token: "t", authentication: undefined });
     await alarmUntil(sessionKey, () => expect(got).toHaveLength(1));
@@ -295,19 +285,9 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
 
   it("refusals: non-https and private URLs, credentials in the URL, bad auth, the per-task limit, another agent's task", async () => {
     const { got } = receiver();
-    const client = await a2aClient("main");
-    const task = await client.sendMessage(textMessage("limits"));
-    if (!("id" in task)) throw new Error("expected a task");
+    const { client, task } = await sentTask("limits");
     const set = (url: string, extra: Record<string, unknown> = {}) =>
-      client.createTaskPushNotificationConfig({
-        tenant: "",
-        taskId: task.id,
-        id: "",
-        url,
-        token: "",
-        authentication: undefined,
-        ...extra,
-      });
+      client.createTaskPushNotificationConfig(pushConfig(task.id, { url, ...extra }));
     const rule = /^url: expected a public https:\/\/ URL/;
     for (const url of [
       "http://receiver.test/x",
@@ -342,16 +322,7 @@ describe("A2A push notifications (official A2A JS client, a receiver that verifi
     await alarmUntil(`agent:main:${task.contextId}`, () => expect(got).toHaveLength(MAX_PUSH_CONFIGS_PER_TASK));
     // A task of another agent is not found under this one; the other agent's own token cannot act as this agent.
     const research = await a2aClient("research", RESEARCH_TOKEN);
-    await expect(
-      research.createTaskPushNotificationConfig({
-        tenant: "",
-        taskId: task.id,
-        id: "",
-        url: RECEIVER,
-        token: "",
-        authentication: undefined,
-      }),
-    ).rejects.toThrow(/Task not found/);
+    await expect(research.createTaskPushNotificationConfig(pushConfig(task.id))).rejects.toThrow(/Task not found/);
     // A bad config in SendMessage is refused before any run exists.
     const runsBefore = await call("GET", `/v1/sessions/${enc(`agent:main:${task.contextId}`)}/runs`);
     await expect(

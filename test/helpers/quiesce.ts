@@ -38,3 +38,17 @@ export async function quiesce(timeoutMs = 10_000): Promise<void> {
     { timeout: timeoutMs, interval: 20 },
   );
 }
+
+/**
+ * Answer whatever the fake model still holds (announce and completion turns) until no background work is
+ * left: a turn answered can start another, so both are retried together.
+ */
+export async function answerAllAndQuiesce(fake: { pending(): { reply(text: string): void }[] }): Promise<void> {
+  await vi.waitFor(
+    async () => {
+      for (const c of fake.pending()) c.reply("done");
+      await quiesce(1_000);
+    },
+    { timeout: 15_000, interval: 50 },
+  );
+}

@@ -62,3 +62,27 @@ export async function age(key: string, ms: number): Promise<void> {
   });
   await runDurableObjectAlarm(stub);
 }
+
+/** The `run` events a session recorded for one run that say it ended (docs/events.md): each end once. */
+export async function runEndEvents(sessionKey: string, runId: string): Promise<string[]> {
+  return runInDurableObject(sessionStub(sessionKey), (_o: SessionObject, state) =>
+    state.storage.sql
+      .exec<{ data: string }>("SELECT data FROM events WHERE type = 'run' ORDER BY seq")
+      .toArray()
+      .map((r) => JSON.parse(r.data) as { runId: string; status: string })
+      .filter((e) => e.runId === runId && e.status !== "queued" && e.status !== "running")
+      .map((e) => e.status),
+  );
+}
+
+/** The notes a session's task ledger wrote into its transcript, oldest first. */
+export async function ledgerNotes(key: string): Promise<string[]> {
+  return runInDurableObject(sessionStub(key), (_obj: SessionObject, state) =>
+    state.storage.sql
+      .exec<{ json: string }>("SELECT json FROM messages ORDER BY seq")
+      .toArray()
+      .map((r) => JSON.parse(r.json))
+      .filter((m) => m.provenance?.sourceTool === "task_ledger")
+      .map((m) => m.content[0].text),
+  );
+}

@@ -1,14 +1,12 @@
-import { runInDurableObject } from "cloudflare:test";
 import { TaskState } from "@a2a-js/sdk";
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { SessionObject } from "../../src/session/session-object";
 import { a2aClient } from "../helpers/a2a";
 import { buildTree, cascadeEnded, drive, expectAllCancelledOnce, treeFakes } from "../helpers/cascade";
-import { call, sessionStub } from "../helpers/http";
+import { call } from "../helpers/http";
 import { modernClient, modernSpawnTask, taskCall, v1Client } from "../helpers/mcp-client";
 import { childState, releaseAndSettleChildren, requesterKey } from "../helpers/subagents";
-import type { Spawned } from "../helpers/tasks";
+import { runEndEvents, type Spawned } from "../helpers/tasks";
 
 /**
  * Cancelling a task-augmented sessions_spawn from any surface that holds its id (src/tasks/run-abort.ts): the
@@ -19,18 +17,6 @@ import type { Spawned } from "../helpers/tasks";
  */
 
 afterEach(releaseAndSettleChildren);
-
-/** The `run` events a session recorded for one run that say it ended (docs/events.md). */
-async function endEvents(key: string, runId: string): Promise<string[]> {
-  return runInDurableObject(sessionStub(key), (_o: SessionObject, state) =>
-    state.storage.sql
-      .exec<{ data: string }>("SELECT data FROM events WHERE type = 'run' ORDER BY seq")
-      .toArray()
-      .map((r) => JSON.parse(r.data) as { runId: string; status: string })
-      .filter((e) => e.runId === runId && e.status !== "queued" && e.status !== "running")
-      .map((e) => e.status),
-  );
-}
 
 /** P as the MCP task of `start`: its run id is the task id; the run names its ledger task. */
 async function spawnedBy(start: () => Promise<string>): Promise<Spawned> {
@@ -109,6 +95,6 @@ describe("cancelling a task-augmented sessions_spawn ends its whole tree, from e
       expect(fake.model.slice(stepsBefore)).toEqual([]);
       // The ledger says so over REST too, and P's run ended once: one end event, however often it was cancelled.
       expect((await call("GET", `/v1/tasks/${p.taskId}`)).json).toMatchObject({ status: "cancelled" });
-      expect(await endEvents(p.childSessionKey, p.runId)).toEqual(["aborted"]);
+      expect(await runEndEvents(p.childSessionKey, p.runId)).toEqual(["aborted"]);
     });
 });

@@ -7,7 +7,7 @@ import { TOOLS } from "../../src/tools/registry";
 import { type FakeCall, useFakeProvider } from "../helpers/fake-provider";
 import { call, MAIN_TOKEN, sessionStub } from "../helpers/http";
 import { modernClient, taskCall, v1Client } from "../helpers/mcp-client";
-import { quiesce } from "../helpers/quiesce";
+import { answerAllAndQuiesce } from "../helpers/quiesce";
 import { evict } from "../helpers/restart";
 import { installFakes, requesterKey, settle, subagentConfig } from "../helpers/subagents";
 
@@ -20,21 +20,8 @@ import { installFakes, requesterKey, settle, subagentConfig } from "../helpers/s
 const visibleSiblings = { tools: { sessions: { visibility: "agent" } } };
 let fake: ReturnType<typeof useFakeProvider> | undefined;
 
-/** Answer whatever the model still holds (a child's announce turn), until no background work is left. */
-async function settleAll(): Promise<void> {
-  const f = fake;
-  if (!f) return;
-  await vi.waitFor(
-    async () => {
-      for (const c of f.pending() as FakeCall[]) c.reply("done");
-      await quiesce(1_000);
-    },
-    { timeout: 15_000, interval: 50 },
-  );
-}
-
 afterEach(async () => {
-  await settleAll();
+  if (fake) await answerAllAndQuiesce(fake);
   fake = undefined;
 });
 

@@ -1,14 +1,13 @@
-import { runInDurableObject } from "cloudflare:test";
 import { TaskState } from "@a2a-js/sdk";
 import type { Client as A2AClient } from "@a2a-js/sdk/client";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { SessionObject } from "../../src/session/session-object";
 import { a2aClient, textMessage } from "../helpers/a2a";
 import { type FakeCall, useFakeProvider } from "../helpers/fake-provider";
-import { call, enc, invoke, sessionStub } from "../helpers/http";
+import { call, enc, invoke } from "../helpers/http";
 import { taskCall, v1Client } from "../helpers/mcp-client";
-import { quiesce } from "../helpers/quiesce";
+import { answerAllAndQuiesce } from "../helpers/quiesce";
+import { runEndEvents } from "../helpers/tasks";
 
 /**
  * One handle (docs/protocols.md, "One handle"): a run started through any protocol — OpenClaw's /tools/invoke,
@@ -23,30 +22,10 @@ let fake: ReturnType<typeof useFakeProvider> | undefined;
 afterEach(async () => {
   const f = fake;
   fake = undefined;
-  if (!f) return;
-  // Answer whatever the model still holds (announce and completion turns), until no background work is left.
-  await vi.waitFor(
-    async () => {
-      for (const c of f.pending() as FakeCall[]) c.reply("done");
-      await quiesce(1_000);
-    },
-    { timeout: 15_000, interval: 50 },
-  );
+  if (f) await answerAllAndQuiesce(f);
 });
 
 const tag = () => crypto.randomUUID().slice(0, 8);
-
-/** The `run` events that say the run ended, as its session recorded them (docs/events.md). */
-async function endEvents(sessionKey: string, runId: string): Promise<string[]> {
-  return runInDurableObject(sessionStub(sessionKey), (_o: SessionObject, state) =>
-    state.storage.sql
-      .exec<{ data: string }>("SELECT data FROM events WHERE type = 'run' ORDER BY seq")
-      .toArray()
-      .map((r) => JSON.parse(r.data) as { runId: string; status: string })
-      .filter((e) => e.runId === runId && e.status !== "queued" && e.status !== "running")
-      .map((e) => e.status),
-  );
-}
 
 interface Surfaces {
   mcp: Client;
@@ -156,7 +135,7 @@ describe("one handle: a run started anywhere is seen and aborted everywhere, onc
         expect(said).toMatch(SECOND_ABORT[again]);
       }
       expect((await call("GET", `/v1/runs/${id}`)).json).toEqual(after.run);
-      expect(await endEvents(after.run.sessionKey, id)).toEqual(["aborted"]);
+      expect(await runEndEvents(after.run.sessionKey, id)).toEqual(["aborted"]);
     }
     // /tools/invoke's `subagents list` shows the spawn's run killed; its requester's ledger and the MCP task list cancelled.
     const recent = (await invoke("subagents", { action: "list" }, { sessionKey: req })).details.recent;
@@ -196,7 +175,7 @@ describe("one handle: a run started anywhere is seen and aborted everywhere, onc
     }
     const run = (await call("GET", `/v1/runs/${id}`)).json;
     expect(run.status).toBe("aborted");
-    expect(await endEvents(run.sessionKey, id)).toEqual(["aborted"]);
+    expect(await runEndEvents(run.sessionKey, id)).toEqual(["aborted"]);
     expect((await call("GET", `/v1/tasks/${run.taskId}`)).json).toMatchObject({ status: "cancelled" });
     await s.mcp.close();
   });

@@ -1,11 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { unstable_startWorker } from "wrangler";
+import { describe, expect, inject, it, vi } from "vitest";
+import { useConsole } from "./console-rig";
 import { fakeChatModel } from "./fake-chat-model";
-import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { TOKEN_KEY, shot as takeShot } from "./screenshot";
 import { callWorker, readBody } from "./worker-api";
 
 /**
@@ -23,11 +21,9 @@ const HOOK_SECRET = `whsec_${Buffer.from("browser-test-webhook-secret-0001").toS
 const SEEDED = 60; // with 25 rows a page: three pages
 const seededKey = (i: number) => `agent:main:seed-${String(i).padStart(2, "0")}`;
 
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
 let base = "";
 let context: BrowserContext;
 let page: Page;
-let closeBrowser = async () => {};
 // The console's clock stands still at the start of the run (set before anything is seeded): everything the
 // console shows happened after it, so each relative time reads "just now" however slow the run is (a time
 // ahead of the page's clock reads "just now", console/format.ts).
@@ -37,7 +33,6 @@ let clockFrozenAt = 0;
 // src/channels/webhook.ts), then 200 once the test fixes it, so a retried delivery can succeed.
 let hookAnswer = 302;
 const hookBodies: any[] = [];
-let hook: Server;
 
 // The "fake/m1" model (test/node/fake-chat-model.ts): configured here, so the agents page shows its provider.
 const model = fakeChatModel();
@@ -48,79 +43,64 @@ const api = (method: string, path: string, body?: unknown) => callWorker(base, O
 const shot = (name: string, opts?: { signedIn: boolean }) =>
   takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name, opts);
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  hook = createServer(async (req, res) => {
+useConsole({
+  token: OPERATOR,
+  // The test signs in through the form.
+  signIn: "none",
+  serve: async (req, res) => {
     const body = JSON.parse(await readBody(req));
     // The "slow" agent's webhook runtime: accepts each run and never completes it, so it stays running.
     if (req.url === "/runtime") return void res.writeHead(202).end();
     if (req.url === "/openai/chat/completions") return model.answer(body, res);
     hookBodies.push(body);
     res.writeHead(hookAnswer, hookAnswer === 302 ? { Location: "http://127.0.0.1:1/" } : {}).end("ok");
-  });
-  await new Promise<void>((r) => hook.listen(0, "127.0.0.1", r));
-  const hookBase = `http://127.0.0.1:${(hook.address() as AddressInfo).port}`;
-  const hookUrl = `${hookBase}/deliver`;
-
-  // No fetch of the Request.cf sample from Cloudflare (scripts/dev.mjs): the test needs no network.
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  worker = await unstable_startWorker({
-    config: "wrangler.jsonc",
-    bindings: {
-      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
-      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo" },
-            entries: {
-              main: { name: "Main", default: true },
-              research: { name: "Research" },
-              slow: { name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
-            },
+  },
+  bindings: (hookBase) => ({
+    SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: {
+          defaults: { model: "builtin/echo" },
+          entries: {
+            main: { name: "Main", default: true },
+            research: { name: "Research" },
+            slow: { name: "Slow", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
           },
-          channels: { hook: { outbound: { url: hookUrl, secret: HOOK_SECRET } } },
-          // A session set to "fake/m1" is answered by `answerChatCompletion` (above).
-          models: {
-            providers: { fake: { api: "openai-completions", baseUrl: `${hookBase}/openai`, apiKey: "fake-key" } },
-          },
-          // Not supported here: shows up as a configuration warning on the agents page.
-          session: { maintenance: { mode: "enforce" } },
         },
+        channels: { hook: { outbound: { url: `${hookBase}/deliver`, secret: HOOK_SECRET } } },
+        // A session set to "fake/m1" is answered by `answerChatCompletion` (above).
+        models: {
+          providers: { fake: { api: "openai-completions", baseUrl: `${hookBase}/openai`, apiKey: "fake-key" } },
+        },
+        // Not supported here: shows up as a configuration warning on the agents page.
+        session: { maintenance: { mode: "enforce" } },
       },
     },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
-  });
-  await worker.ready;
-  base = String(await worker.url);
-
-  clockFrozenAt = Date.now();
-  // Sessions to page through: PATCH creates a session with its label, no run needed.
-  // One after another, so the listing's order (newest first) and the screenshots are the same every run.
-  for (let i = 0; i < SEEDED; i++)
-    await api("PATCH", `/v1/sessions/${encodeURIComponent(seededKey(i))}`, { label: `Seed ${i}` });
-  // The index is written behind each session's change; wait until it lists them all.
-  await vi.waitFor(
-    async () => expect((await api("GET", "/v1/sessions?agentId=main&limit=1000")).count).toBeGreaterThanOrEqual(SEEDED),
-    { timeout: 30_000, interval: 200 },
-  );
-
-  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
-  // The console must load nothing from another origin (no CDN).
-  page.on("request", (req) => {
-    if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
-  });
-}, 120_000);
+  }),
+  seed: async (workerBase) => {
+    base = workerBase;
+    // Sessions to page through: PATCH creates a session with its label, no run needed.
+    // One after another, so the listing's order (newest first) and the screenshots are the same every run.
+    for (let i = 0; i < SEEDED; i++)
+      await api("PATCH", `/v1/sessions/${encodeURIComponent(seededKey(i))}`, { label: `Seed ${i}` });
+    // The index is written behind each session's change; wait until it lists them all.
+    await vi.waitFor(
+      async () =>
+        expect((await api("GET", "/v1/sessions?agentId=main&limit=1000")).count).toBeGreaterThanOrEqual(SEEDED),
+      { timeout: 30_000, interval: 200 },
+    );
+  },
+  started: (rig) => {
+    ({ base, context, page, clockFrozenAt } = rig);
+    // The console must load nothing from another origin (no CDN).
+    page.on("request", (req) => {
+      if (!req.url().startsWith(base) && !req.url().startsWith("data:")) foreign.push(req.url());
+    });
+  },
+});
 
 const foreign: string[] = [];
-
-afterAll(async () => {
-  await closeBrowser();
-  await worker?.dispose();
-  hook?.closeAllConnections(); // a fake model reply a failed test left open
-  await new Promise((r) => hook?.close(r));
-});
 
 describe.skipIf(!CHROMIUM)("operator console in Chromium", () => {
   it("signs in with a pasted token, kept in session storage and never in the URL", async () => {

@@ -1,11 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { unstable_startWorker } from "wrangler";
-import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
-import { callWorker, readBody } from "./worker-api";
+import { describe, expect, inject, it, vi } from "vitest";
+import { subagentBindings, useConsole } from "./console-rig";
+import { shot as takeShot } from "./screenshot";
+import { readBody, workerCalls } from "./worker-api";
 
 /**
  * The console's pictures in Chromium (test/node/chromium.ts says which one): a session's sub-agent tree
@@ -30,27 +28,21 @@ const SCRIPT: [string, string][] = [
   ["benchmark the frameworks", "3 benchmarks run: actix-web leads."],
 ];
 
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
 let base = "";
-let runtimes: Server;
 let context: BrowserContext;
 let page: Page;
-let closeBrowser = async () => {};
 let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted and has not completed: its completion path and run token. */
 const slowRuns: { completePath: string; runToken: string }[] = [];
 
-const api = (method: string, path: string, body?: unknown, token = OPERATOR) =>
-  callWorker(base, token, method, path, body);
-
-const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: string) =>
-  (await api("POST", "/tools/invoke", { tool, args, sessionKey })).result.details;
+const { api, invoke } = workerCalls(() => base, OPERATOR);
 
 const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name);
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  runtimes = createServer(async (req, res) => {
+useConsole({
+  token: OPERATOR,
+  signIn: "context",
+  serve: async (req, res) => {
     const run = JSON.parse(await readBody(req));
     if (req.url === "/slow") {
       slowRuns.push({ completePath: run.completePath, runToken: run.runToken });
@@ -62,64 +54,37 @@ beforeAll(async () => {
     const reply = scripted ?? (/announce step/i.test(message) ? "ANNOUNCE_SKIP" : "noted");
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ reply, model: "m1", usage: { input: 1200, output: 300 } }));
-  });
-  await new Promise<void>((r) => runtimes.listen(0, "127.0.0.1", r));
-  const hookBase = `http://127.0.0.1:${(runtimes.address() as AddressInfo).port}`;
-
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  worker = await unstable_startWorker({
-    config: "wrangler.jsonc",
-    bindings: {
-      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
-      // Not the developer's .dev.vars tokens (for npm start's agents): none are needed here.
-      AGENT_TOKENS: { type: "plain_text", value: "{}" },
-      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
-            list: [
-              { id: "main", name: "Main", default: true },
-              { id: "planner", name: "Planner", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
-              {
-                id: "researcher",
-                name: "Researcher",
-                model: "priced/m1",
-                runtime: { type: "webhook", url: `${hookBase}/runtime` },
-              },
-              { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
-            ],
-          },
-          // The researcher's model has prices, so its sessions show a cost (the runtime reports the tokens).
-          models: {
-            providers: {
-              priced: {
-                baseUrl: `${hookBase}/unused`,
-                apiKey: "k",
-                models: [{ id: "m1", cost: { input: 3, output: 15 } }],
-              },
+  },
+  bindings: (hookBase) =>
+    subagentBindings(
+      [
+        { id: "main", name: "Main", default: true },
+        { id: "planner", name: "Planner", runtime: { type: "webhook", url: `${hookBase}/runtime` } },
+        {
+          id: "researcher",
+          name: "Researcher",
+          model: "priced/m1",
+          runtime: { type: "webhook", url: `${hookBase}/runtime` },
+        },
+        { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
+      ],
+      {
+        // The researcher's model has prices, so its sessions show a cost (the runtime reports the tokens).
+        models: {
+          providers: {
+            priced: {
+              baseUrl: `${hookBase}/unused`,
+              apiKey: "k",
+              models: [{ id: "m1", cost: { input: 3, output: 15 } }],
             },
           },
-          tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["planner", "researcher"] } },
         },
+        tools: { sessions: { visibility: "all" }, agentToAgent: { enabled: true, allow: ["planner", "researcher"] } },
       },
-    },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
-  });
-  await worker.ready;
-  base = String(await worker.url);
-  clockFrozenAt = Date.now();
-
-  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
-  await context.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
-}, 120_000);
-
-afterAll(async () => {
-  await closeBrowser();
-  await worker?.dispose();
-  runtimes?.closeAllConnections();
-  await new Promise((r) => runtimes?.close(r));
+    ),
+  started: (rig) => {
+    ({ base, context, page, clockFrozenAt } = rig);
+  },
 });
 
 describe.skipIf(!CHROMIUM)("the console's pictures in Chromium", () => {

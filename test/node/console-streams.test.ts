@@ -1,11 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { unstable_startWorker } from "wrangler";
+import { describe, expect, inject, it } from "vitest";
+import { useConsole } from "./console-rig";
 import { fakeChatModel } from "./fake-chat-model";
-import { openBrowser, TOKEN_KEY } from "./screenshot";
+import { TOKEN_KEY } from "./screenshot";
 import { RUN_STREAMS, runTextSoFar, streamCutter } from "./stream-proxy";
 import { callWorker, readBody } from "./worker-api";
 
@@ -22,12 +20,9 @@ const OPERATOR = randomBytes(32).toString("base64url");
 const model = fakeChatModel();
 const nextReply = model.nextReply;
 
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
 let base = "";
-let upstream: Server;
 let context: BrowserContext;
 let page: Page;
-let closeBrowser = async () => {};
 
 const api = (method: string, path: string, body?: unknown) => callWorker(base, OPERATOR, method, path, body);
 
@@ -107,51 +102,34 @@ async function cutRunMidReply(key: string, whileAway: string[]): Promise<void> {
   }
 }
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  upstream = createServer(async (req, res) => {
+useConsole({
+  token: OPERATOR,
+  // The first page is signed in, as after the sign-in form (test/node/console-browser.test.ts); the tabs
+  // through a proxy are another origin and sign in themselves.
+  signIn: "page",
+  serve: async (req, res) => {
     if (req.url === "/openai/chat/completions") return model.answer(JSON.parse(await readBody(req)), res);
     res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
-  const upstreamBase = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-
-  // No fetch of the Request.cf sample from Cloudflare (scripts/dev.mjs): the test needs no network.
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  worker = await unstable_startWorker({
-    config: "wrangler.jsonc",
-    bindings: {
-      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo" },
-            // Every agent AGENT_TOKENS names (vitest.config.ts), or each request is a config_error.
-            entries: { main: { name: "Main", default: true }, research: { name: "Research" } },
-          },
-          // A session set to "fake/m1" is answered by the test (test/node/fake-chat-model.ts).
-          models: {
-            providers: { fake: { api: "openai-completions", baseUrl: `${upstreamBase}/openai`, apiKey: "fake-key" } },
-          },
+  },
+  bindings: (modelBase) => ({
+    CONFIG: {
+      type: "json",
+      value: {
+        agents: {
+          defaults: { model: "builtin/echo" },
+          // Every agent AGENT_TOKENS names (vitest.config.ts), or each request is a config_error.
+          entries: { main: { name: "Main", default: true }, research: { name: "Research" } },
+        },
+        // A session set to "fake/m1" is answered by the test (test/node/fake-chat-model.ts).
+        models: {
+          providers: { fake: { api: "openai-completions", baseUrl: `${modelBase}/openai`, apiKey: "fake-key" } },
         },
       },
     },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
-  });
-  await worker.ready;
-  base = String(await worker.url);
-
-  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, Date.now()));
-  // The page is signed in, as after the sign-in form (test/node/console-browser.test.ts).
-  await page.addInitScript(([k, token]) => sessionStorage.setItem(k, token), [TOKEN_KEY, OPERATOR]);
-}, 120_000);
-
-afterAll(async () => {
-  await closeBrowser();
-  await worker?.dispose();
-  upstream?.closeAllConnections(); // a fake model reply a failed test left open
-  await new Promise((r) => upstream?.close(r));
+  }),
+  started: (rig) => {
+    ({ base, context, page } = rig);
+  },
 });
 
 describe.skipIf(!CHROMIUM)("the console's event streams in Chromium", () => {

@@ -1,11 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { unstable_startWorker } from "wrangler";
-import { openBrowser, TOKEN_KEY, shot as takeShot } from "./screenshot";
-import { callWorker, readBody } from "./worker-api";
+import { describe, expect, inject, it, vi } from "vitest";
+import { subagentBindings, useConsole } from "./console-rig";
+import { TOKEN_KEY, shot as takeShot } from "./screenshot";
+import { readBody, workerCalls } from "./worker-api";
 
 /**
  * A session's children and ledger tasks in the console (console/tree.tsx, console/tasks.tsx), in Chromium
@@ -21,20 +19,14 @@ const OPERATOR = randomBytes(32).toString("base64url");
 const ROOT = "agent:main:ledger-watch";
 const BOUND = "agent:main:ledger-bound";
 
-let worker: Awaited<ReturnType<typeof unstable_startWorker>>;
 let base = "";
-let runtimes: Server;
 let context: BrowserContext;
 let page: Page;
-let closeBrowser = async () => {};
 let clockFrozenAt = 0;
 /** The runs the "slow" runtime accepted: its run token (a run token of that child's session). */
 const slowRuns: { runToken: string; sessionKey: string }[] = [];
 
-const api = (method: string, path: string, body?: unknown, token = OPERATOR) =>
-  callWorker(base, token, method, path, body);
-const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: string) =>
-  (await api("POST", "/tools/invoke", { tool, args, sessionKey })).result.details;
+const { api, invoke } = workerCalls(() => base, OPERATOR);
 const spawn = async (requester: string, args: Record<string, unknown>) => {
   const r = await invoke("sessions_spawn", args, requester);
   expect(r.status, JSON.stringify(r)).toBe("accepted");
@@ -46,51 +38,22 @@ const subagentsTab = (key: string) => new URL(`/console/#/session/${encodeURICom
 
 const shot = (name: string) => takeShot({ page, context, clockFrozenAt, token: OPERATOR }, name);
 
-beforeAll(async () => {
-  if (!CHROMIUM) return; // skipped: test/node/browser-setup.ts said why
-  runtimes = createServer(async (req, res) => {
+useConsole({
+  token: OPERATOR,
+  signIn: "context",
+  serve: async (req, res) => {
     const run = JSON.parse(await readBody(req));
     slowRuns.push({ runToken: run.runToken, sessionKey: run.sessionKey });
     res.writeHead(202).end();
-  });
-  await new Promise<void>((r) => runtimes.listen(0, "127.0.0.1", r));
-  const hookBase = `http://127.0.0.1:${(runtimes.address() as AddressInfo).port}`;
-
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  worker = await unstable_startWorker({
-    config: "wrangler.jsonc",
-    bindings: {
-      GATEWAY_TOKEN: { type: "plain_text", value: OPERATOR },
-      AGENT_TOKENS: { type: "plain_text", value: "{}" },
-      SIGNING_SECRET: { type: "plain_text", value: randomBytes(32).toString("base64url") },
-      CONFIG: {
-        type: "json",
-        value: {
-          agents: {
-            defaults: { model: "builtin/echo", subagents: { maxSpawnDepth: 2, allowAgents: ["*"] } },
-            list: [
-              { id: "main", name: "Main", default: true },
-              { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
-            ],
-          },
-        },
-      },
-    },
-    dev: { server: { hostname: "127.0.0.1", port: 0 }, inspector: false, persist: false, logLevel: "error" },
-  });
-  await worker.ready;
-  base = String(await worker.url);
-  clockFrozenAt = Date.now();
-
-  ({ context, page, close: closeBrowser } = await openBrowser(CHROMIUM, clockFrozenAt));
-  await context.addInitScript(([key, token]) => sessionStorage.setItem(key, token), [TOKEN_KEY, OPERATOR]);
-}, 120_000);
-
-afterAll(async () => {
-  await closeBrowser();
-  await worker?.dispose();
-  runtimes?.closeAllConnections();
-  await new Promise((r) => runtimes?.close(r));
+  },
+  bindings: (hookBase) =>
+    subagentBindings([
+      { id: "main", name: "Main", default: true },
+      { id: "slow", name: "Slow", runtime: { type: "webhook", url: `${hookBase}/slow` } },
+    ]),
+  started: (rig) => {
+    ({ base, context, page, clockFrozenAt } = rig);
+  },
 });
 
 describe.skipIf(!CHROMIUM)("a session's children and tasks in the console", () => {

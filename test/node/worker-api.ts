@@ -18,3 +18,14 @@ export async function readBody(req: IncomingMessage): Promise<string> {
   for await (const chunk of req) body += chunk;
   return body;
 }
+
+/**
+ * `api` (callWorker with `token` unless another is given) and `invoke` (a tool through /tools/invoke, its
+ * result's details) against the Worker at `base()`, read at each call: a test learns it once the Worker runs.
+ */
+export function workerCalls(base: () => string, token: string) {
+  const api = (method: string, path: string, body?: unknown, as = token) => callWorker(base(), as, method, path, body);
+  const invoke = async (tool: string, args: Record<string, unknown>, sessionKey: string) =>
+    (await api("POST", "/tools/invoke", { tool, args, sessionKey })).result.details;
+  return { api, invoke };
+}

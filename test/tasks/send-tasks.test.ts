@@ -9,7 +9,7 @@ import { newTaskId } from "../../src/tasks/task-id";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { crash } from "../helpers/restart";
 import { baseConfig, deferred, doneFlow, installFakes, until } from "../helpers/scripted";
-import { age } from "../helpers/tasks";
+import { age, ledgerNotes } from "../helpers/tasks";
 
 /**
  * A long `sessions_send` is a task of its requester's ledger (src/tasks/send-task.ts, docs/tasks.md): a
@@ -28,18 +28,6 @@ async function tasksOf(key: string): Promise<any[]> {
   return r.json.tasks;
 }
 
-/** The ledger's notes in the requester's transcript. */
-async function notes(key: string): Promise<string[]> {
-  return runInDurableObject(sessionStub(key), (_obj: SessionObject, state) =>
-    state.storage.sql
-      .exec<{ json: string }>("SELECT json FROM messages ORDER BY seq")
-      .toArray()
-      .map((r) => JSON.parse(r.json))
-      .filter((m) => m.provenance?.sourceTool === "task_ledger")
-      .map((m) => m.content[0].text),
-  );
-}
-
 /** The target's pending ledger reports (task-report timer rows). */
 async function pendingReports(key: string): Promise<number> {
   return runInDurableObject(
@@ -47,6 +35,22 @@ async function pendingReports(key: string): Promise<number> {
     (_obj: SessionObject, state) =>
       state.storage.sql.exec("SELECT 1 FROM timers WHERE kind = 'task-report'").toArray().length,
   );
+}
+
+/**
+ * A send from `req` that does not wait (timeoutSeconds 0): accepted with a run id, answered once the target's
+ * run holds the model.
+ */
+async function sendHeld(
+  fakes: ReturnType<typeof installFakes>,
+  req: string,
+  target: string,
+  message: string,
+): Promise<string> {
+  const r = await invoke("sessions_send", { sessionKey: target, message, timeoutSeconds: 0 }, { sessionKey: req });
+  expect(r.details).toMatchObject({ status: "accepted", runId: expect.any(String) });
+  await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+  return r.details.runId;
 }
 
 /** A requester session and a target whose primary run's model answer is held until `release`. */
@@ -83,16 +87,7 @@ function sendTask(req: string, target: string, runId: string, message: string, e
 describe("a long sessions_send is a ledger task", () => {
   it("fire-and-forget: running while its run runs → succeeded with it; crashes between the steps repeat nothing", async () => {
     const { req, target, fakes, release } = await setup();
-    const r = await invoke(
-      "sessions_send",
-      { sessionKey: target, message: "index the docs", timeoutSeconds: 0 },
-      {
-        sessionKey: req,
-      },
-    );
-    expect(r.details).toMatchObject({ status: "accepted", runId: expect.any(String) });
-    const runId: string = r.details.runId;
-    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    const runId = await sendHeld(fakes, req, target, "index the docs");
     await runDurableObjectAlarm(sessionStub(target));
     const running = sendTask(req, target, runId, "index the docs", {
       status: "running",
@@ -123,10 +118,10 @@ describe("a long sessions_send is a ledger task", () => {
       }),
     );
     // silent: nothing was added to the requester's transcript; another round of crashes repeats nothing.
-    expect(await notes(req)).toEqual([]);
+    expect(await ledgerNotes(req)).toEqual([]);
     await crash(sessionStub(req), sessionStub(target));
     for (const k of [req, target]) await runDurableObjectAlarm(sessionStub(k));
-    expect(await notes(req)).toEqual([]);
+    expect(await ledgerNotes(req)).toEqual([]);
     expect(await tasksOf(req)).toEqual([done]);
     expect(await pendingReports(target)).toBe(0);
     // The model's listing (subagents, also over MCP) shows it too.
@@ -167,7 +162,7 @@ describe("a long sessions_send is a ledger task", () => {
     const [failed] = await tasksOf(req);
     expect(failed).toMatchObject({ runId, status: "failed", deliveryStatus: "not_applicable" });
     expect(failed.error).toContain("quota exceeded");
-    expect(await notes(req)).toEqual([]);
+    expect(await ledgerNotes(req)).toEqual([]);
   });
 
   it("a send answered within its wait is no task", async () => {
@@ -191,15 +186,7 @@ describe("a long sessions_send is a ledger task", () => {
     const { req, target, fakes, release } = await setup({
       agents: { defaults: { model: "fake/m1", timeoutSeconds: 60 } },
     });
-    const r = await invoke(
-      "sessions_send",
-      { sessionKey: target, message: "slow", timeoutSeconds: 0 },
-      {
-        sessionKey: req,
-      },
-    );
-    const runId: string = r.details.runId;
-    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    const runId = await sendHeld(fakes, req, target, "slow");
     await advance(target, 61_000);
     expect(await sessionStub(target).waitRun(runId, 10_000)).toMatchObject({ status: "timeout" });
     await crash(sessionStub(req));
@@ -223,15 +210,7 @@ describe("a long sessions_send is a ledger task", () => {
 
   it("a send into the requester's own session: its ledger records the task in place, once", async () => {
     const { req, fakes, release } = await setup();
-    const r = await invoke(
-      "sessions_send",
-      { sessionKey: req, message: "note to self", timeoutSeconds: 0 },
-      {
-        sessionKey: req,
-      },
-    );
-    const runId: string = r.details.runId;
-    await until(async () => expect(fakes.model.map((m) => m.kind)).toEqual(["primary"]));
+    const runId = await sendHeld(fakes, req, req, "note to self");
     await runDurableObjectAlarm(sessionStub(req));
     await until(async () =>
       expect((await tasksOf(req)).map((t) => [t.status, t.targetSessionKey])).toEqual([["running", req]]),

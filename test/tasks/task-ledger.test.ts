@@ -10,7 +10,7 @@ import { MAX_TASKS_PER_SESSION } from "../../src/tasks/task-store";
 import { LOST_TASK_RETENTION_MS, TASK_RETENTION_MS, type TaskInit } from "../../src/tasks/task-types";
 import { advance, call, enc, sessionStub } from "../helpers/http";
 import { childState, installFakes, requesterKey, settle, subagentConfig } from "../helpers/subagents";
-import { age, ledgerOf, spawn } from "../helpers/tasks";
+import { age, ledgerNotes, ledgerOf, spawn } from "../helpers/tasks";
 
 /**
  * The task ledger's rules (src/tasks/; docs/tasks.md), driven through the owner's RPC — as a child's reports
@@ -38,18 +38,6 @@ function subagentTask(key: string, extra: Partial<TaskInit> = {}): TaskInit {
 const record = (key: string, init: TaskInit) => callExtension(sessionStub(key), "task-ledger", "record", init);
 const report = (key: string, taskId: string, update: Record<string, unknown>) =>
   callExtension(sessionStub(key), "task-ledger", "report", { taskId, update });
-
-/** The notes the ledger wrote into the owner's transcript. */
-async function notes(key: string): Promise<string[]> {
-  return runInDurableObject(sessionStub(key), (_obj, state) =>
-    state.storage.sql
-      .exec<{ json: string }>("SELECT json FROM messages ORDER BY seq")
-      .toArray()
-      .map((r) => JSON.parse(r.json))
-      .filter((m) => m.provenance?.sourceTool === "task_ledger")
-      .map((m) => m.content[0].text),
-  );
-}
 
 describe("task ids", () => {
   it("carry their owner's key, so a task routes to its ledger without a lookup", () => {
@@ -135,7 +123,7 @@ describe("notify policies (a runtime in the owner's object: the in-object API)",
         updateTask(obj, ids.silent, { status: "succeeded" });
       }),
     );
-    expect(await notes(key)).toEqual([
+    expect(await ledgerNotes(key)).toEqual([
       `[Task running] changes (task ${ids.changes})`,
       `[Task succeeded] done-only (task ${ids.done})`,
       `[Task failed] changes (task ${ids.changes}): the children never reported`,
