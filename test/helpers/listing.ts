@@ -41,6 +41,24 @@ export async function rowsRead<T>(
   });
 }
 
+/**
+ * A listing walked while rows moved: no key twice, every row not updated meanwhile is there, and the order
+ * is the list's (updatedAt descending, then key descending).
+ */
+export function expectListedOnceInOrder(
+  seen: { key: string; updatedAt: number }[],
+  all: { key: string }[],
+  updated: Set<string>,
+) {
+  const keys = seen.map((s) => s.key);
+  expect(new Set(keys).size).toBe(keys.length);
+  for (const e of all) if (!updated.has(e.key)) expect(keys).toContain(e.key);
+  for (let i = 1; i < seen.length; i++) {
+    const [a, b] = [seen[i - 1], seen[i]];
+    expect(a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.key > b.key)).toBe(true);
+  }
+}
+
 export const keysOf = (r: { details: any }): string[] => r.details.sessions.map((s: any) => s.key as string);
 export const list = (args: Record<string, unknown>, sessionKey: string) =>
   invoke("sessions_list", args, { sessionKey });

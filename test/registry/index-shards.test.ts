@@ -8,7 +8,7 @@ import { sessionIndex } from "../../src/registry/session-index";
 import { legacyName, shardName, shardOf } from "../../src/registry/shard-hash";
 import { call, enc, invoke, sendAndWait } from "../helpers/http";
 import { syntheticIndexEntries } from "../helpers/index-rows";
-import { configure, keysOf } from "../helpers/listing";
+import { configure, expectListedOnceInOrder, keysOf } from "../helpers/listing";
 
 const entries = syntheticIndexEntries;
 
@@ -99,13 +99,7 @@ describe("session index shards", () => {
       if (!cursor) break;
     }
     expect(cursor).toBeUndefined();
-    const keys = seen.map((s) => s.key);
-    expect(new Set(keys).size).toBe(keys.length);
-    for (const r of rows) if (!updated.has(r.key)) expect(keys).toContain(r.key);
-    for (let i = 1; i < seen.length; i++) {
-      const [a, b] = [seen[i - 1], seen[i]];
-      expect(a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.key > b.key)).toBe(true);
-    }
+    expectListedOnceInOrder(seen, rows, updated);
     expect(updated.size).toBeGreaterThan(10);
   });
 

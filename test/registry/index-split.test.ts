@@ -18,7 +18,7 @@ import {
   stored,
   walkIndex,
 } from "../helpers/index-split";
-import { configure, keysOf, list } from "../helpers/listing";
+import { configure, expectListedOnceInOrder, keysOf, list } from "../helpers/listing";
 import { evict } from "../helpers/restart";
 
 /** A self-sizing index (no indexShards) with small thresholds: a shard past `rows` rows asks to split. */
@@ -123,13 +123,7 @@ describe("the self-sizing index", () => {
     expect(pagesWhileMoving).toBeGreaterThan(5);
     hold.release();
     expect(await settle("sp")).toMatchObject({ shards: 2, from: null, epoch: 3 });
-    const keys = seen.map((s) => s.key);
-    expect(new Set(keys).size).toBe(keys.length);
-    for (const e of entries) if (!updated.has(e.key)) expect(keys).toContain(e.key);
-    for (let i = 1; i < seen.length; i++) {
-      const [a, b] = [seen[i - 1], seen[i]];
-      expect(a.updatedAt > b.updatedAt || (a.updatedAt === b.updatedAt && a.key > b.key)).toBe(true);
-    }
+    expectListedOnceInOrder(seen, entries, updated);
     // The cursor from before the split and one from the middle of it select exactly the rows after them.
     expect(await walkIndex(index, 40, before)).toEqual(expectedOrder(model, before));
     expect(await walkIndex(index, 40, during)).toEqual(expectedOrder(model, during));
