@@ -55,6 +55,25 @@ async function spawn(req: string, tasks: string[]) {
   return kids;
 }
 
+/** The lane's first "your turn" call to a child fails (`failed` counts it); later ones go through. */
+function failFirstGrant(message: string): { failed: number } {
+  const grants = { failed: 0 };
+  const realCall = SessionObject.prototype.extensionCall;
+  vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
+    this: SessionObject,
+    name,
+    method,
+    arg,
+  ) {
+    if (name === "subagent-lane" && method === "granted" && grants.failed === 0) {
+      grants.failed++;
+      return Promise.reject(new Error(message));
+    }
+    return realCall.call(this, name, method, arg);
+  });
+  return grants;
+}
+
 const statusOf = async (runId: string) => (await call("GET", `/v1/runs/${runId}`)).json.status;
 const laneOf = (agent: string) => env.SUBAGENT_LANE.getByName(agentLaneName(agent));
 const bank = () => env.SUBAGENT_LANE.getByName(BANK_OBJECT);
@@ -227,24 +246,11 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
   it("a lost 'your turn' call is made again by the lane's alarm", async () => {
     setConfigOverride(agentsConfig(["lost"], { maxConcurrent: 1 }));
     const { started, finish } = heldTasks();
-    const realCall = SessionObject.prototype.extensionCall;
-    let lost = 0;
-    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
-      this: SessionObject,
-      name,
-      method,
-      arg,
-    ) {
-      if (name === "subagent-lane" && method === "granted" && lost === 0) {
-        lost++;
-        return Promise.reject(new Error("message lost"));
-      }
-      return realCall.call(this, name, method, arg);
-    });
+    const grants = failFirstGrant("message lost");
     const kids = await spawn(requester("lost"), ["first", "second"]);
     await until(async () => expect(started).toEqual([kids[0].key]));
     finish(kids[0].key);
-    await until(async () => expect(lost).toBe(1));
+    await until(async () => expect(grants.failed).toBe(1));
     expect(await statusOf(kids[1].runId)).toBe("queued");
     // The grant is a row of the lane: its alarm (retry due in seconds, not the child's backstop) tells the child.
     expect(await runDurableObjectAlarm(laneOf("lost"))).toBe(true);
@@ -283,18 +289,7 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
       return realLeased.call(this, view);
     });
     // …and ev2's lane cannot reach its child the first time: the grant is only a row of the lane.
-    const realCall = SessionObject.prototype.extensionCall;
-    let untold = 0;
-    vi.spyOn(SessionObject.prototype, "extensionCall").mockImplementation(function (
-      this: SessionObject,
-      name,
-      method,
-      arg,
-    ) {
-      if (name === "subagent-lane" && method === "granted" && untold++ === 0)
-        return Promise.reject(new Error("child unreachable"));
-      return realCall.call(this, name, method, arg);
-    });
+    const grants = failFirstGrant("child unreachable");
     finish(a.key);
     await until(async () => expect(await statusOf(a.runId)).toBe("ok"));
     await until(async () => expect(refused).toBe(1));
@@ -302,7 +297,7 @@ describe("sub-agent lane: one lane per agent, woken by releases", () => {
     await evict(bank());
     // Nothing of the bank's memory survived: its alarm finds the owed push in its rows.
     await runDurableObjectAlarm(bank());
-    await until(async () => expect(untold).toBe(1));
+    await until(async () => expect(grants.failed).toBe(1));
     expect(await laneOf("ev2").snapshot()).toEqual({ running: 1, waiting: 0, leases: 1 });
     expect(started).toEqual([a.key]);
     await crash(laneOf("ev2"));
