@@ -18,7 +18,7 @@ export const WATCH_ACK_TIMER = "watch-ack";
 const NOTICES_PER_RUN_END = 100;
 
 /** The notice, byte for byte OpenClaw's: `target` as tools show keys, `lastSeen` the version to reconcile from. */
-export function watchNoticeText(target: string, lastSeen: number): string {
+function watchNoticeText(target: string, lastSeen: number): string {
   return `Session "${target}" changed (other actor). Reconcile before acting: session_status sessionKey "${target}" changesSince ${lastSeen}.`;
 }
 

@@ -32,7 +32,7 @@ export const MAX_WATCHERS_PER_TARGET = 100;
  * session key, so never the watcher itself. OpenClaw's `goal_changed` and `upstream_missing` have no
  * counterpart here; runs ending, children, compaction and tasks are the session's own work and never notify.
  */
-export function notifyingActor(change: StateChange): string | null {
+function notifyingActor(change: StateChange): string | null {
   if (change.kind === "human_direct_message") return `human:${change.actorId ?? ""}`;
   if (change.kind === "agent_message") return change.actorId ?? "agent:unknown";
   return null;

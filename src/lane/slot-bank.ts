@@ -12,7 +12,7 @@ import type { Lease } from "./subagent-lane";
 
 export const BANK_OBJECT = "lane:bank";
 /** Attempts to tell an agent's lane about a lease it was granted, 2 s doubling; after them its next call learns it. */
-export const BANK_PUSH_ATTEMPTS = 8;
+const BANK_PUSH_ATTEMPTS = 8;
 
 export const BANK_TABLES = `
   CREATE TABLE bank_leases (

@@ -28,7 +28,7 @@ export const SPLIT_SCHEMA = `
  * batch ships 0.5–1 MB of rows in one RPC per target (far under the 32 MiB RPC limit) and its deletes are one
  * short transaction. Scanning only 200 (the legacy move's batch) made a 100,000-row split 500 alarm runs.
  */
-export const SPLIT_SCAN_ROWS = 1_000;
+const SPLIT_SCAN_ROWS = 1_000;
 
 /** The text of a refusal to a caller whose layout is older than the shard's seal (the caller re-reads it). */
 export const STALE_LAYOUT = "index layout moved";

@@ -64,7 +64,7 @@ const MIGRATIONS = [
 ];
 
 /** What a shard measures against the split thresholds on each write of an auto layout (src/registry/layout-math.ts). */
-export type HotCheck = Pick<SplitTuning, "rows" | "writesPerSecond" | "sustainMs">;
+type HotCheck = Pick<SplitTuning, "rows" | "writesPerSecond" | "sustainMs">;
 
 /** A hot shard says so at most this often: its writers' split requests to shard 0 stay rare. */
 const HOT_REPEAT_MS = 5_000;

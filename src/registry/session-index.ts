@@ -38,7 +38,7 @@ export function sessionIndex(env: Env, cfg: Config, agentId: string): SessionInd
 }
 
 /** An agent's fixed shard count (its own `indexShards`, else `session.indexShards`); undefined: it sizes itself. */
-export function indexShardsOf(cfg: Config, agentId: string): number | undefined {
+function indexShardsOf(cfg: Config, agentId: string): number | undefined {
   return cfg.agents.roster.find((a) => a.id === agentId)?.indexShards ?? cfg.session.indexShards;
 }
 

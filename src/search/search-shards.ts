@@ -15,7 +15,7 @@ export function searchShardOf(canonicalKey: string): number {
   return fnv1a(canonicalKey) % SEARCH_SHARDS;
 }
 
-export function searchShardName(agentId: string, shard: number): string {
+function searchShardName(agentId: string, shard: number): string {
   return `search:${agentId}:${shard}`;
 }
 
