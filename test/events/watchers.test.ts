@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { MAX_WATCHERS_PER_TARGET, WATCH_NOTICE_TIMER } from "../../src/events/watchers";
+import { MAX_PENDING_NOTIFICATIONS } from "../../src/send/send-inbox";
 import { useFakeProvider } from "../helpers/fake-provider";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
 import { evict } from "../helpers/restart";
@@ -187,6 +188,26 @@ describe("change notices", () => {
     );
     await runDurableObjectAlarm(sessionStub(t));
     expect((await inbox(w)).map((x) => x.state)).toEqual(["consumed", "consumed"]);
+  });
+
+  it("a notice pushed out of the watcher's inbox by newer notifications is put back at its turn's end: never lost to that bound", async () => {
+    model();
+    const { w, t, v0 } = await watching();
+    await human(t, "from a person");
+    await runDurableObjectAlarm(sessionStub(t));
+    await vi.waitFor(async () => expect(await inbox(w)).toEqual([{ state: "pending", text: notice(t, v0) }]));
+    // MAX_PENDING_NOTIFICATIONS newer notifications evict the oldest pending one: the notice.
+    const other = uniq("flood");
+    await human(other, "hello");
+    for (let i = 0; i < MAX_PENDING_NOTIFICATIONS; i++)
+      expect((await send(other, { sessionKey: w, message: `flood ${i}`, mode: "notify" })).details.status).toBe(
+        "queued",
+      );
+    expect((await inbox(w)).map((x) => x.text)).not.toContain(notice(t, v0));
+    // The watcher's turn reads the flood; at its end the notice, still unread, is back for the next turn.
+    await human(w, "what is new?");
+    const after = await inbox(w);
+    expect(after.filter((x) => x.state === "pending")).toEqual([{ state: "pending", text: notice(t, v0) }]);
   });
 
   it("self-caused changes never notify; another session's message does; a run's end does not", async () => {
