@@ -8,6 +8,7 @@ import type { RunEndedEvent } from "../session/run-types";
 import type { DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
 import type { ChildOutcome } from "./announce-format";
+import { childKeyOfFlowId } from "./child-slot-rows";
 import { CHILD_FLOW, releaseSlotSync, resumeDeferredAnnouncesIfIdle } from "./child-slots";
 import { SUBAGENT_TASK_IDEMPOTENCY_KEY } from "./child-spawn";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./direct-announce";
@@ -168,7 +169,7 @@ function settledChildren(host: SessionHost, b: YieldBatch): SettledChild[] {
         slotIds(b),
       )
       .toArray()
-      .map((r) => [r.id.slice("child:".length), r]),
+      .map((r) => [childKeyOfFlowId(r.id), r]),
   );
   const missing = new Set(b.missing ?? []);
   return b.children.map((childKey) => {
