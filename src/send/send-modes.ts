@@ -66,12 +66,17 @@ export function steerableRun(host: SessionHost): RunRow | undefined {
   return run && STEERABLE_KINDS.has(run.kind) ? run : undefined;
 }
 
+/** Why a steer or notify is refused before it is written, if it is: the same checks for both modes. */
+function modeRefusal(host: SessionHost, arg: ModeSendRequest): "missing" | "lineage" | "policy" | null {
+  assertOpen(host, host.key);
+  // A missing session has no run to steer or inbox to notify; its storage is not created by asking.
+  if (!host.hasStorage || !host.meta) return "missing";
+  return sendRefusal(host, arg.requireChildOf);
+}
+
 const sendModesRpc = {
   steer: (host: SessionHost, arg: ModeSendRequest): SteerReceipt => {
-    assertOpen(host, host.key);
-    // A missing session has no run to steer; its storage is not created by asking.
-    if (!host.hasStorage || !host.meta) return { refused: "missing" };
-    const refused = sendRefusal(host, arg.requireChildOf);
+    const refused = modeRefusal(host, arg);
     if (refused) return { refused };
     const key = arg.idempotencyKey ? `steer:${arg.idempotencyKey}` : undefined;
     return host.storage.transactionSync((): SteerReceipt => {
@@ -84,9 +89,7 @@ const sendModesRpc = {
     });
   },
   notify: (host: SessionHost, arg: ModeSendRequest): NotifyReceipt => {
-    assertOpen(host, host.key);
-    if (!host.hasStorage || !host.meta) return { refused: "missing" };
-    const refused = sendRefusal(host, arg.requireChildOf);
+    const refused = modeRefusal(host, arg);
     if (refused) return { refused };
     const key = arg.idempotencyKey ? `notify:${arg.idempotencyKey}` : undefined;
     return host.storage.transactionSync((): NotifyReceipt => {

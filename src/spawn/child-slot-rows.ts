@@ -5,4 +5,7 @@
  */
 export const CHILD_FLOW = "subagent_child";
 
-export const childFlowId = (childKey: string) => `child:${childKey}`;
+const CHILD_ID_PREFIX = "child:";
+export const childFlowId = (childKey: string) => `${CHILD_ID_PREFIX}${childKey}`;
+/** The child key a slot row's id names (the inverse of childFlowId). */
+export const childKeyOfFlowId = (id: string) => id.slice(CHILD_ID_PREFIX.length);

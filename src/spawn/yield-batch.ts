@@ -7,8 +7,8 @@ import { timerGuard } from "../session/run-audit";
 import type { RunEndedEvent } from "../session/run-types";
 import type { DeadTimer } from "../session/timer-policy";
 import type { TimerRow } from "../session/timers";
-import type { DeliveryRoute } from "../session/types";
 import type { ChildOutcome } from "./announce-format";
+import { childKeyOfFlowId } from "./child-slot-rows";
 import { CHILD_FLOW, releaseSlotSync, resumeDeferredAnnouncesIfIdle } from "./child-slots";
 import { SUBAGENT_TASK_IDEMPOTENCY_KEY } from "./child-spawn";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./direct-announce";
@@ -46,16 +46,13 @@ export { YIELD_TIMER } from "./yield-settle";
 export const YIELD_WAIT_MAX_MS = 5 * 60 * 60_000;
 const resumeKey = (batchId: string) => `yield:resume:${batchId}`;
 
-/** A batch child's completion, kept for the resume turn and for the direct announce if that turn fails. */
-interface BatchedEvent {
-  childKey: string;
-  childRunId: string;
-  message: string | null;
-  route?: DeliveryRoute | null;
-  threadId?: string;
-  outcome?: ChildOutcome;
+/**
+ * A batch child's completion, kept for the resume turn and for the direct announce if that turn fails: the
+ * handoff's own fields (src/spawn/direct-announce.ts), so the two cannot drift, plus the batch it joined.
+ */
+type BatchedEvent = Pick<AnnounceHandoff, "childKey" | "childRunId" | "message" | "route" | "threadId" | "outcome"> & {
   batch: string;
-}
+};
 
 /**
  * Inside the receive transaction (src/spawn/requester-side.ts): a child of a batch still open for it
@@ -172,7 +169,7 @@ function settledChildren(host: SessionHost, b: YieldBatch): SettledChild[] {
         slotIds(b),
       )
       .toArray()
-      .map((r) => [r.id.slice("child:".length), r]),
+      .map((r) => [childKeyOfFlowId(r.id), r]),
   );
   const missing = new Set(b.missing ?? []);
   return b.children.map((childKey) => {

@@ -2,6 +2,7 @@ import { parseCanonical } from "../keys";
 import { getFlowRow, moveFlowRow, putFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
 import type { ChildOutcome } from "./announce-format";
+import { childKeyOfFlowId } from "./child-slot-rows";
 import { CHILD_FLOW, releaseSlotSync } from "./child-slots";
 import { ANNOUNCE_IN_FLOW } from "./direct-announce";
 import { batchIdOf, openBatches, YIELD_FLOW, type YieldBatch } from "./yield-rows";
@@ -80,7 +81,7 @@ export function claimSync(host: SessionHost, arg: ClaimArgs): ClaimResult {
       MAX_BATCH_CHILDREN,
     )
     .toArray()
-    .map((r) => r.id.slice("child:".length));
+    .map((r) => childKeyOfFlowId(r.id));
   if (kids.length > 0) {
     const generation =
       existing?.data.generation ??

@@ -1,6 +1,6 @@
 import { moveFlowRow } from "../session/flow-rows";
 import type { SessionHost } from "../session/host";
-import { CHILD_FLOW, childFlowId } from "./child-slot-rows";
+import { CHILD_FLOW, childFlowId, childKeyOfFlowId } from "./child-slot-rows";
 import { openBatches, type YieldBatch } from "./yield-rows";
 
 /**
@@ -28,7 +28,7 @@ function runningChildren(host: SessionHost, b: YieldBatch): string[] {
       slotIds(b),
     )
     .toArray()
-    .map((r) => r.id.slice("child:".length));
+    .map((r) => childKeyOfFlowId(r.id));
 }
 
 /** A waiting batch whose children all ended (or whose wait gave up) is settled; its resume timer is due now. */

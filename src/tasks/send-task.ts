@@ -27,14 +27,14 @@ export interface SendTaskRef {
 }
 
 /** The send's task reference on a run's input; null for any other run. */
-export function sendTaskOf(input: RunInput): SendTaskRef | null {
+function sendTaskOf(input: RunInput): SendTaskRef | null {
   const ref = input.data?.sendTask as Partial<SendTaskRef> | undefined;
   if (input.kind !== "send" || typeof ref?.taskId !== "string" || typeof ref.waitMs !== "number") return null;
   return ownerKeyOfTask(ref.taskId) ? { taskId: ref.taskId, waitMs: Math.max(0, ref.waitMs) } : null;
 }
 
 /** The task's label in the requester's ledger: where the send went. */
-export const sendTaskLabel = (targetKey: string) => `sessions_send to ${displayKey(targetKey)}`;
+const sendTaskLabel = (targetKey: string) => `sessions_send to ${displayKey(targetKey)}`;
 
 function initOf(host: SessionHost, ref: SendTaskRef, input: RunInput, runId: string): TaskInit {
   return {

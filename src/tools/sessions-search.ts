@@ -159,7 +159,7 @@ function resultRow(h: ShardHit): SearchResultRow {
  * was redacted when written; a window may start inside a masked value), at most SNIPPET_MAX_CHARS
  * characters with `…` appended when cut.
  */
-export function finishSnippet(raw: string): string {
+function finishSnippet(raw: string): string {
   const text = redactSensitiveText(raw.replace(/\s+/gu, " ").trim()).text;
   if (text.length <= SNIPPET_MAX_CHARS) return text;
   let end = SNIPPET_MAX_CHARS - 1;

@@ -105,7 +105,7 @@ async function describePending(ctx: ToolContext, pending: PendingChild[]): Promi
   return views.sort((a, b) => a.startedAt - b.startedAt);
 }
 
-export function alreadyPendingMessage(children: PendingChildView[]): string {
+function alreadyPendingMessage(children: PendingChildView[]): string {
   const lines = children.map(
     (c) =>
       `- ${c.label ?? c.childSessionKey} (${c.childSessionKey}), ${c.state}, started ${new Date(c.startedAt).toISOString()}`,

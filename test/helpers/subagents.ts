@@ -3,6 +3,7 @@ import { vi } from "vitest";
 import type { SessionObject } from "../../src/session/session-object";
 import { completion } from "./fake-provider";
 import { sessionStub } from "./http";
+import { quiesce } from "./quiesce";
 
 /**
  * Sub-agent test kit: a fake model provider and channel receiver on one `fetch` spy (the Worker, its
@@ -277,6 +278,16 @@ export async function settleChildren(key = "agent:main:main", timeoutMs = 10_000
 export async function releaseAndSettleChildren(): Promise<void> {
   releaseHangingRequests();
   await settleChildren();
+}
+
+/**
+ * For a file whose tests end with background work in flight (slot release, index write), in its afterEach:
+ * fail the calls the fakes still hold, then wait until no object has work left before the next test or
+ * vitest's teardown (test/helpers/quiesce.ts).
+ */
+export async function releaseAndQuiesce(): Promise<void> {
+  releaseHangingRequests();
+  await quiesce();
 }
 
 /** A fresh requester key per test (storage is shared within a file). */

@@ -4,9 +4,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
 import { REQUESTER_IDLE_WAIT_MS } from "../../src/spawn/requester-turn";
 import { call, enc, sessionStub } from "../helpers/http";
-import { quiesce } from "../helpers/quiesce";
 import { answers, delivered, isTurn, REQUESTER_MODE, setup, spawnChildren, stepsOf } from "../helpers/requester-turns";
-import { announcesIn, releaseHangingRequests, settle } from "../helpers/subagents";
+import { announcesIn, releaseAndQuiesce, settle } from "../helpers/subagents";
 
 /**
  * "requester" announce delivery with a requester that is never idle (docs/subagents.md): its completion turn
@@ -14,10 +13,7 @@ import { announcesIn, releaseHangingRequests, settle } from "../helpers/subagent
  * and the child's slot is freed — never held for as long as the requester stays busy.
  */
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await quiesce();
-});
+afterEach(releaseAndQuiesce);
 
 /** Age the requester's waiting completions by `ms` (their wait is counted from when they arrived) and run its turn timer. */
 async function waitLonger(req: string, ms: number): Promise<void> {

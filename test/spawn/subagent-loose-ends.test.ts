@@ -5,14 +5,13 @@ import { migrate } from "../../src/session/schema";
 import type { SessionObject } from "../../src/session/session-object";
 import { ARCHIVE_TIMER } from "../../src/spawn/child-removal";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
-import { quiesce } from "../helpers/quiesce";
 import { drive, setup, spawnChildren } from "../helpers/requester-turns";
 import { rewindSchemaBefore } from "../helpers/schema-rewind";
 import {
   childState,
   HOOK_URL,
   installFakes,
-  releaseHangingRequests,
+  releaseAndQuiesce,
   requesterKey,
   settle,
   subagentConfig,
@@ -23,10 +22,7 @@ import {
  * and the requester-mode completion event is model context, never a visible message of the conversation.
  */
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await quiesce();
-});
+afterEach(releaseAndQuiesce);
 
 const MIN = 60_000;
 

@@ -12,7 +12,6 @@ import {
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
 import { ACCEPTED_NOTE_DIRECT } from "../../src/spawn/subagent-prompt";
 import { advance, call, enc, invoke, sendAndWait, sessionStub } from "../helpers/http";
-import { quiesce } from "../helpers/quiesce";
 import {
   answers,
   childrenIn,
@@ -32,7 +31,7 @@ import {
   type ModelAnswer,
   type ModelCall,
   outboxOf,
-  releaseHangingRequests,
+  releaseAndQuiesce,
   requesterKey,
   settle,
   subagentConfig,
@@ -43,11 +42,8 @@ import {
  * reply is what reaches the channel; the direct announce is the fallback (requester gone, turn failed).
  */
 
-afterEach(async () => {
-  releaseHangingRequests();
-  // Background work of the test's last run (slot release, index write) finishes before the next test or teardown.
-  await quiesce();
-});
+// Background work of the test's last run (slot release, index write) finishes before the next test or teardown.
+afterEach(releaseAndQuiesce);
 
 describe("announceDelivery: requester", () => {
   it("a parent that spawns three children hears each completion as a turn; its reply reaches the channel once per turn, no direct announce", async () => {

@@ -15,6 +15,7 @@ import {
   announcesIn,
   childState,
   installFakes,
+  releaseAndQuiesce,
   releaseHangingRequests,
   requesterKey,
   settle,
@@ -37,10 +38,7 @@ import {
  * when a child never reports. Evictions at every step: test/spawn/yield-eviction.test.ts.
  */
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await quiesce();
-});
+afterEach(releaseAndQuiesce);
 
 describe("sessions_yield: the yielded batch", () => {
   it("ends the turn, then resumes once with every child's result; no child announces on its own", async () => {

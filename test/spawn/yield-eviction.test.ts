@@ -6,7 +6,6 @@ import { RunQueue } from "../../src/session/run-queue";
 import { getRequesterSpawnState } from "../../src/spawn/requester-side";
 import { DEFAULT_ACKNOWLEDGMENT } from "../../src/tools/sessions-yield";
 import { advance, call, enc, sessionStub } from "../helpers/http";
-import { quiesce } from "../helpers/quiesce";
 import { delivered, drive, unfinished } from "../helpers/requester-turns";
 import { crash } from "../helpers/restart";
 import { deferred, until } from "../helpers/scripted";
@@ -14,7 +13,7 @@ import {
   announcesIn,
   installFakes,
   outboxOf,
-  releaseHangingRequests,
+  releaseAndQuiesce,
   requesterKey,
   settle,
   subagentConfig,
@@ -26,10 +25,7 @@ import { batchesOf, childrenOf, isResume, resumeRuns, start, yieldingAnswers } f
  * whenever, the session resumes exactly once with every child's result, and nothing is told twice.
  */
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await quiesce();
-});
+afterEach(releaseAndQuiesce);
 
 describe("sessions_yield: the yielded batch across evictions", () => {
   it.each([1, 2])("evictions between every step repeat nothing and lose nothing (%i per step)", async (perStep) => {

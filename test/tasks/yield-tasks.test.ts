@@ -8,9 +8,8 @@ import { YIELD_TASK_LABEL } from "../../src/spawn/yield-task";
 import { TASK_LOST_AFTER_MS } from "../../src/tasks/task-audit";
 import { YIELD_BATCH_GONE } from "../../src/tasks/task-backing";
 import { advance, call, enc, invoke, sessionStub } from "../helpers/http";
-import { quiesce } from "../helpers/quiesce";
 import { crash } from "../helpers/restart";
-import { releaseHangingRequests, settle } from "../helpers/subagents";
+import { releaseAndQuiesce, settle } from "../helpers/subagents";
 import { age } from "../helpers/tasks";
 import { batchesOf, childrenOf, resumeRuns, start, taskOf, yieldingAnswers } from "../helpers/yield";
 
@@ -20,10 +19,7 @@ import { batchesOf, childrenOf, resumeRuns, start, taskOf, yieldingAnswers } fro
  * visible at GET /v1/sessions/{key}/tasks — with every object crashed between the steps.
  */
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await quiesce();
-});
+afterEach(releaseAndQuiesce);
 
 async function tasksOf(key: string): Promise<any[]> {
   const r = await call("GET", `/v1/sessions/${enc(key)}/tasks?recentMinutes=60`);

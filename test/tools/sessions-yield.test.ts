@@ -18,6 +18,7 @@ import {
   installFakes,
   type ModelAnswer,
   type ModelCall,
+  releaseAndQuiesce,
   releaseHangingRequests,
   requesterKey,
   settle,
@@ -52,10 +53,7 @@ function scripted(script: (c: ModelCall) => ModelAnswer) {
 const spawn = (label: string) => ({ name: "sessions_spawn", args: { task: label, label } });
 const yieldCall = (args: Record<string, unknown> = {}) => ({ name: "sessions_yield", args });
 
-afterEach(async () => {
-  releaseHangingRequests();
-  await quiesce();
-});
+afterEach(releaseAndQuiesce);
 
 describe("sessions_yield over /tools/invoke", () => {
   it("has no turn to end there: the spec's error, as a result", async () => {

@@ -70,27 +70,22 @@ describe("sub-agent tool restriction (enforced by the gateway)", () => {
       },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
     });
-    expect(((await list.json()) as any).result.tools.map((t: any) => t.name).sort()).toEqual([
+    // What an orchestrator (depth 1 of 2) may call, over MCP and in the runtime catalog alike.
+    const orchestratorTools = [
       "sessions_history",
       "sessions_list",
       "sessions_search",
       "sessions_spawn",
       "sessions_yield",
       "subagents",
-    ]);
+    ];
+    expect(((await list.json()) as any).result.tools.map((t: any) => t.name).sort()).toEqual(orchestratorTools);
     // The tool catalog a runtime offers its model matches what the gateway allows, at each depth.
     const catalog = async (key: string) =>
       (await call("GET", "/v1/tools", undefined, { headers: { "X-Session-Key": key } })).json.tools
         .map((t: any) => t.name)
         .sort();
-    expect(await catalog(orchestrator)).toEqual([
-      "sessions_history",
-      "sessions_list",
-      "sessions_search",
-      "sessions_spawn",
-      "sessions_yield",
-      "subagents",
-    ]);
+    expect(await catalog(orchestrator)).toEqual(orchestratorTools);
     // Every sub-agent keeps sessions_yield, a leaf too (as in OpenClaw): it has no other session tool.
     expect(await catalog(leafKey)).toEqual(["sessions_yield"]);
 
