@@ -13,7 +13,7 @@ import { CHILD_FLOW, releaseSlotSync, resumeDeferredAnnouncesIfIdle } from "./ch
 import { SUBAGENT_TASK_IDEMPOTENCY_KEY } from "./child-spawn";
 import { ANNOUNCE_IN_FLOW, type AnnounceHandoff, recordDirectAnnounce } from "./direct-announce";
 import { isSubagentRequester, turnAnswer } from "./requester-turn";
-import { type ClaimArgs, type ClaimResult, claimSync, NOT_SUPPORTED } from "./yield-claim";
+import { type ClaimArgs, type ClaimResult, claimSync, MAX_BATCH_CHILDREN, NOT_SUPPORTED } from "./yield-claim";
 import { batchIdOf, OPEN_BATCH_STATES, openBatches, YIELD_FLOW, type YieldBatch } from "./yield-rows";
 import { GIVE_UP, settleIfReady, slotIds, YIELD_TIMER } from "./yield-settle";
 import { formatSettlement, type SettledChild, yieldContextText } from "./yield-settlement";
@@ -136,13 +136,17 @@ function resumeEnded(host: SessionHost, id: string, { run }: RunEndedEvent, now:
   resumeDeferredAnnouncesIfIdle(host);
 }
 
-/** The batch could not speak for its children: each batched completion is told as its direct announce (once: keyed). */
+/**
+ * The batch could not speak for its children: each batched completion is told as its direct announce (once: keyed).
+ * A batch holds at most MAX_BATCH_CHILDREN completions, so one read takes them all.
+ */
 function announceDirectly(host: SessionHost, batchId: string, now: number): void {
   const rows = host.sql
     .exec<{ id: string; json: string }>(
-      "SELECT id, json FROM flows WHERE kind = ? AND state = 'batched' AND json_extract(json, '$.batch') = ? LIMIT 128",
+      "SELECT id, json FROM flows WHERE kind = ? AND state = 'batched' AND json_extract(json, '$.batch') = ? LIMIT ?",
       ANNOUNCE_IN_FLOW,
       batchId,
+      MAX_BATCH_CHILDREN,
     )
     .toArray();
   for (const r of rows) {
