@@ -24,9 +24,9 @@ import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { AgentConfig } from "../config/agents-schema";
 import type { Config } from "../config/schema";
 import { fromRpcError, SwitchboardError } from "../errors";
+import { mintedOwner } from "../http/handle-owner";
 import { keyContextOf, parseSessionKey } from "../keys";
 import { checkTextSize } from "../session/byte-budget";
-import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
 import { abortRunHandle } from "../tasks/run-abort";
 import { agentCard } from "./card";
@@ -99,9 +99,10 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
 
   /** The run of a task id, only within this agent: an id of another agent's session is not found here. */
   private async runOf(id: string): Promise<RunSnapshot> {
-    const key = sessionKeyOfRun(id);
-    const prefix = `agent:${this.call.agent.id}:`;
-    if (!key?.startsWith(prefix)) throw new TaskNotFoundError(`Task not found: ${id}`);
+    // The same id check as every other surface (src/http/handle-owner.ts): a forged id wakes no object. The scope
+    // is this agent's sessions; the caller's token was checked against the agent already (src/http/a2a-access.ts).
+    const key = mintedOwner(this.call.cfg, id)?.canonicalKey;
+    if (!key?.startsWith(`agent:${this.call.agent.id}:`)) throw new TaskNotFoundError(`Task not found: ${id}`);
     const run = await this.call.env.SESSIONS.getByName(key).getRun(id);
     if (!run) throw new TaskNotFoundError(`Task not found: ${id}`);
     return run;
