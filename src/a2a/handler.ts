@@ -82,17 +82,18 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
     throw new UnsupportedOperationError("This agent has no extended agent card");
   }
 
-  /** The session a context id names: `agent:<agentId>:<contextId>`, refused when it would leave this agent. */
+  /**
+   * The session a context id names: `agent:<agentId>:<contextId>`. It cannot leave this agent: a key starting
+   * `agent:<id>:` is that agent's whatever follows (src/keys.ts), so only the key grammar can refuse it.
+   */
   private sessionOfContext(contextId: string): string {
     if (contextId.length > A2A_MAX_CONTEXT_ID)
       throw new RequestMalformedError(`contextId: at most ${A2A_MAX_CONTEXT_ID} characters`);
     const agentId = this.call.agent.id;
     try {
-      const parsed = parseSessionKey(`agent:${agentId}:${contextId}`, keyContextOf(this.call.cfg, agentId));
-      if (parsed.agentId !== agentId) throw new Error("another agent");
-      return parsed.canonicalKey;
+      return parseSessionKey(`agent:${agentId}:${contextId}`, keyContextOf(this.call.cfg, agentId)).canonicalKey;
     } catch (err) {
-      const why = err instanceof SwitchboardError ? err.message : `it names a session of another agent`;
+      const why = err instanceof Error ? err.message : String(err);
       throw new RequestMalformedError(`contextId ${JSON.stringify(contextId.slice(0, 80))} is not usable: ${why}`);
     }
   }
