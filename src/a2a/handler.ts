@@ -28,6 +28,7 @@ import { mintedOwner } from "../http/handle-owner";
 import { keyContextOf, parseSessionKey } from "../keys";
 import { checkTextSize } from "../session/byte-budget";
 import type { RunSnapshot } from "../session/run-schema";
+import { FINAL_STATUSES } from "../session/types";
 import { abortRunHandle } from "../tasks/run-abort";
 import { agentCard } from "./card";
 import {
@@ -45,7 +46,6 @@ import { taskOfRun } from "./tasks";
 export const A2A_BLOCKING_WAIT_MS = 60_000;
 /** A context id is a session key's rest (docs/protocols.md): at most this long (MAX_KEY_LENGTH less `agent:<id>:`). */
 export const A2A_MAX_CONTEXT_ID = 256;
-const FINAL = new Set<RunSnapshot["status"]>(["ok", "error", "timeout", "aborted", "lost"]);
 
 export interface A2ACall {
   env: Env;
@@ -180,7 +180,8 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
     const run = await this.runOf(params.id);
-    if (FINAL.has(run.status)) throw new TaskNotCancelableError(`Task ${params.id} already ended (${run.status})`);
+    if (FINAL_STATUSES.has(run.status))
+      throw new TaskNotCancelableError(`Task ${params.id} already ended (${run.status})`);
     // The same abort as POST /v1/runs/{id}/abort (src/tasks/run-abort.ts): ends the run once, whichever surface
     // asked first, and a sub-agent's task run (its id is one of this agent's runs too) with its descendants.
     const after = (await abortRunHandle(this.call.env, run.sessionKey, params.id)).run;
@@ -189,7 +190,7 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
 
   async *resubscribe(params: SubscribeToTaskRequest): AsyncGenerator<StreamResponse> {
     const run = await this.runOf(params.id);
-    if (FINAL.has(run.status))
+    if (FINAL_STATUSES.has(run.status))
       throw new UnsupportedOperationError(`Task ${params.id} already ended (${run.status}): use GetTask`);
     yield { payload: { $case: "task", value: taskOfRun(this.call.agent.id, run) } };
     yield* runUpdates(this.call.env, this.call.agent.id, run, this.call.lastEventId);
