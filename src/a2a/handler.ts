@@ -24,10 +24,11 @@ import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { AgentConfig } from "../config/agents-schema";
 import type { Config } from "../config/schema";
 import { fromRpcError, SwitchboardError } from "../errors";
+import { mintedOwner } from "../http/handle-owner";
 import { keyContextOf, parseSessionKey } from "../keys";
 import { checkTextSize } from "../session/byte-budget";
-import { sessionKeyOfRun } from "../session/run-id";
 import type { RunSnapshot } from "../session/run-schema";
+import { FINAL_STATUSES } from "../session/types";
 import { abortRunHandle } from "../tasks/run-abort";
 import { agentCard } from "./card";
 import {
@@ -45,7 +46,6 @@ import { taskOfRun } from "./tasks";
 export const A2A_BLOCKING_WAIT_MS = 60_000;
 /** A context id is a session key's rest (docs/protocols.md): at most this long (MAX_KEY_LENGTH less `agent:<id>:`). */
 export const A2A_MAX_CONTEXT_ID = 256;
-const FINAL = new Set<RunSnapshot["status"]>(["ok", "error", "timeout", "aborted", "lost"]);
 
 export interface A2ACall {
   env: Env;
@@ -82,26 +82,28 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
     throw new UnsupportedOperationError("This agent has no extended agent card");
   }
 
-  /** The session a context id names: `agent:<agentId>:<contextId>`, refused when it would leave this agent. */
+  /**
+   * The session a context id names: `agent:<agentId>:<contextId>`. It cannot leave this agent: a key starting
+   * `agent:<id>:` is that agent's whatever follows (src/keys.ts), so only the key grammar can refuse it.
+   */
   private sessionOfContext(contextId: string): string {
     if (contextId.length > A2A_MAX_CONTEXT_ID)
       throw new RequestMalformedError(`contextId: at most ${A2A_MAX_CONTEXT_ID} characters`);
     const agentId = this.call.agent.id;
     try {
-      const parsed = parseSessionKey(`agent:${agentId}:${contextId}`, keyContextOf(this.call.cfg, agentId));
-      if (parsed.agentId !== agentId) throw new Error("another agent");
-      return parsed.canonicalKey;
+      return parseSessionKey(`agent:${agentId}:${contextId}`, keyContextOf(this.call.cfg, agentId)).canonicalKey;
     } catch (err) {
-      const why = err instanceof SwitchboardError ? err.message : `it names a session of another agent`;
+      const why = err instanceof Error ? err.message : String(err);
       throw new RequestMalformedError(`contextId ${JSON.stringify(contextId.slice(0, 80))} is not usable: ${why}`);
     }
   }
 
   /** The run of a task id, only within this agent: an id of another agent's session is not found here. */
   private async runOf(id: string): Promise<RunSnapshot> {
-    const key = sessionKeyOfRun(id);
-    const prefix = `agent:${this.call.agent.id}:`;
-    if (!key?.startsWith(prefix)) throw new TaskNotFoundError(`Task not found: ${id}`);
+    // The same id check as every other surface (src/http/handle-owner.ts): a forged id wakes no object. The scope
+    // is this agent's sessions; the caller's token was checked against the agent already (src/http/a2a-access.ts).
+    const key = mintedOwner(this.call.cfg, id)?.canonicalKey;
+    if (!key?.startsWith(`agent:${this.call.agent.id}:`)) throw new TaskNotFoundError(`Task not found: ${id}`);
     const run = await this.call.env.SESSIONS.getByName(key).getRun(id);
     if (!run) throw new TaskNotFoundError(`Task not found: ${id}`);
     return run;
@@ -178,7 +180,8 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
     const run = await this.runOf(params.id);
-    if (FINAL.has(run.status)) throw new TaskNotCancelableError(`Task ${params.id} already ended (${run.status})`);
+    if (FINAL_STATUSES.has(run.status))
+      throw new TaskNotCancelableError(`Task ${params.id} already ended (${run.status})`);
     // The same abort as POST /v1/runs/{id}/abort (src/tasks/run-abort.ts): ends the run once, whichever surface
     // asked first, and a sub-agent's task run (its id is one of this agent's runs too) with its descendants.
     const after = (await abortRunHandle(this.call.env, run.sessionKey, params.id)).run;
@@ -187,7 +190,7 @@ export class SwitchboardA2AHandler implements A2ARequestHandler {
 
   async *resubscribe(params: SubscribeToTaskRequest): AsyncGenerator<StreamResponse> {
     const run = await this.runOf(params.id);
-    if (FINAL.has(run.status))
+    if (FINAL_STATUSES.has(run.status))
       throw new UnsupportedOperationError(`Task ${params.id} already ended (${run.status}): use GetTask`);
     yield { payload: { $case: "task", value: taskOfRun(this.call.agent.id, run) } };
     yield* runUpdates(this.call.env, this.call.agent.id, run, this.call.lastEventId);

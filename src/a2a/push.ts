@@ -81,7 +81,9 @@ const pushRpc = {
    * just after `SendMessage` — the SDK's own flow — would otherwise miss a run that started or ended meanwhile.
    */
   set: async (host: SessionHost, c: SetPushConfig): Promise<PushConfigView | "not_found" | "limit"> => {
-    if (!host.hasStorage || !host.runRow(c.runId)) return "not_found";
+    // One read of the run: nothing awaits between it and the transaction, so it is the row the queue sees.
+    const run = host.hasStorage ? host.runRow(c.runId) : null;
+    if (!run) return "not_found";
     const out = host.storage.transactionSync(() => {
       // A retried set (a SendMessage sent again) must not change the key a receiver already verifies with.
       const kept = c.tokenMade ? pushConfig(host.sql, c.runId, c.id)?.token : undefined;
@@ -96,7 +98,7 @@ const pushRpc = {
       };
       if (!putPushConfig(host.sql, row)) return "limit" as const;
       const stored = pushConfig(host.sql, c.runId, c.id)!;
-      queuePush(host, host.snapshot(host.runRow(c.runId)!), stored);
+      queuePush(host, host.snapshot(run), stored);
       return viewOf(stored);
     });
     // The attempt is the alarm's (due now), not this call's: the client's answer never waits on its receiver.

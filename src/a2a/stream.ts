@@ -2,7 +2,7 @@ import { type StreamResponse, TaskState } from "@a2a-js/sdk";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { eventStreamResponse } from "../events/sse-bridge";
 import type { RunSnapshot } from "../session/run-schema";
-import { agentMessage, contextOfKey, REPLY_ARTIFACT_ID, replyArtifact, TASK_STATE_OF_RUN, textPart } from "./tasks";
+import { agentMessage, contextOfKey, replyArtifact, TASK_STATE_OF_RUN } from "./tasks";
 
 /** Where our event id travels in an A2A update (and the SSE `id:` line the route writes from it). */
 export const EVENT_ID_META = "switchboard.eventId";
@@ -83,7 +83,7 @@ export async function* runUpdates(
       value: {
         taskId,
         contextId,
-        artifact: { ...replyArtifact(text), artifactId: REPLY_ARTIFACT_ID, parts: [textPart(text)] },
+        artifact: replyArtifact(text),
         append,
         lastChunk,
         metadata: meta(id),

@@ -18,7 +18,7 @@ export const TASK_STATE_OF_RUN: Record<RunSnapshot["status"], TaskState> = {
 };
 
 /** The artifact that carries a run's reply; one per task, replaced (not appended) when a stream resets. */
-export const REPLY_ARTIFACT_ID = "reply";
+const REPLY_ARTIFACT_ID = "reply";
 
 /**
  * A context id is the part of the session key after `agent:<agentId>:` (docs/protocols.md): `main` is the agent's
@@ -30,7 +30,7 @@ export function contextOfKey(agentId: string, sessionKey: string): string {
   return sessionKey.startsWith(prefix) ? sessionKey.slice(prefix.length) : sessionKey;
 }
 
-export function textPart(text: string): Part {
+function textPart(text: string): Part {
   return { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" };
 }
 

@@ -272,12 +272,25 @@ export const taskCancelSchema = z
   })
   .meta({ id: "TaskCancel", description: "What a cancel did: the task and every task below it are cancelled." });
 
-const a2aRpcId = z.union([z.string(), z.number(), z.null()]);
+const rpcId = z.union([z.string(), z.number(), z.null()]);
+/** A JSON-RPC 2.0 answer, a result or an error: the one shape of /mcp's and A2A's answers, as component `id`. */
+export function jsonRpcAnswerSchema(id: string) {
+  return z
+    .union([
+      z.strictObject({ jsonrpc: z.literal("2.0"), id: rpcId, result: z.unknown() }),
+      z.strictObject({
+        jsonrpc: z.literal("2.0"),
+        id: rpcId,
+        error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+      }),
+    ])
+    .meta({ id });
+}
 /** A JSON-RPC 2.0 request to an agent's A2A endpoint; the A2A SDK's transport checks the method and its params. */
 export const a2aRpcRequestSchema = z
   .object({
     jsonrpc: z.literal("2.0"),
-    id: a2aRpcId.optional(),
+    id: rpcId.optional(),
     method: z
       .string()
       .describe("SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask (A2A v1 JSON-RPC binding)"),
@@ -286,16 +299,7 @@ export const a2aRpcRequestSchema = z
   .meta({ id: "A2AJsonRpcRequest" });
 
 /** Its answer: a result (a Task, or `{task}` / `{message}` for SendMessage) or an A2A error (docs/protocols.md). */
-export const a2aRpcResponseSchema = z
-  .union([
-    z.strictObject({ jsonrpc: z.literal("2.0"), id: a2aRpcId, result: z.unknown() }),
-    z.strictObject({
-      jsonrpc: z.literal("2.0"),
-      id: a2aRpcId,
-      error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
-    }),
-  ])
-  .meta({ id: "A2AJsonRpcResponse" });
+export const a2aRpcResponseSchema = jsonRpcAnswerSchema("A2AJsonRpcResponse");
 
 /** An A2A error of the HTTP+JSON binding (the SDK's `toRestErrorBody`: a google.rpc.Status with an ErrorInfo detail). */
 export const a2aRestErrorSchema = z

@@ -17,16 +17,24 @@ import type { Principal } from "./principal";
  * scopes"). Each surface calls this once per request and reuses the key it answers.
  */
 export function handleOwner(cfg: Config, principal: Principal, id: string, noun: "Run" | "Task"): string {
+  const parsed = mintedOwner(cfg, id);
+  if (!parsed) throw notFound(`${noun} not found: ${id}`);
+  authorizeKey(principal, parsed);
+  return parsed.canonicalKey;
+}
+
+/**
+ * The owning session an id we minted names, or null for an id we could not have minted (see handleOwner). A
+ * surface with its own scope rule and not-found error (A2A: src/a2a/handler.ts) starts from this.
+ */
+export function mintedOwner(cfg: Config, id: string): ParsedKey | null {
   const key = sessionKeyOfRun(id);
-  const missing = () => notFound(`${noun} not found: ${id}`);
-  if (!key) throw missing();
+  if (!key) return null;
   let parsed: ParsedKey;
   try {
     parsed = parseSessionKey(key, keyContextOf(cfg));
   } catch {
-    throw missing();
+    return null;
   }
-  if (parsed.canonicalKey !== key) throw missing();
-  authorizeKey(principal, parsed);
-  return key;
+  return parsed.canonicalKey === key ? parsed : null;
 }

@@ -1,7 +1,7 @@
 import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { pageTasksOf } from "../tasks/task-client";
 import { TASK_PAGE_MAX } from "../tasks/task-page";
-import type { TaskRecord } from "../tasks/task-types";
+import { isTerminalTask, type TaskRecord } from "../tasks/task-types";
 import type { ToolContext } from "../tools/context";
 import { MCP_TASKS } from "./mcp-tasks";
 
@@ -46,14 +46,13 @@ function decodeCursor(cursor: string): number {
  * its run's end through the child's report, so for one task `tasks/get` (which reads the run) is the authority.
  */
 function taskOfRecord(t: TaskRecord & { runId: string }) {
-  const status =
-    t.status === "queued" || t.status === "running"
-      ? "working"
-      : t.status === "succeeded"
-        ? "completed"
-        : t.status === "cancelled"
-          ? "cancelled"
-          : "failed";
+  const status = !isTerminalTask(t.status)
+    ? "working"
+    : t.status === "succeeded"
+      ? "completed"
+      : t.status === "cancelled"
+        ? "cancelled"
+        : "failed";
   const updated = Math.max(t.createdAt, t.startedAt ?? 0, t.lastEventAt ?? 0, t.endedAt ?? 0);
   return {
     taskId: t.runId,

@@ -8,7 +8,7 @@ import { resolver } from "hono-openapi";
 import { z } from "zod";
 import { log } from "../log";
 import type { ToolContext } from "../tools/context";
-import { errorEnvelopeSchema } from "./api-schemas";
+import { errorEnvelopeSchema, jsonRpcAnswerSchema } from "./api-schemas";
 import type { AppEnv } from "./app-env";
 import { requesterOf } from "./auth";
 import { MCP_MAX_BATCH, MCP_PROTOCOL_VERSIONS, PARSE_ERROR, rpcRefusal, shapeRefusal } from "./mcp-guard";
@@ -96,7 +96,6 @@ export async function mcpEndpoint(c: Context<AppEnv>): Promise<Response> {
   }
 }
 
-const jsonRpcId = z.union([z.string(), z.number(), z.null()]);
 /** A JSON-RPC 2.0 request or notification, as documented; the SDK checks each message itself. */
 const jsonRpcRequestSchema = z
   .object({
@@ -114,16 +113,7 @@ const jsonRpcRequestSchema = z
     params: z.record(z.string(), z.unknown()).optional(),
   })
   .meta({ id: "JsonRpcRequest" });
-const jsonRpcResponseSchema = z
-  .union([
-    z.strictObject({ jsonrpc: z.literal("2.0"), id: jsonRpcId, result: z.unknown() }),
-    z.strictObject({
-      jsonrpc: z.literal("2.0"),
-      id: jsonRpcId,
-      error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
-    }),
-  ])
-  .meta({ id: "JsonRpcResponse" });
+const jsonRpcResponseSchema = jsonRpcAnswerSchema("JsonRpcResponse");
 
 /** How /mcp appears in /openapi.json: a JSON-RPC body, JSON-RPC answers, and its non-envelope statuses. */
 export const MCP_ROUTE_DOC: RouteDoc = {

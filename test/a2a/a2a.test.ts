@@ -2,6 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { TaskState } from "@a2a-js/sdk";
 import { describe, expect, it, vi } from "vitest";
+import { A2A_MAX_CONTEXT_ID } from "../../src/a2a/handler";
 import { mintRunToken } from "../../src/runners/run-token";
 import type { SessionObject } from "../../src/session/session-object";
 import { a2aClient, ORIGIN, shape, textMessage } from "../helpers/a2a";
@@ -199,7 +200,7 @@ describe("A2A: every agent an A2A agent (official A2A JS client)", () => {
     ).toBe(401);
   });
 
-  it("refusals: a run token; no A2A-Version; a taskId; a file part; a context outside the agent's keys", async () => {
+  it("refusals: a run token; no A2A-Version; a taskId; a file part; a context outside the agent's keys; the id and context maxima", async () => {
     const fake = useFakeProvider();
     const held = await call("POST", "/v1/sessions/main/messages", { message: "hold" });
     await vi.waitFor(() => expect(fake.pending()).toHaveLength(1));
@@ -248,6 +249,16 @@ describe("A2A: every agent an A2A agent (official A2A JS client)", () => {
       code: -32602,
       message: expect.stringMatching(/^contextId "two {2}spaces" is not usable/),
     });
+    // The documented maxima (docs/limits.md), refused by name before any session is touched.
+    const longContext = await rpc("SendMessage", message({ contextId: "c".repeat(A2A_MAX_CONTEXT_ID + 1) }));
+    expect(longContext.json.error).toMatchObject({
+      code: -32602,
+      message: `contextId: at most ${A2A_MAX_CONTEXT_ID} characters`,
+    });
+    const longId = await rpc("SendMessage", {
+      message: { messageId: "m".repeat(201), role: "ROLE_USER", parts: [{ text: "hi" }] },
+    });
+    expect(longId.json.error).toMatchObject({ code: -32602, message: "message.messageId: at most 200 characters" });
     // Push configs are served (test/a2a/a2a-push.test.ts); a plain-http receiver is malformed.
     expect(
       (await rpc("CreateTaskPushNotificationConfig", { taskId: held.json.runId, url: "http://x.test" })).json.error,
